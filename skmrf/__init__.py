@@ -1,0 +1,18 @@
+"""skmrf: learn the parameters of Markov random fields, as scikit-learn estimators."""
+
+from .estimators import ExactMaxLikelihood
+from .graphs import chain_graph, chimera_graph, grid_graph, lattice_graph, resolve_graph, skip_chain_graph
+from .model import DiscreteMRF
+
+__version__ = "0.1.0.dev0"
+
+__all__ = [
+    "DiscreteMRF",
+    "ExactMaxLikelihood",
+    "chain_graph",
+    "chimera_graph",
+    "grid_graph",
+    "lattice_graph",
+    "resolve_graph",
+    "skip_chain_graph",
+]

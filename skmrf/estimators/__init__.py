@@ -1,0 +1,5 @@
+"""scikit-learn estimators of MRF parameters."""
+
+from .exact import ExactMaxLikelihood
+
+__all__ = ["ExactMaxLikelihood"]

@@ -1,0 +1,170 @@
+"""Shared validation, scoring and sampling for the discrete MRF estimators."""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import networkx as nx
+import numpy as np
+from sklearn.base import BaseEstimator, DensityMixin
+
+from ..graphs import MRFGraph, resolve_graph
+from ..inference.junction_tree import TreewidthError
+from ..model import DiscreteMRF
+from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
+from ..utils.validation import check_generator, check_states
+
+__all__ = ["BaseDiscreteMRF", "MAX_TABLE_SIZE", "GRAPH_DOC", "N_STATES_DOC"]
+
+#: Largest joint-state table of a single clique (entries) before ``fit`` refuses.
+MAX_TABLE_SIZE = 1 << 24
+
+GRAPH_DOC = """graph : networkx.Graph, list of tuples, array-like, sparse matrix or str, default="chain"
+        The structure: a networkx graph (nodes map to columns in
+        ``list(G.nodes)`` order, or by name for a DataFrame), a list of edges
+        or cliques of any size, a square adjacency matrix, or one of
+        ``"chain"``, ``"complete"``, ``"grid:RxC"``. Resolved in ``fit`` into
+        ``graph_``."""
+
+N_STATES_DOC = """n_states : "auto", int or array-like of int, default="auto"
+        States per variable. ``"auto"`` takes ``max + 1`` of each column in
+        the training data (at least 2); give it explicitly when the training
+        data may miss a state that later data takes."""
+
+
+class BaseDiscreteMRF(DensityMixin, BaseEstimator):
+    """Base class: validation, ``score``, ``score_samples`` and ``sample``.
+
+    Subclasses implement ``_fit_theta(self, X)`` returning the parameter
+    vector for ``self.model_`` (already built with zero parameters).
+    """
+
+    _parameter_constraints: dict = {
+        "graph": [str, nx.Graph, MRFGraph, "array-like", "sparse matrix"],
+        "n_states": [StrOptions({"auto"}), Interval(Integral, 2, None, closed="left"), "array-like"],
+        "score_method": [StrOptions({"auto", "exact", "pseudo"})],
+        "max_bytes": [Interval(Integral, 1, None, closed="left"), None],
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.positive_only = True
+        tags.input_tags.allow_nan = False
+        tags.non_deterministic = False
+        return tags
+
+    # -- validation ----------------------------------------------------------
+    def _feature_names(self):
+        names = getattr(self, "feature_names_in_", None)
+        return None if names is None else list(names)
+
+    def _validate_fit_data(self, X):
+        """Validate X, resolve the graph and states; build ``model_``; return int X."""
+        X = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False, ensure_min_samples=1)
+        names = self._feature_names()
+        Xi = check_states(X, feature_names=names)
+        n_features = Xi.shape[1]
+        self.graph_ = resolve_graph(self.graph, n_features, names)
+        if isinstance(self.n_states, str):
+            n_states = np.maximum(Xi.max(axis=0) + 1, 2)
+        else:
+            n_states = np.broadcast_to(np.asarray(self.n_states, dtype=np.int64), (n_features,)).copy()
+            if np.any(n_states < 2):
+                j = int(np.argmin(n_states))
+                raise ValueError(f"n_states must be at least 2; got {n_states[j]} for column {j}.")
+            check_states(Xi, n_states, names)
+        self.n_states_ = n_states
+        for c in self.graph_.cliques:
+            size = int(np.prod(n_states[list(c)], dtype=np.float64))
+            if size > MAX_TABLE_SIZE:
+                raise ValueError(
+                    f"Clique {c} has {' x '.join(str(n_states[i]) for i in c)} = {size:,} joint "
+                    f"states, over the limit of {MAX_TABLE_SIZE:,}. Recode the columns with "
+                    "fewer states or use a sparser graph."
+                )
+        self.model_ = DiscreteMRF(self.graph_, n_states)
+        return Xi
+
+    def _validate_score_data(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
+        return check_states(X, self.n_states_, self._feature_names())
+
+    def _resolve_score_method(self):
+        """Set ``score_method_`` and, for exact scoring, ``log_partition_``."""
+        method = self.score_method
+        if method in ("auto", "exact"):
+            try:
+                self.log_partition_ = self.model_.calibrate(max_bytes=self.max_bytes).log_z
+                self.score_method_ = "exact"
+                return
+            except TreewidthError:
+                if method == "exact":
+                    raise
+        self.score_method_ = "pseudo"
+        self.log_partition_ = None
+
+    # -- scoring and sampling ----------------------------------------------
+    def score_samples(self, X):
+        """Log-likelihood of each row under the fitted model.
+
+        Exact (junction tree) when ``score_method_ == "exact"``; the
+        log pseudo-likelihood ``sum_i log p(x_i | x_-i)`` when it is ``"pseudo"``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Integer states.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        Xi = self._validate_score_data(X)
+        if self.score_method_ == "exact":
+            return self.model_._layout.energy(Xi, self.model_.theta) - self.log_partition_
+        return self.model_.log_pseudo_likelihood(Xi)
+
+    def score(self, X, y=None):
+        """Mean log-likelihood per row (see :meth:`score_samples`); higher is better.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        float
+        """
+        return float(np.mean(self.score_samples(X)))
+
+    def sample(self, n_samples=1, random_state=None, method="auto", n_sweeps=200):
+        """Draw samples from the fitted model.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+        random_state : int, RandomState instance or None, default=None
+            Seeds the draws (independently of the estimator's own state).
+        method : {"auto", "exact", "gibbs"}, default="auto"
+            ``"auto"`` samples exactly when scoring is exact, else by Gibbs.
+        n_sweeps : int, default=200
+            Sweeps per Gibbs chain.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+        """
+        check_is_fitted(self)
+        if method == "auto":
+            method = "exact" if self.score_method_ == "exact" else "gibbs"
+        return self.model_.sample(n_samples, check_generator(random_state), method=method, n_sweeps=n_sweeps)
+
+    @property
+    def theta_(self):
+        """The fitted parameter vector (``model_.theta``)."""
+        check_is_fitted(self)
+        return self.model_.theta

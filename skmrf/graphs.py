@@ -1,0 +1,316 @@
+"""Graph input normalisation and builders for common MRF topologies.
+
+Every graph form accepted by the estimators (see ``DESIGN.md``) is resolved by
+:func:`resolve_graph` into one internal structure, :class:`MRFGraph`: variables
+numbered ``0..n-1`` (the columns of ``X``), the factors, their downward closure
+(the potential blocks of the model), the neighbour sets and the 1-neighbourhood
+``A_q`` of any clique.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass, field
+
+import networkx as nx
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "MRFGraph",
+    "resolve_graph",
+    "grid_graph",
+    "lattice_graph",
+    "chimera_graph",
+    "chain_graph",
+    "skip_chain_graph",
+]
+
+
+@dataclass(frozen=True)
+class MRFGraph:
+    """Resolved structure of a Markov random field.
+
+    Parameters
+    ----------
+    n_variables : int
+        Number of variables (columns of ``X``).
+    factors : tuple of tuple of int
+        The maximal factors, each a sorted tuple of variable indices. A factor
+        is kept only if it is not contained in another factor.
+    names : tuple, optional
+        The label of each variable (node label or column name), for messages.
+
+    Attributes
+    ----------
+    cliques : tuple of tuple of int
+        Downward closure of ``factors`` plus every singleton: the potential
+        blocks of the model, ordered by size and then lexicographically.
+    neighbours : tuple of frozenset
+        ``neighbours[i]`` are the variables sharing a factor with ``i``.
+    """
+
+    n_variables: int
+    factors: tuple
+    names: tuple = None
+    cliques: tuple = field(init=False, repr=False)
+    neighbours: tuple = field(init=False, repr=False)
+
+    def __post_init__(self):
+        closure = {(i,) for i in range(self.n_variables)}
+        nbrs = [set() for _ in range(self.n_variables)]
+        for f in self.factors:
+            for size in range(2, len(f) + 1):
+                closure.update(itertools.combinations(f, size))
+            for i in f:
+                nbrs[i].update(f)
+        for i, s in enumerate(nbrs):
+            s.discard(i)
+        object.__setattr__(self, "cliques", tuple(sorted(closure, key=lambda c: (len(c), c))))
+        object.__setattr__(self, "neighbours", tuple(frozenset(s) for s in nbrs))
+
+    @property
+    def edges(self) -> list:
+        """Pairs ``(i, j)``, ``i < j``, of variables that share a factor."""
+        return [c for c in self.cliques if len(c) == 2]
+
+    @property
+    def max_degree(self) -> int:
+        return max((len(s) for s in self.neighbours), default=0)
+
+    def name(self, i: int):
+        """The user's label of variable ``i`` (its column index if none)."""
+        return i if self.names is None else self.names[i]
+
+    def one_neighbourhood(self, clique) -> tuple:
+        """The 1-neighbourhood ``A_q``: ``q`` and every variable adjacent to ``q``.
+
+        This is the union of all cliques meeting ``q`` (LAP paper, Section 3).
+        """
+        out = set(clique)
+        for i in clique:
+            out |= self.neighbours[i]
+        return tuple(sorted(out))
+
+    def to_networkx(self) -> nx.Graph:
+        """The variable adjacency graph (nodes ``0..n-1``)."""
+        g = nx.Graph()
+        g.add_nodes_from(range(self.n_variables))
+        g.add_edges_from(self.edges)
+        return g
+
+
+def _maximal(factors) -> tuple:
+    """Sorted, de-duplicated factors with those contained in another removed."""
+    uniq = sorted({tuple(sorted(f)) for f in factors}, key=lambda c: (-len(c), c))
+    kept = []
+    for f in uniq:
+        fs = set(f)
+        if not any(fs <= set(k) for k in kept if len(k) > len(f)):
+            kept.append(f)
+    return tuple(sorted(kept, key=lambda c: (len(c), c)))
+
+
+def _index_factors(factors, n_variables, names):
+    """Map factors given by labels (or indices) to sorted tuples of indices."""
+    lookup = None if names is None else {name: i for i, name in enumerate(names)}
+    out = []
+    for f in factors:
+        if np.ndim(f) == 0 or isinstance(f, str):
+            f = (f,)
+        idx = []
+        for v in f:
+            if lookup is not None and v in lookup:
+                idx.append(lookup[v])
+            elif (
+                lookup is None
+                and isinstance(v, (int, np.integer))
+                and not isinstance(v, (bool, np.bool_))
+                and 0 <= v < n_variables
+            ):
+                idx.append(int(v))
+            else:
+                raise ValueError(
+                    f"The graph names variable {v!r} in clique {tuple(f)!r}, but X has "
+                    f"{n_variables} columns"
+                    + (
+                        f" named {list(names)[:10]}{'...' if n_variables > 10 else ''}."
+                        if lookup is not None
+                        else " (indices 0 to %d)." % (n_variables - 1)
+                    )
+                    + " Give cliques as column indices (or column names for a DataFrame)."
+                )
+        if len(set(idx)) != len(idx):
+            raise ValueError(f"Clique {tuple(f)!r} repeats a variable.")
+        out.append(tuple(sorted(idx)))
+    return out
+
+
+def _from_string(spec: str, n_features: int) -> list:
+    if spec == "chain":
+        return [(i, i + 1) for i in range(n_features - 1)]
+    if spec == "complete":
+        return list(itertools.combinations(range(n_features), 2))
+    m = re.fullmatch(r"grid:(\d+)x(\d+)", spec)
+    if m:
+        rows, cols = int(m.group(1)), int(m.group(2))
+        if rows * cols != n_features:
+            raise ValueError(
+                f"graph={spec!r} has {rows * cols} variables but X has {n_features} "
+                f"columns; use 'grid:RxC' with R*C == {n_features}."
+            )
+        return list(grid_graph(rows, cols).edges)
+    raise ValueError(f"Unknown graph shorthand {spec!r}; expected 'chain', 'complete' or 'grid:RxC'.")
+
+
+def resolve_graph(graph, n_features: int, feature_names=None) -> MRFGraph:
+    """Resolve any accepted graph form against data with ``n_features`` columns.
+
+    Parameters
+    ----------
+    graph : networkx.Graph, list of tuples, array-like, sparse matrix, str or MRFGraph
+        A networkx graph (nodes map to columns in ``list(G.nodes)`` order, or
+        by name when ``feature_names`` is given), a list of edges or cliques
+        of any size, a square adjacency matrix (dense or sparse), or one of
+        the shorthands ``"chain"``, ``"complete"``, ``"grid:RxC"``.
+    n_features : int
+        Number of columns of the data.
+    feature_names : sequence of str, optional
+        Column names (from a DataFrame), used to map named graph nodes.
+
+    Returns
+    -------
+    MRFGraph
+
+    Raises
+    ------
+    ValueError
+        If the graph does not match the data: a node or index that is not a
+        column, an adjacency matrix of the wrong size or not symmetric, a
+        networkx graph with a different number of nodes than columns, or an
+        unknown shorthand.
+    """
+    names = None if feature_names is None else tuple(feature_names)
+    if isinstance(graph, MRFGraph):
+        if graph.n_variables != n_features:
+            raise ValueError(f"The graph has {graph.n_variables} variables but X has {n_features} columns.")
+        return graph
+    if isinstance(graph, str):
+        factors = _from_string(graph, n_features)
+    elif isinstance(graph, nx.Graph):
+        if graph.is_directed() or graph.is_multigraph():
+            raise ValueError("graph must be an undirected simple networkx.Graph.")
+        nodes = list(graph.nodes)
+        if names is not None and all(v in set(names) for v in nodes):
+            node_names = names
+            if len(nodes) != n_features:
+                missing = [c for c in names if c not in graph]
+                raise ValueError(
+                    f"The graph has {len(nodes)} nodes but X has {n_features} columns; "
+                    f"columns without a node: {missing[:10]}. Add them as isolated nodes."
+                )
+        else:
+            if len(nodes) != n_features:
+                raise ValueError(
+                    f"The networkx graph has {len(nodes)} nodes but X has {n_features} "
+                    "columns; nodes are mapped to columns in list(G.nodes) order, so "
+                    "the counts must agree (add isolated nodes for unconnected columns)."
+                )
+            node_names = tuple(nodes)
+        if any(u == v for u, v in graph.edges):
+            raise ValueError("The graph has a self-loop; remove it (node potentials are implicit).")
+        factors = _index_factors(list(graph.edges), n_features, node_names)
+        names = node_names
+        return MRFGraph(n_features, _maximal(factors), names)
+    elif sp.issparse(graph) or (isinstance(graph, np.ndarray) and graph.ndim == 2 and graph.dtype != object):
+        adj = sp.coo_matrix(graph)
+        if adj.shape != (n_features, n_features):
+            raise ValueError(
+                f"The adjacency matrix has shape {adj.shape} but X has {n_features} "
+                f"columns; expected ({n_features}, {n_features})."
+            )
+        a = adj.tocsr()
+        a.eliminate_zeros()
+        if (a != a.T).nnz:
+            raise ValueError("The adjacency matrix is not symmetric; pass A + A.T or a symmetric pattern.")
+        coo = sp.triu(a, k=1).tocoo()
+        factors = list(zip(coo.row.tolist(), coo.col.tolist()))
+        names = None
+    else:
+        try:
+            factors = list(graph)
+        except TypeError:
+            raise ValueError(
+                f"graph must be a networkx.Graph, a list of cliques, an adjacency "
+                f"matrix or a string; got {type(graph).__name__}."
+            ) from None
+    factors = _index_factors(factors, n_features, names)
+    return MRFGraph(n_features, _maximal(factors), names)
+
+
+def _from_edges(n: int, edges) -> nx.Graph:
+    g = nx.Graph()
+    g.add_nodes_from(range(n))
+    g.add_edges_from(edges)
+    return g
+
+
+def grid_graph(rows: int, cols: int) -> nx.Graph:
+    """A ``rows x cols`` 4-neighbour grid; node ``r * cols + c`` is cell ``(r, c)``."""
+    return lattice_graph((rows, cols))
+
+
+def lattice_graph(shape) -> nx.Graph:
+    """A hyper-cubic lattice of any dimension with ``2 * d`` neighbours (no wrap).
+
+    Nodes are the C-order (row-major) indices of the cells.
+    """
+    shape = tuple(int(s) for s in shape)
+    idx = np.arange(int(np.prod(shape))).reshape(shape)
+    edges = []
+    for axis in range(len(shape)):
+        a = np.take(idx, range(shape[axis] - 1), axis=axis).ravel()
+        b = np.take(idx, range(1, shape[axis]), axis=axis).ravel()
+        edges.extend(zip(a.tolist(), b.tolist()))
+    return _from_edges(idx.size, sorted(edges))
+
+
+def chimera_graph(m: int, n: int | None = None, t: int = 4) -> nx.Graph:
+    """The D-Wave Chimera graph ``C(m, n, t)``.
+
+    An ``m x n`` grid of unit cells, each a complete bipartite graph ``K_{t,t}``.
+    Node ``((i * n + j) * 2 + u) * t + k`` is the ``k``-th node of side ``u`` of
+    cell ``(i, j)``; side-0 nodes couple to the same node of the cells above and
+    below, side-1 nodes to the cells left and right (the numbering of
+    ``dwave_networkx.chimera_graph``).
+    """
+    n = m if n is None else n
+
+    def lab(i, j, u, k):
+        return ((i * n + j) * 2 + u) * t + k
+
+    edges = []
+    for i in range(m):
+        for j in range(n):
+            edges += [(lab(i, j, 0, a), lab(i, j, 1, b)) for a in range(t) for b in range(t)]
+            for k in range(t):
+                if i + 1 < m:
+                    edges.append((lab(i, j, 0, k), lab(i + 1, j, 0, k)))
+                if j + 1 < n:
+                    edges.append((lab(i, j, 1, k), lab(i, j + 1, 1, k)))
+    return _from_edges(2 * m * n * t, edges)
+
+
+def chain_graph(n: int) -> nx.Graph:
+    """A chain ``0 - 1 - ... - (n-1)``."""
+    return _from_edges(n, [(i, i + 1) for i in range(n - 1)])
+
+
+def skip_chain_graph(n: int, skips=(2,)) -> nx.Graph:
+    """A chain plus an edge ``(i, i + s)`` for every ``s`` in ``skips``."""
+    if np.ndim(skips) == 0:
+        skips = (skips,)
+    edges = [(i, i + 1) for i in range(n - 1)]
+    edges += [(i, i + s) for s in skips for i in range(n - s)]
+    return _from_edges(n, edges)

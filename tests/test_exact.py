@@ -1,0 +1,192 @@
+import warnings
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from skmrf import ExactMaxLikelihood, chain_graph, grid_graph
+from skmrf.datasets import make_random_mrf, sample_random_mrf
+from skmrf.inference import TreewidthError
+
+from . import brute_force as bf
+
+
+def test_moment_matching_and_brute_force_ml():
+    cliques = [(0, 1, 2), (2, 3), (3, 4), (4, 5, 6), (6, 0), (1, 7), (7, 8)]
+    X, _ = sample_random_mrf(cliques, 3000, n_states=2, n_variables=9, random_state=0)
+    est = ExactMaxLikelihood(cliques, tol=1e-10).fit(X)
+    # Moment matching: model clique marginals equal the empirical ones (the
+    # gradient at the optimum) to 1e-6; the fit stops at 1e-10 (Newton polish).
+    emp = est.model_._layout.table_counts(X) / len(X)
+    np.testing.assert_allclose(est.model_.calibrate().clique_marginals(), emp, atol=1e-6)
+    # Same estimate as an independent brute-force ML fit: 1e-5 absolute, the
+    # gradient tolerances (1e-10, 1e-11) divided by the smallest Fisher
+    # eigenvalue (~1e-2 here) leave errors near 1e-8.
+    ref = bf.max_likelihood(est.model_, X)
+    np.testing.assert_allclose(est.theta_, ref, atol=1e-5)
+
+
+def test_three_states_with_ridge_matches_brute_force():
+    cliques = [(0, 1), (1, 2), (2, 0), (2, 3)]
+    X, _ = sample_random_mrf(cliques, 400, n_states=3, n_variables=4, random_state=1)
+    est = ExactMaxLikelihood(cliques, alpha=0.05, tol=1e-10).fit(X)
+    ref = bf.max_likelihood(est.model_, X, alpha=0.05)
+    np.testing.assert_allclose(est.theta_, ref, atol=1e-6)  # ridge: well conditioned
+
+
+def tree_closed_form(model, X):
+    """Normalised potentials of the ML tree model p = prod p_ij / prod p_i^(d_i - 1)."""
+    n, k = X.shape[1], model.n_states
+    deg = np.zeros(n, dtype=int)
+    theta = np.zeros(model.n_params)
+    pair = {}
+    for c in model.cliques:
+        if len(c) == 2:
+            i, j = c
+            deg[i] += 1
+            deg[j] += 1
+            t = np.zeros((k[i], k[j]))
+            np.add.at(t, (X[:, i], X[:, j]), 1)
+            pair[c] = np.log(t / len(X))
+    lay = model._layout
+    for b, c in enumerate(model.cliques):
+        block = theta[lay.block_offsets[b] : lay.block_offsets[b + 1]]
+        if len(c) == 2:
+            lp = pair[c]
+            block[:] = (lp[1:, 1:] - lp[1:, :1] - lp[:1, 1:] + lp[0, 0]).ravel()
+        else:
+            (i,) = c
+            lpi = np.log(np.bincount(X[:, i], minlength=k[i]) / len(X))
+            val = -(deg[i] - 1) * (lpi[1:] - lpi[0])
+            for e, lp in pair.items():
+                if e[0] == i:
+                    val += lp[1:, 0] - lp[0, 0]
+                elif e[1] == i:
+                    val += lp[0, 1:] - lp[0, 0]
+            block[:] = val
+    return theta
+
+
+@pytest.mark.parametrize("n_states", [2, 3])
+def test_tree_estimate_equals_closed_form(n_states):
+    tree = nx.random_labeled_tree(12, seed=3)
+    X, _ = sample_random_mrf(tree, 20000, n_states=n_states, random_state=2)
+    est = ExactMaxLikelihood(tree, tol=1e-10).fit(X)
+    # 1e-6: the closed form is exact; the iterative fit stops at gradient 1e-10.
+    np.testing.assert_allclose(est.theta_, tree_closed_form(est.model_, X), atol=1e-6)
+
+
+def test_score_is_exact_mean_log_likelihood():
+    X, _ = sample_random_mrf(grid_graph(3, 3), 500, random_state=0)
+    est = ExactMaxLikelihood(grid_graph(3, 3), alpha=0.01).fit(X)
+    xs = bf.states(est.n_states_)
+    lp = bf.energies(est.model_, xs) - bf.log_partition(est.model_)
+    lookup = dict(zip(map(tuple, xs), lp))
+    expected = np.array([lookup[tuple(x)] for x in X[:50]])
+    np.testing.assert_allclose(est.score_samples(X[:50]), expected, rtol=1e-12)
+    assert est.score(X[:50]) == pytest.approx(expected.mean(), rel=1e-12)
+    assert est.score_method_ == "exact"
+
+
+def test_pseudo_scoring_on_request():
+    X, _ = sample_random_mrf(grid_graph(3, 3), 200, random_state=0)
+    est = ExactMaxLikelihood(grid_graph(3, 3), alpha=0.1, score_method="pseudo").fit(X)
+    assert est.score_method_ == "pseudo" and est.log_partition_ is None
+    np.testing.assert_allclose(est.score_samples(X), est.model_.log_pseudo_likelihood(X))
+
+
+def test_x_is_never_modified_and_dataframe_names_map_the_graph():
+    pd = pytest.importorskip("pandas")
+    X, _ = sample_random_mrf(chain_graph(4), 300, random_state=0)
+    frame = pd.DataFrame(X, columns=["d", "c", "b", "a"])
+    before = frame.copy()
+    g = nx.Graph([("a", "b"), ("b", "c"), ("c", "d")])
+    est = ExactMaxLikelihood(g, alpha=0.01).fit(frame)
+    pd.testing.assert_frame_equal(frame, before)
+    assert est.graph_.edges == [(0, 1), (1, 2), (2, 3)]
+    ref = ExactMaxLikelihood("chain", alpha=0.01).fit(X)
+    np.testing.assert_allclose(est.theta_, ref.theta_, atol=1e-7)
+
+
+@pytest.mark.parametrize(
+    "X, graph, match",
+    [
+        (np.zeros((5, 3), dtype=int), [(0, 1), (1, 3)], "names variable 3"),
+        (np.zeros((5, 3), dtype=int), chain_graph(4), "4 nodes but X has 3"),
+        (np.array([[0, 1], [1, -1]]), "chain", "Negative values in data: column 1 has -1 at row 1"),
+        (np.array([[0, 1.5], [1, 0]]), "chain", "column 1 has the value 1.5 at row 0"),
+        (np.array([[0, np.nan], [1, 0]]), "chain", "column 1 has nan at row 0"),
+        (np.zeros((0, 3)), "chain", "0 sample"),
+        (np.array([["a", "b"], ["b", "a"]]), "chain", "non-numeric"),
+        (np.zeros((5, 30), dtype=int), "complete", "treewidth 29"),
+    ],
+)
+def test_bad_input_is_refused_clearly(X, graph, match):
+    with pytest.raises(ValueError, match=match):
+        ExactMaxLikelihood(graph).fit(X)
+
+
+def test_states_out_of_range():
+    X = np.array([[0, 1], [1, 2], [1, 0]])
+    with pytest.raises(ValueError, match="Column 1 has state 2 at row 1, but the model has 2 states"):
+        ExactMaxLikelihood(n_states=2).fit(X)
+    est = ExactMaxLikelihood(alpha=0.1).fit(X)
+    with pytest.raises(ValueError, match="Column 0 has state 2 at row 0"):
+        est.score(np.array([[2, 0]]))
+    with pytest.raises(ValueError, match="Clique \\(0, 1\\) has 5000 x 5000"):
+        ExactMaxLikelihood(n_states=5000).fit(X)
+
+
+def test_constant_column_and_single_row_give_a_clipped_estimate_with_a_warning():
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, size=(200, 4))
+    X[:, 2] = 0
+    Xc = X.copy()
+    with pytest.warns(UserWarning, match=r"does not exist: for cliques \[\(2,\), \(1, 2\), \(2, 3\)\]"):
+        est = ExactMaxLikelihood().fit(X)
+    np.testing.assert_array_equal(X, Xc)
+    assert np.all(np.isfinite(est.theta_)) and -30 <= est.model_.potential((2,))[0] < -10
+    assert np.isfinite(est.score(X))
+    # With a ridge the estimate is finite and no warning is raised.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = ExactMaxLikelihood(alpha=0.1).fit(X)
+    assert est.model_.potential((2,))[0] < -1
+    with pytest.warns(UserWarning, match="does not exist"):
+        one = ExactMaxLikelihood().fit(X[:1])
+    assert np.all(np.isfinite(one.theta_))
+
+
+def test_too_wide_graph_is_refused_with_advice():
+    X = np.zeros((10, 20 * 20), dtype=int)
+    with pytest.raises(TreewidthError, match="PseudoLikelihoodEstimator"):
+        ExactMaxLikelihood(grid_graph(20, 20), max_bytes=10**8).fit(X)
+
+
+def test_verbose_and_convergence_warning(capsys):
+    X, _ = sample_random_mrf(grid_graph(3, 3), 300, random_state=0)
+    with pytest.warns(Warning, match="did not converge in 2 iterations"):
+        ExactMaxLikelihood(grid_graph(3, 3), max_iter=2, verbose=1).fit(X)
+    assert "[ExactMaxLikelihood] Iteration 1, negative log-likelihood" in capsys.readouterr().out
+
+
+def test_sample_from_fitted_estimator():
+    X, model = sample_random_mrf(grid_graph(3, 3), 2000, random_state=0)
+    est = ExactMaxLikelihood(grid_graph(3, 3)).fit(X)
+    S = est.sample(50, random_state=0)
+    assert S.shape == (50, 9) and S.dtype == np.int64
+    np.testing.assert_array_equal(S, est.sample(50, random_state=0))
+
+
+def test_exact_hessian_is_the_feature_covariance():
+    from skmrf.estimators.exact import exact_hessian
+
+    model = make_random_mrf([(0, 1, 2), (2, 3)], [3, 2, 2, 3], random_state=0)
+    xs = bf.states(model.n_states)
+    F = bf.features(model, xs)
+    e = bf.energies(model, xs)
+    p = np.exp(e - e.max())
+    p /= p.sum()
+    mu = F.T @ p
+    cov = (F * p[:, None]).T @ F - np.outer(mu, mu)
+    np.testing.assert_allclose(exact_hessian(model, model.theta), cov, atol=1e-13)

@@ -1,0 +1,98 @@
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skmrf.graphs import (
+    MRFGraph,
+    chain_graph,
+    chimera_graph,
+    grid_graph,
+    lattice_graph,
+    resolve_graph,
+    skip_chain_graph,
+)
+
+
+def test_all_forms_resolve_to_the_same_structure():
+    edges = [(0, 1), (1, 2), (2, 3)]
+    adj = np.zeros((4, 4))
+    for i, j in edges:
+        adj[i, j] = adj[j, i] = 1
+    forms = [edges, chain_graph(4), adj, sp.csr_matrix(adj), "chain", [(1, 0), (2, 1), (3, 2)]]
+    resolved = [resolve_graph(g, 4) for g in forms]
+    assert all(r.cliques == resolved[0].cliques for r in resolved)
+    assert resolved[0].cliques == ((0,), (1,), (2,), (3,), (0, 1), (1, 2), (2, 3))
+
+
+def test_downward_closure_and_neighbourhoods():
+    g = resolve_graph([(0, 1, 2), (2, 3)], 5)
+    assert g.factors == ((2, 3), (0, 1, 2))
+    assert (0, 1, 2) in g.cliques and (0, 2) in g.cliques and (4,) in g.cliques
+    assert g.neighbours[2] == {0, 1, 3}
+    assert g.one_neighbourhood((2, 3)) == (0, 1, 2, 3)
+    # A factor contained in another is not a separate factor.
+    assert resolve_graph([(0, 1), (0, 1, 2)], 3).factors == ((0, 1, 2),)
+
+
+def test_string_shorthands():
+    assert len(resolve_graph("complete", 4).edges) == 6
+    assert resolve_graph("grid:2x3", 6).edges == sorted(grid_graph(2, 3).edges)
+    with pytest.raises(ValueError, match="R\\*C == 5"):
+        resolve_graph("grid:2x3", 5)
+    with pytest.raises(ValueError, match="Unknown graph shorthand"):
+        resolve_graph("ring", 5)
+
+
+def test_named_nodes_map_by_dataframe_column_name():
+    g = nx.Graph([("b", "c"), ("a", "b")])
+    r = resolve_graph(g, 3, feature_names=["a", "b", "c"])
+    assert r.edges == [(0, 1), (1, 2)]
+    # Without names, list(G.nodes) order: b=0, c=1, a=2.
+    assert resolve_graph(g, 3).edges == [(0, 1), (0, 2)]
+
+
+@pytest.mark.parametrize(
+    "graph, match",
+    [
+        ([(0, 5)], "names variable 5"),
+        ([(0, -1)], "names variable -1"),
+        (chain_graph(3), "3 nodes but X has 4"),
+        (np.ones((3, 3)), "shape \\(3, 3\\)"),
+        (np.triu(np.ones((4, 4)), 1), "not symmetric"),
+        ([(1, 1)], "repeats a variable"),
+        (3.5, "graph must be"),
+    ],
+)
+def test_graph_that_does_not_match_the_data(graph, match):
+    with pytest.raises(ValueError, match=match):
+        resolve_graph(graph, 4)
+
+
+def test_missing_named_column():
+    with pytest.raises(ValueError, match="names variable 'z'"):
+        resolve_graph([("a", "z")], 2, feature_names=["a", "b"])
+
+
+def test_builders():
+    g = grid_graph(3, 4)
+    assert g.number_of_nodes() == 12 and g.number_of_edges() == 3 * 3 + 2 * 4
+    assert g.has_edge(0, 1) and g.has_edge(0, 4) and not g.has_edge(3, 4)
+    lat = lattice_graph((4, 4, 4))
+    assert lat.number_of_edges() == 3 * 4 * 4 * 3
+    assert max(d for _, d in lat.degree) == 6
+    ch = chimera_graph(3, 3, 3)  # the LAP paper's Chimera 3x3x3
+    assert ch.number_of_nodes() == 54
+    assert ch.number_of_edges() == 9 * 9 + 2 * 3 * 2 * 3  # K33 cells + inter-cell couplers
+    assert nx.is_bipartite(ch) and nx.is_connected(ch)
+    assert chain_graph(5).number_of_edges() == 4
+    sk = skip_chain_graph(6, skips=(2, 3))
+    assert sk.number_of_edges() == 5 + 4 + 3 and sk.has_edge(0, 3)
+
+
+def test_mrfgraph_is_passed_through_and_checked():
+    g = resolve_graph("chain", 3)
+    assert resolve_graph(g, 3) is g
+    with pytest.raises(ValueError, match="3 variables but X has 4"):
+        resolve_graph(g, 4)
+    assert isinstance(g, MRFGraph) and g.max_degree == 2

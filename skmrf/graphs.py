@@ -102,13 +102,16 @@ class MRFGraph:
 
 
 def _maximal(factors) -> tuple:
-    """Sorted, de-duplicated factors with those contained in another removed."""
-    uniq = sorted({tuple(sorted(f)) for f in factors}, key=lambda c: (-len(c), c))
-    kept = []
+    """Sorted, de-duplicated factors with those contained in another removed.
+
+    Only factors sharing the first variable are compared: ``O(F * degree)``.
+    """
+    uniq = {tuple(sorted(f)) for f in factors}
+    by_var = {}
     for f in uniq:
-        fs = set(f)
-        if not any(fs <= set(k) for k in kept if len(k) > len(f)):
-            kept.append(f)
+        for v in f:
+            by_var.setdefault(v, []).append(f)
+    kept = [f for f in uniq if not f or not any(len(g) > len(f) and set(f).issubset(g) for g in by_var[f[0]])]
     return tuple(sorted(kept, key=lambda c: (len(c), c)))
 
 

@@ -17,6 +17,7 @@ that array, so no computation loops over rows.
 
 from __future__ import annotations
 
+import math
 from functools import cached_property
 
 import networkx as nx
@@ -38,20 +39,27 @@ class _Layout:
         self.cliques = tuple(tuple(int(i) for i in c) for c in cliques)
         self.n_states = np.asarray(n_states, dtype=np.int64)
         k = self.n_states
-        self.table_shapes = [tuple(int(k[i]) for i in c) for c in self.cliques]
+        kl = k.tolist()
+        self.table_shapes = [tuple(kl[i] for i in c) for c in self.cliques]
         self.block_shapes = [tuple(s - 1 for s in ts) for ts in self.table_shapes]
-        self.table_sizes = np.array([int(np.prod(s)) for s in self.table_shapes], dtype=np.int64)
-        self.block_sizes = np.array([int(np.prod(s)) for s in self.block_shapes], dtype=np.int64)
+        self.table_sizes = np.array([math.prod(s) for s in self.table_shapes], dtype=np.int64)
+        self.block_sizes = np.array([math.prod(s) for s in self.block_shapes], dtype=np.int64)
         self.table_offsets = np.concatenate([[0], np.cumsum(self.table_sizes)])
         self.block_offsets = np.concatenate([[0], np.cumsum(self.block_sizes)])
         self.n_params = int(self.block_offsets[-1])
         self.n_table = int(self.table_offsets[-1])
-        # Position in the flat full tables of every parameter (C-order blocks).
-        pos = []
-        for ts, off in zip(self.table_shapes, self.table_offsets):
+        # Position in the flat full tables of every parameter (C-order blocks),
+        # computed once per distinct table shape.
+        self.theta_pos = np.empty(self.n_params, dtype=np.int64)
+        by_shape = {}
+        for c, ts in enumerate(self.table_shapes):
+            by_shape.setdefault(ts, []).append(c)
+        for ts, members in by_shape.items():
+            members = np.array(members)
             idx = np.arange(int(np.prod(ts))).reshape(ts)
-            pos.append(idx[(slice(1, None),) * len(ts)].ravel() + off)
-        self.theta_pos = np.concatenate(pos) if pos else np.zeros(0, dtype=np.int64)
+            pattern = idx[(slice(1, None),) * len(ts)].ravel()
+            dest = self.block_offsets[members][:, None] + np.arange(pattern.size)
+            self.theta_pos[dest] = self.table_offsets[members][:, None] + pattern
         # Cliques grouped by size for vectorised coding: variables, C-order
         # strides and table offsets of each clique.
         self.groups = []
@@ -193,12 +201,26 @@ class DiscreteMRF:
         lo, hi = self._layout.block_offsets[k], self._layout.block_offsets[k + 1]
         return self.theta[lo:hi].reshape(self._layout.block_shapes[k])
 
-    @cached_property
-    def junction_tree(self):
-        """The :class:`~skmrf.inference.JunctionTree` of this structure (built once)."""
+    def get_junction_tree(self, max_bytes=None):
+        """The :class:`~skmrf.inference.JunctionTree` of this structure, built once.
+
+        Raises :class:`~skmrf.inference.TreewidthError` (a ``ValueError``)
+        when exact inference would exceed ``max_bytes`` (default 2 GiB); on a
+        graph far too wide this is found early in the elimination.
+        """
         from .inference.junction_tree import JunctionTree
 
-        return JunctionTree(self.n_states, self.cliques)
+        tree = self.__dict__.get("_junction_tree")
+        if tree is None:
+            tree = JunctionTree(self.n_states, self.cliques, max_bytes=max_bytes)
+            self._junction_tree = tree
+        tree.check_memory(max_bytes)
+        return tree
+
+    @property
+    def junction_tree(self):
+        """The junction tree within the default memory budget (see :meth:`get_junction_tree`)."""
+        return self.get_junction_tree()
 
     @property
     def treewidth(self) -> int:
@@ -219,7 +241,7 @@ class DiscreteMRF:
         -------
         skmrf.inference.junction_tree.Calibration
         """
-        return self.junction_tree.calibrate(
+        return self.get_junction_tree(max_bytes).calibrate(
             self._layout.full_tables(self.theta), self._layout, evidence=evidence, max_bytes=max_bytes
         )
 

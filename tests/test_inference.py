@@ -95,7 +95,7 @@ def test_elimination_order_is_a_permutation_and_grid_width():
 
 def test_too_wide_is_refused_before_allocating():
     model = DiscreteMRF(grid_graph(30, 30), 2)
-    with pytest.raises(TreewidthError, match=r"treewidth \d+.*LAPEstimator"):
+    with pytest.raises(TreewidthError, match=r"treewidth is at least about \d+.*LAPEstimator"):
         model.log_partition()
     small = DiscreteMRF(grid_graph(4, 4), 2)
     with pytest.raises(TreewidthError, match="budget"):
@@ -140,3 +140,18 @@ def test_sampling_is_seeded():
         a = model.sample(50, random_state=3, method=method, n_sweeps=5)
         b = model.sample(50, random_state=3, method=method, n_sweeps=5)
         np.testing.assert_array_equal(a, b)
+
+
+def test_huge_parameters_take_the_log_space_path_exactly():
+    # Parameters up to 400 make node tables span more than 700 nats, so the
+    # calibration cannot exponentiate them in one piece; it must stay exact.
+    rng = np.random.default_rng(11)
+    model = make_random_mrf(random_cliques(10, 14, 3, rng), 3, scale=400.0, n_variables=10, random_state=11)
+    spreads = [
+        np.ptp(t) for t in model.junction_tree.node_log_tables(model._layout.full_tables(model.theta), model._layout)
+    ]
+    assert max(spreads) > 700
+    assert model.log_partition() == pytest.approx(bf.log_partition(model), rel=1e-12)
+    ref = bf.clique_marginals(model)
+    for c, table in model.marginals().items():
+        np.testing.assert_allclose(table, ref[c], rtol=1e-9, atol=1e-12)

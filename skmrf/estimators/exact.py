@@ -50,8 +50,7 @@ def fit_max_likelihood(model, mean_stats, alpha, max_iter, tol, max_bytes=None, 
     grad_max : float
         Largest projected-gradient component at the solution.
     """
-    tree, layout = model.junction_tree, model._layout
-    tree.check_memory(max_bytes)
+    tree, layout = model.get_junction_tree(max_bytes), model._layout
     state = {"it": 0, "f": np.nan, "g": np.nan}
 
     def objective(theta):
@@ -107,7 +106,7 @@ def exact_hessian(model, theta, max_bytes=None):
     expectation is one junction-tree calibration with the clique of ``a``
     clamped to the assignment of ``a``. Costs ``n_params`` calibrations.
     """
-    tree, lay = model.junction_tree, model._layout
+    tree, lay = model.get_junction_tree(max_bytes), model._layout
     full = lay.full_tables(theta)
     mu = tree.calibrate(full, lay, max_bytes=max_bytes).clique_marginals()[lay.theta_pos]
     H = np.empty((len(theta), len(theta)))
@@ -271,7 +270,7 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
         """
         Xi = self._validate_fit_data(X)
         model = self.model_
-        model.junction_tree.check_memory(self.max_bytes)
+        model.get_junction_tree(self.max_bytes)
         lay = model._layout
         counts = lay.table_counts(Xi)
         mean_stats = counts[lay.theta_pos] / Xi.shape[0]

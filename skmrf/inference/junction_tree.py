@@ -49,7 +49,12 @@ def _logsumexp(a, axis):
 
 
 def elimination_order(neighbours, heuristic="min_fill", n_states=None, max_entries=None):
-    """Greedy elimination order.
+    """Greedy elimination order (see :func:`_greedy` for the work it shares)."""
+    return _greedy(neighbours, heuristic, n_states, max_entries)[0]
+
+
+def _greedy(neighbours, heuristic="min_fill", n_states=None, max_entries=None):
+    """Greedy elimination order, its elimination cliques and their total table size.
 
     Parameters
     ----------
@@ -67,7 +72,11 @@ def elimination_order(neighbours, heuristic="min_fill", n_states=None, max_entri
 
     Returns
     -------
-    list of int
+    order : list of int
+    cliques : dict {variable: frozenset}
+        The clique ``{v} | N(v)`` created when eliminating ``v``.
+    cost : float
+        Total entries of those cliques' tables (the calibration cost).
 
     Notes
     -----
@@ -88,7 +97,8 @@ def elimination_order(neighbours, heuristic="min_fill", n_states=None, max_entri
         present = sum(len(adj[a] & nb) for a in nb) // 2
         return (d * (d - 1) // 2 - present, d, v)
 
-    ks = None if n_states is None else [int(k) for k in n_states]
+    ks = [2] * n if n_states is None else [int(k) for k in n_states]
+    cliques, cost = {}, 0.0
     current = [score(v) for v in range(n)]
     heap = [(s, v) for v, s in enumerate(current)]
     heapq.heapify(heap)
@@ -99,8 +109,8 @@ def elimination_order(neighbours, heuristic="min_fill", n_states=None, max_entri
         if done[v] or s != current[v]:
             continue
         nb = list(adj[v])
+        entries = math.prod(ks[u] for u in nb) * ks[v]
         if max_entries is not None:
-            entries = math.prod(ks[u] for u in nb) * ks[v]
             if entries > max_entries:
                 raise TreewidthError(
                     f"Exact inference is too large: the {heuristic} elimination order reaches a "
@@ -110,6 +120,8 @@ def elimination_order(neighbours, heuristic="min_fill", n_states=None, max_entri
                 )
         done[v] = True
         order.append(v)
+        cliques[v] = frozenset(nb + [v])
+        cost += entries
         for a in nb:
             adj[a].discard(v)
             adj[a].update(b for b in nb if b != a)
@@ -121,20 +133,20 @@ def elimination_order(neighbours, heuristic="min_fill", n_states=None, max_entri
             if not done[u]:
                 current[u] = score(u)
                 heapq.heappush(heap, (current[u], u))
-    return order
+    return order, cliques, cost
 
 
-def _table_entries(neighbours, order, n_states) -> float:
-    """Total size of the elimination cliques of ``order`` (a cost estimate)."""
+def _eliminate(neighbours, order) -> dict:
+    """Elimination cliques ``{v: {v} | N(v)}`` of a given order."""
     adj = [set(s) for s in neighbours]
-    total = 0.0
+    cliques = {}
     for v in order:
         nb = adj[v]
-        total += float(n_states[v]) * float(np.prod([n_states[u] for u in nb], dtype=np.float64))
+        cliques[v] = frozenset(nb | {v})
         for a in nb:
             adj[a].discard(v)
             adj[a].update(b for b in nb if b != a)
-    return total
+    return cliques
 
 
 class JunctionTree:
@@ -185,34 +197,30 @@ class JunctionTree:
         if order is None:
             # One table may take at most half the budget (beliefs + a temporary).
             limit = (DEFAULT_MAX_BYTES if max_bytes is None else max_bytes) / 16
-            orders, errors = [], []
+            found, errors = [], []
             for h in ("min_degree", "min_fill") if heuristic == "auto" else (heuristic,):
                 if h == "min_fill" and heuristic == "auto" and errors and n > _MIN_FILL_RETRY_MAX:
                     break  # min-degree already failed; min-fill would take long to fail too
                 try:
-                    orders.append(elimination_order(nbrs, h, self.n_states, limit))
+                    found.append(_greedy(nbrs, h, self.n_states, limit))
                 except TreewidthError as exc:
                     errors.append(exc)
-            if not orders:
+            if not found:
                 raise errors[-1]
-            order = min(orders, key=lambda o: _table_entries(nbrs, o, self.n_states))
-        order = [int(v) for v in order]
-        if sorted(order) != list(range(n)):
-            raise ValueError("order must be a permutation of the variables.")
+            order, elim, _ = min(found, key=lambda r: r[2])
+        else:
+            order = [int(v) for v in order]
+            if sorted(order) != list(range(n)):
+                raise ValueError("order must be a permutation of the variables.")
+            elim = _eliminate(nbrs, order)
         pos = np.empty(n, dtype=np.int64)
         pos[order] = np.arange(n)
 
-        # Elimination cliques and the elimination tree.
-        adj = [set(s) for s in nbrs]
-        elim = {}
+        # The elimination tree: a clique's parent is that of its first-eliminated neighbour.
         eparent = {}
         for v in order:
-            nb = adj[v]
-            elim[v] = frozenset(nb | {v})
+            nb = elim[v] - {v}
             eparent[v] = min(nb, key=lambda u: pos[u]) if nb else None
-            for a in nb:
-                adj[a].discard(v)
-                adj[a].update(b for b in nb if b != a)
         # Merge a clique into a child clique that contains it.
         rep = {}
         for u in order:

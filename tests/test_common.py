@@ -2,6 +2,7 @@
 
 import inspect
 
+import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import skmrf.estimators as est_module
@@ -21,6 +22,9 @@ def all_estimators():
             yield obj(**INIT_PARAMS.get(name, {}))
 
 
+# The checks fit on tiny random data where some state combination is missing,
+# so the MLE does not exist; that warning is documented and tested elsewhere.
+@pytest.mark.filterwarnings("ignore:The maximum-likelihood estimate does not exist")
 @parametrize_with_checks(
     list(all_estimators()),
     expected_failed_checks=lambda est: PER_ESTIMATOR_XFAIL_CHECKS.get(type(est).__name__, {}),

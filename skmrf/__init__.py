@@ -1,6 +1,12 @@
 """skmrf: learn the parameters of Markov random fields, as scikit-learn estimators."""
 
-from .estimators import ExactMaxLikelihood
+from .estimators import (
+    ExactMaxLikelihood,
+    LAPEstimator,
+    MCMCMaxLikelihood,
+    PseudoLikelihoodEstimator,
+    fast_mixing_schedule,
+)
 from .graphs import chain_graph, chimera_graph, grid_graph, lattice_graph, resolve_graph, skip_chain_graph
 from .model import DiscreteMRF
 
@@ -9,6 +15,10 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "DiscreteMRF",
     "ExactMaxLikelihood",
+    "LAPEstimator",
+    "MCMCMaxLikelihood",
+    "PseudoLikelihoodEstimator",
+    "fast_mixing_schedule",
     "chain_graph",
     "chimera_graph",
     "grid_graph",

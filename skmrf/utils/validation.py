@@ -28,6 +28,28 @@ def _label(j, names):
     return f"column {j}" if names is None else f"column {j} ({names[j]!r})"
 
 
+def _check_integer_states(X, n_states, names):
+    low = X.min(axis=0) if X.size else np.zeros(X.shape[1], dtype=X.dtype)
+    if np.any(low < 0):
+        j = int(np.argmax(low < 0))
+        r = int(np.argmax(X[:, j] < 0))
+        raise ValueError(
+            f"Negative values in data: {_label(j, names)} has {X[r, j]} at row {r}; "
+            "states must be integers 0..K-1."
+        )
+    if n_states is not None and X.size:
+        high = X.max(axis=0) >= np.asarray(n_states)
+        if high.any():
+            j = int(np.argmax(high))
+            r = int(np.argmax(X[:, j] >= n_states[j]))
+            raise ValueError(
+                f"{_label(j, names).capitalize()} has state {X[r, j]} at row {r}, but the "
+                f"model has {n_states[j]} states for it (0..{n_states[j] - 1}). Fit with "
+                "n_states set to cover every state the data can take."
+            )
+    return np.asarray(X, dtype=np.int64)
+
+
 def check_states(X, n_states=None, feature_names=None, allow_nan=False) -> np.ndarray:
     """Check that X holds integer states and return them as a new int64 array.
 
@@ -45,12 +67,17 @@ def check_states(X, n_states=None, feature_names=None, allow_nan=False) -> np.nd
     Returns
     -------
     ndarray of int64 (missing values, if allowed, as -1)
+        ``X`` itself when it is already int64 (callers only read it),
+        otherwise a new array.
 
     Raises
     ------
     ValueError
         Naming the first offending column, row and value.
     """
+    X = np.asarray(X)
+    if X.dtype.kind in "iu":  # integers: range checks only, no copy for int64
+        return _check_integer_states(X, n_states, feature_names)
     try:
         xf = np.asarray(X, dtype=np.float64)
     except ValueError:  # strings; other objects raise numpy's TypeError unchanged

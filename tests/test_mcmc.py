@@ -1,0 +1,396 @@
+import itertools
+import math
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+from scipy.special import logsumexp
+
+from skmrf import grid_graph
+from skmrf.datasets import make_random_mrf
+from skmrf.estimators.mcmc import (
+    MAX_WORK,
+    FastMixingSchedule,
+    MCMCMaxLikelihood,
+    binary_to_ising,
+    dobrushin_mixing_constants,
+    fast_mixing_schedule,
+    ising_to_binary,
+    project_box,
+    project_spectral,
+    schedule_values,
+    spectral_mixing_constants,
+)
+from skmrf.inference.gibbs import BinaryGibbsKernel, colour_classes
+from skmrf.model import DiscreteMRF
+
+from . import brute_force as bf
+
+# The paper's Section 6 inputs (ERRATA.md).
+PAPER = dict(
+    lipschitz=10.0,
+    suff_stat_bound=math.sqrt(24),
+    ridge=1.0,
+    delta=0.1,
+    mixing_constant=math.log(16),
+    mixing_rate=math.exp(-(1 - 4 * math.tanh(0.2)) / 16),
+    distance_bound=math.sqrt(24 * (2 * 0.2) ** 2),
+)
+
+
+# Common checks whose data has up to ~10 states per column: the fast-mixing
+# sets are binary-only, so fit rejects it (by design, with a clear error).
+# -- the schedule --------------------------------------------------------------
+def test_schedule_reproduces_worked_example():
+    betas = (0.01, 0.9, 0.09)
+    K, M, v = schedule_values(2.0, betas=betas, m_formula="paper_example", **PAPER)
+    # ERRATA.md: K = 45.85, v = 560.01, M = 1532.14 with R2 unsquared.
+    assert K == pytest.approx(45.85, abs=0.01)
+    assert v == pytest.approx(560.01, abs=0.01)
+    assert M == pytest.approx(1532.14, abs=0.01)
+    assert fast_mixing_schedule(2.0, betas=betas, m_formula="paper_example", **PAPER) == (46, 1533, 561)
+    # The formula as written (R2^2) gives about 7505 samples; K and v unchanged.
+    _, M_written, _ = schedule_values(2.0, betas=betas, **PAPER)
+    assert M_written == pytest.approx(M * math.sqrt(24))
+    assert 7505 < M_written < 7506
+    assert fast_mixing_schedule(2.0, betas=betas, **PAPER) == (46, 7506, 561)
+    # v counts single-site transitions; per sweep of 16 variables, 36 sweeps.
+    assert fast_mixing_schedule(2.0, betas=betas, n_variables=16, **PAPER).n_sweeps == 36
+
+
+def test_schedule_betas_must_sum_to_one():
+    # The text's beta3 = 0.1 (sum 1.01) is not a valid split (Theorem 8).
+    with pytest.raises(ValueError, match="summing to 1"):
+        fast_mixing_schedule(2.0, betas=(0.01, 0.9, 0.1), **PAPER)
+
+
+def test_strongly_convex_schedule_meets_theorem_6():
+    # Each of the three error terms of Theorem 6 (as de-garbled in ERRATA.md,
+    # with the sampling term R2/sqrt(2M)(1 + sqrt(2 log(K/delta))) L/lambda)
+    # is within its share beta_i * eps.
+    betas = np.array([0.2, 0.5, 0.3])
+    L, R2, C, a, D, lam, delta, eps = 7.0, 5.0, 20.0, 0.99, 3.0, 0.5, 0.05, 0.7
+    K, M, v = fast_mixing_schedule(
+        eps,
+        lipschitz=L,
+        suff_stat_bound=R2,
+        mixing_constant=C,
+        mixing_rate=a,
+        distance_bound=D,
+        ridge=lam,
+        delta=delta,
+        betas=betas,
+    )
+    assert (1 - lam / L) ** K * D <= betas[0] * eps
+    assert L / lam * R2**2 / math.sqrt(2 * M) * (1 + math.sqrt(2 * math.log(K / delta))) <= betas[1] * eps * R2
+    assert L / lam * 2 * R2 * C * a**v <= betas[2] * eps
+
+
+def test_convex_schedule_meets_theorem_2():
+    # Theorem 5: with D >= ||theta0 - theta*|| the bound of Theorem 2 on
+    # f(mean theta_k) - f(theta*) is at most eps_f, and M >= 3K / log(1/delta).
+    L, R2, C, a, D, delta, eps = 20.0, 4.0, 16.0, 0.995, 2.0, 0.1, 5.0
+    K, M, v = fast_mixing_schedule(
+        eps, lipschitz=L, suff_stat_bound=R2, mixing_constant=C, mixing_rate=a, distance_bound=D, delta=delta
+    )
+    bound = 8 * R2**2 / (K * L) * (L * D / (4 * R2) + math.log(1 / delta) + K / math.sqrt(M) + K * C * a**v) ** 2
+    assert bound <= eps
+    assert M >= 3 * K / math.log(1 / delta)
+
+
+def test_mixing_constants():
+    C, a = dobrushin_mixing_constants(16, 4, 0.2)
+    assert C == 16  # exp(a/b) of tau <= a + b log(1/eps); the paper prints log 16
+    assert a == pytest.approx(PAPER["mixing_rate"])
+    with pytest.raises(ValueError, match="artanh"):
+        dobrushin_mixing_constants(16, 4, 0.3)  # 4 tanh 0.3 = 1.17
+    assert spectral_mixing_constants(10, 0.5) == (10.0, math.exp(-0.05))
+    with pytest.raises(ValueError, match="below 1"):
+        spectral_mixing_constants(10, 1.0)
+
+
+# -- projections and parametrisations ------------------------------------------
+def _grid_edges(r, c):
+    return np.array(sorted(tuple(sorted(e)) for e in grid_graph(r, c).edges))
+
+
+def test_project_box():
+    np.testing.assert_array_equal(project_box(np.array([-1.0, 0.1, 0.3]), 0.2), [-0.2, 0.1, 0.2])
+
+
+def test_project_spectral_is_the_euclidean_projection():
+    n, edges = 6, np.array([(i, j) for i, j in itertools.combinations(range(6), 2)])
+    rng = np.random.default_rng(0)
+    phi = rng.normal(0, 0.6, len(edges))
+    c = 0.7
+    P = project_spectral(phi, edges, n, c)
+
+    def norm(J):
+        A = np.zeros((n, n))
+        A[edges[:, 0], edges[:, 1]] = A[edges[:, 1], edges[:, 0]] = np.abs(J)
+        return np.abs(np.linalg.eigvalsh(A)).max()
+
+    assert norm(phi) > c
+    assert norm(P) <= c + 1e-9
+    # Variational inequality of the projection onto a convex set:
+    # <phi - P, y - P> <= 0 for every feasible y (checked on random y; 1e-6
+    # allows for Dykstra's stopping tolerance).
+    for _ in range(200):
+        y = rng.normal(0, 0.6, len(edges))
+        y *= rng.uniform(0, 1) * c / norm(y)
+        assert (phi - P) @ (y - P) <= 1e-6
+    np.testing.assert_allclose(project_spectral(P, edges, n, c), P)  # feasible: unchanged
+
+
+def test_ising_binary_conversion_is_the_same_distribution():
+    n, edges = 4, _grid_edges(2, 2)
+    rng = np.random.default_rng(1)
+    h, J = rng.normal(size=n), rng.normal(size=len(edges))
+    tu, tp = ising_to_binary(h, J, edges, n)
+    h2, J2 = binary_to_ising(tu, tp, edges, n)
+    np.testing.assert_allclose(h2, h)
+    np.testing.assert_allclose(J2, J)
+    s = bf.states([2] * n)
+    x = 2 * s - 1
+    e_pm = x @ h + ((x[:, edges[:, 0]] * x[:, edges[:, 1]]) @ J)
+    e_01 = s @ tu + ((s[:, edges[:, 0]] * s[:, edges[:, 1]]) @ tp)
+    np.testing.assert_allclose(e_pm - e_pm[0], e_01 - e_01[0], atol=1e-12)  # equal up to a constant
+
+
+def _model_from_ising(graph, h, J):
+    model = DiscreteMRF(graph, 2)
+    lay = model._layout
+    sizes = np.array([len(c) for c in lay.cliques])
+    eb = np.flatnonzero(sizes == 2)
+    edges = np.array([lay.cliques[k] for k in eb])
+    theta = np.zeros(model.n_params)
+    theta[lay.block_offsets[np.flatnonzero(sizes == 1)]], theta[lay.block_offsets[eb]] = ising_to_binary(
+        h, J, edges, model.n_variables
+    )
+    model.theta = theta
+    return model, edges
+
+
+def test_gibbs_kernel_stationary_marginals():
+    n = 9
+    rng = np.random.default_rng(2)
+    edges0 = _grid_edges(3, 3)
+    model, edges = _model_from_ising(grid_graph(3, 3), rng.uniform(-0.5, 0.5, n), rng.uniform(-0.3, 0.3, len(edges0)))
+    h, J = binary_to_ising(model.theta[:n], model.theta[n:], edges, n)
+    kernel = BinaryGibbsKernel(*ising_to_binary(h, J, edges, n), edges, colour_classes(model.graph))
+    m = 100_000
+    S = kernel.to_internal(rng.integers(0, 2, (m, n)))
+    X = kernel.to_external(kernel.run(S, 30, rng))
+    emp = model.sufficient_statistics(X) / m
+    # 30 sweeps at |J| <= 0.3 mix far below the Monte Carlo error; standard
+    # error of a mean of 0/1 values <= 0.5/sqrt(m) = 1.6e-3, allow 5 of them.
+    np.testing.assert_allclose(emp, model.expected_statistics(), atol=5 * 0.5 / math.sqrt(m))
+
+
+# -- the optimisation ------------------------------------------------------------
+def _brute_force_constrained_ml(X, edges, beta, lam):
+    """Box-constrained ridge ML in {-1,+1} coordinates by L-BFGS-B on all 2^n states."""
+    n = X.shape[1]
+    xs = 2 * bf.states([2] * n) - 1.0
+    T = np.hstack([xs, xs[:, edges[:, 0]] * xs[:, edges[:, 1]]])
+    x = 2 * X - 1.0
+    tbar = np.hstack([x, x[:, edges[:, 0]] * x[:, edges[:, 1]]]).mean(axis=0)
+
+    def f(phi):
+        e = T @ phi
+        lz = logsumexp(e)
+        p = np.exp(e - lz)
+        return lz - phi @ tbar + 0.5 * lam * phi @ phi, p @ T - tbar + lam * phi
+
+    bounds = [(None, None)] * n + [(-beta, beta)] * len(edges)
+    res = minimize(
+        f,
+        np.zeros(T.shape[1]),
+        jac=True,
+        method="L-BFGS-B",
+        bounds=bounds,
+        options={"gtol": 1e-13, "ftol": 0, "maxiter": 10000, "maxcor": 30},
+    )
+    return res.x
+
+
+def _strongly_coupled_data(rows, cols, n_rows, seed):
+    n = rows * cols
+    rng = np.random.default_rng(seed)
+    model, _ = _model_from_ising(grid_graph(rows, cols), rng.uniform(-0.3, 0.3, n), np.full(2 * n - rows - cols, 0.6))
+    return model.sample(n_rows, rng, method="exact")
+
+
+def test_exact_gradients_converge_to_constrained_optimum():
+    X = _strongly_coupled_data(3, 3, 300, 0)
+    beta, lam = 0.2, 0.5
+    est = MCMCMaxLikelihood(
+        "grid:3x3", max_coupling=beta, alpha=lam, lipschitz=5.0, n_iter=600, n_samples=1, n_sweeps=1, average=False
+    )
+    est._gradient = "exact"  # junction-tree expectations instead of MCMC
+    est.fit(X)
+    ref = _brute_force_constrained_ml(X, est.edges_, beta, lam)
+    phi = np.r_[est.ising_fields_, est.ising_couplings_]
+    assert np.sum(np.abs(ref[9:]) >= beta - 1e-9) >= 3  # the box binds
+    # Projected gradient contracts by (1 - lambda/L) = 0.9 per step:
+    # 0.9^600 ~ 1e-28, so the remaining error is L-BFGS-B's (~1e-10).
+    np.testing.assert_allclose(phi, ref, atol=1e-6)
+    # And the package parameters are the converted ones.
+    tu, tp = ising_to_binary(ref[:9], ref[9:], est.edges_, 9)
+    np.testing.assert_allclose(est.model_.theta, np.r_[tu, tp], atol=4e-6)
+
+
+def test_exact_samples_average_is_close():
+    # Exact independent samples (v = infinity): the average of the iterates
+    # is near the optimum; with M = 20000 the gradient noise is about
+    # R2/sqrt(M) = 0.03, times 1/lambda.
+    X = _strongly_coupled_data(3, 3, 300, 1)
+    kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=60, n_sweeps=1)
+    est = MCMCMaxLikelihood("grid:3x3", n_samples=20000, random_state=0, **kw)
+    est._gradient = "exact-samples"
+    est.fit(X)
+    ref = _brute_force_constrained_ml(X, est.edges_, 0.2, 1.0)
+    assert np.linalg.norm(np.r_[est.ising_fields_, est.ising_couplings_] - ref) < 0.1
+
+
+def test_mcmc_fit_near_optimum_and_reproducible():
+    X = _strongly_coupled_data(3, 3, 200, 2)
+    kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=40, n_samples=5000, n_sweeps=10)
+    a = MCMCMaxLikelihood("grid:3x3", random_state=3, **kw).fit(X)
+    b = MCMCMaxLikelihood("grid:3x3", random_state=3, n_jobs=2, **kw).fit(X)
+    np.testing.assert_array_equal(a.theta_, b.theta_)  # seeds per chain block drawn up front
+    ref = _brute_force_constrained_ml(X, a.edges_, 0.2, 1.0)
+    # Same noise scale as above (M = 5000): 0.1 is several standard deviations.
+    assert np.linalg.norm(np.r_[a.ising_fields_, a.ising_couplings_] - ref) < 0.1
+    assert np.all(np.abs(a.ising_couplings_) <= 0.2 + 1e-12)
+    assert a.score_method_ == "exact" and np.isfinite(a.score(X))
+
+
+@pytest.mark.parametrize("init,persistent", [("data", False), ("uniform", True), ("data", True)])
+def test_init_and_persistent_chains(init, persistent):
+    X = _strongly_coupled_data(3, 3, 200, 4)
+    kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=40, n_samples=5000, n_sweeps=5)
+    est = MCMCMaxLikelihood("grid:3x3", init=init, persistent=persistent, random_state=0, **kw).fit(X)
+    ref = _brute_force_constrained_ml(X, est.edges_, 0.2, 1.0)
+    assert np.linalg.norm(np.r_[est.ising_fields_, est.ising_couplings_] - ref) < 0.15
+
+
+def test_spectral_projection_fit():
+    X = _strongly_coupled_data(3, 3, 200, 5)
+    est = MCMCMaxLikelihood(
+        "grid:3x3",
+        projection="spectral",
+        max_coupling=0.6,
+        alpha=0.5,
+        lipschitz=5.0,
+        n_iter=200,
+        n_samples=1,
+        n_sweeps=1,
+        average=False,
+    )
+    est._gradient = "exact"
+    est.fit(X)
+    n, e = 9, est.edges_
+    A = np.zeros((n, n))
+    A[e[:, 0], e[:, 1]] = A[e[:, 1], e[:, 0]] = np.abs(est.ising_couplings_)
+    assert np.abs(np.linalg.eigvalsh(A)).max() <= 0.6 + 1e-9
+    # Fixed point of the projected gradient step (first-order optimality).
+    est2 = MCMCMaxLikelihood(
+        "grid:3x3",
+        projection="spectral",
+        max_coupling=0.6,
+        alpha=0.5,
+        lipschitz=5.0,
+        n_iter=1,
+        n_samples=1,
+        n_sweeps=1,
+        average=False,
+    )
+    est2._gradient = "exact"
+    phi = np.r_[est.ising_fields_, est.ising_couplings_]
+    from skmrf.estimators.mcmc import _ExactExpectation, _projected_gradient
+
+    est2.fit(X)
+    model = est2.model_
+    lay = model._layout
+    sizes = np.array([len(c) for c in lay.cliques])
+    exp = _ExactExpectation(
+        model, lay.block_offsets[np.flatnonzero(sizes == 1)], lay.block_offsets[np.flatnonzero(sizes == 2)], e
+    )
+    x = 2 * X - 1.0
+    tbar = np.r_[x.mean(0), (x[:, e[:, 0]] * x[:, e[:, 1]]).mean(0)]
+    nxt, _ = _projected_gradient(tbar, n, exp, lambda J: project_spectral(J, e, n, 0.6), 5.0, 0.5, 1, phi0=phi)
+    np.testing.assert_allclose(nxt, phi, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_grid_4x4_within_schedule_eps():
+    # A 4x4 grid model inside the box set (|J| <= 0.15 < beta = 0.2), 200 rows.
+    # Corollary 9's schedule for eps = 2 (L = 10 as in the paper's Section 6;
+    # the Hessian of f on this set, Cov(t) + lambda, has norm well below 10).
+    hits = 0
+    for seed in range(10):
+        rng = np.random.default_rng(100 + seed)
+        model, _ = _model_from_ising(grid_graph(4, 4), rng.uniform(-0.3, 0.3, 16), rng.uniform(-0.15, 0.15, 24))
+        X = model.sample(200, rng, method="exact")
+        kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=10.0, average=False)
+        est = MCMCMaxLikelihood("grid:4x4", eps=2.0, random_state=seed, **kw).fit(X)
+        ref = MCMCMaxLikelihood("grid:4x4", n_iter=400, n_samples=1, n_sweeps=1, **kw)
+        ref._gradient = "exact"  # theta*: projected gradient with junction-tree gradients
+        ref.fit(X)
+        dist = np.linalg.norm(np.r_[est.ising_fields_ - ref.ising_fields_, est.ising_couplings_ - ref.ising_couplings_])
+        hits += dist <= 2.0
+    assert hits >= 9
+
+
+# -- bad input --------------------------------------------------------------------
+def test_bad_inputs():
+    X = np.random.default_rng(0).integers(0, 2, (30, 4))
+    with pytest.raises(ValueError, match="max_coupling"):
+        MCMCMaxLikelihood(max_coupling=0.0).fit(X)
+    with pytest.raises(ValueError, match="max_coupling"):
+        MCMCMaxLikelihood(max_coupling=-1.0).fit(X)
+    with pytest.raises(ValueError, match="projection"):
+        MCMCMaxLikelihood(projection="ellipse").fit(X)
+    with pytest.raises(ValueError, match=r"binary.*column 2 has state 2 at row 0"):
+        X3 = X.copy()
+        X3[0, 2] = 2
+        MCMCMaxLikelihood(n_iter=1, n_samples=1, n_sweeps=1).fit(X3)
+    with pytest.raises(ValueError, match=r"K=\d+ steps, M=\d+ samples, v=\d+ sweeps .* single-site updates"):
+        MCMCMaxLikelihood(alpha=0.01, eps=0.01).fit(X)
+    with pytest.raises(ValueError, match="MAX_WORK"):
+        MCMCMaxLikelihood(n_iter=10**6, n_samples=10**6, n_sweeps=10).fit(X)
+    with pytest.raises(ValueError, match="Delta tanh"):
+        MCMCMaxLikelihood("grid:2x2", max_coupling=1.0, n_iter=1, n_samples=1, n_sweeps=1).fit(X)
+    with pytest.raises(ValueError, match="pairwise"):
+        MCMCMaxLikelihood([(0, 1, 2), (2, 3)], n_iter=1, n_samples=1, n_sweeps=1).fit(X)
+    Xc = X.copy()
+    Xc[:, 1] = 1
+    with pytest.raises(ValueError, match="column 1 is constant"):
+        MCMCMaxLikelihood(eps=100.0, lipschitz=1.0).fit(Xc)
+
+
+def test_schedule_recorded():
+    X = np.random.default_rng(0).integers(0, 2, (30, 4))
+    est = MCMCMaxLikelihood(alpha=1.0, lipschitz=5.0, eps=2.0, n_sweeps=3, random_state=0).fit(X)
+    assert isinstance(est.schedule_, FastMixingSchedule)
+    assert est.schedule_.n_sweeps == 3 and est.schedule_auto_.n_sweeps != 3
+    assert est.schedule_[:2] == est.schedule_auto_[:2]
+    assert est.schedule_.n_iter * est.schedule_.n_samples * 3 * 4 <= MAX_WORK
+    assert est.max_coupling_ == pytest.approx(math.atanh(0.8 / 2))  # chain: max degree 2
+    assert est.mixing_constant_ == 4
+
+
+def test_make_random_mrf_is_binary_pairwise_compatible():
+    # Data from the package's own generator fits without conversion errors.
+    model = make_random_mrf(grid_graph(2, 3), scale=0.3, random_state=0)
+    X = model.sample(50, 0, method="exact")
+    est = MCMCMaxLikelihood("grid:2x3", alpha=1.0, n_iter=5, n_samples=100, n_sweeps=2, random_state=0).fit(X)
+    assert est.theta_.shape == (model.n_params,)
+
+
+def test_verbose_prints_one_line_per_step(capsys):
+    X = np.random.default_rng(0).integers(0, 2, (30, 4))
+    MCMCMaxLikelihood(alpha=1.0, n_iter=3, n_samples=20, n_sweeps=2, verbose=1, random_state=0).fit(X)
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 3 and lines[0].startswith("[MCMCMaxLikelihood] Iteration 1,")

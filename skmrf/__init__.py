@@ -2,6 +2,8 @@
 
 from .estimators import (
     ExactMaxLikelihood,
+    GaussianLAP,
+    GaussianMaxLikelihood,
     LAPEstimator,
     MCMCMaxLikelihood,
     PseudoLikelihoodEstimator,
@@ -15,6 +17,8 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "DiscreteMRF",
     "ExactMaxLikelihood",
+    "GaussianLAP",
+    "GaussianMaxLikelihood",
     "LAPEstimator",
     "MCMCMaxLikelihood",
     "PseudoLikelihoodEstimator",

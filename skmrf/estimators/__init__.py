@@ -1,12 +1,15 @@
 """scikit-learn estimators of MRF parameters."""
 
 from .exact import ExactMaxLikelihood
+from .gaussian import GaussianLAP, GaussianMaxLikelihood
 from .lap import LAPEstimator
 from .mcmc import MCMCMaxLikelihood, fast_mixing_schedule
 from .pseudo import PseudoLikelihoodEstimator
 
 __all__ = [
     "ExactMaxLikelihood",
+    "GaussianLAP",
+    "GaussianMaxLikelihood",
     "LAPEstimator",
     "MCMCMaxLikelihood",
     "PseudoLikelihoodEstimator",

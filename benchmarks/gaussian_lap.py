@@ -1,0 +1,506 @@
+"""Gaussian LAP: Figure 8 of the exact-inference paper and the performance targets.
+
+Two precision matrices ``Q`` (the true ``Sigma^{-1}``), as in the paper's Figure 7:
+
+``laplacian``
+    ``Q = L L^T`` with ``L`` the 5-point Dirichlet Laplacian on an ``r x r``
+    grid, so the pattern of ``Q`` (the graph given to the estimators) is the
+    13-point stencil (every variable within two grid steps). Samples are
+    ``x = L^{-1} z`` computed with the type-I DST (``L`` is diagonal in that
+    basis), so sampling costs ``O(n p log p)`` even at ``p = 10^5``.
+``random``
+    A random sparse SPD matrix: an Erdos-Renyi pattern with mean degree 4,
+    off-diagonal values uniform in ``+-[0.5, 1]``, and the diagonal shifted
+    so that the condition number is 100. Sampled through a dense Cholesky
+    factor (``p <= 6084``).
+
+Parts (each prints a table; times are wall-clock on this machine):
+
+``fig8``
+    Relative Frobenius error ``||Q_hat - Q||_F / ||Q||_F`` versus ``n`` (log
+    scale) for GaussianLAP, GaussianMaxLikelihood, scikit-learn's
+    GraphicalLasso (alpha=0.01, max_iter=100, what a user would pick today)
+    and the inverse sample covariance (``n > p`` only). At the paper's size
+    (78 x 78 grid, p = 6084) only the methods that finish in reasonable time
+    run: LAP on both patterns, ML (regression solver) on the random pattern.
+    A 20 x 20 companion (p = 400) runs every method. The LAP column is the raw
+    estimate (its error is what Figure 8 shows); ``pd`` says whether it was
+    positive definite. Saves ``results/gaussian_lap.png``.
+``timing``
+    Fit time of GaussianLAP versus GraphicalLasso and EmpiricalCovariance on
+    the same data (n = 1000) at p = 400, 1600, 6084. Each baseline fit runs in
+    a subprocess stopped after ``--budget`` seconds (default 300).
+``big``
+    GaussianLAP on the 316 x 316 Laplacian (p = 99,856, n = 1000) and on the
+    78 x 78 one: raw fit; fit with ``repair="shrink"`` plus ``score`` (the
+    raw estimate is not positive definite, so ``score`` needs the repair).
+    Each runs in a fresh subprocess whose peak resident memory
+    (``ru_maxrss``, including the data) is reported.
+
+``--quick`` runs a smoke version of every part in about a minute.
+``--blas-threads`` (default 1) limits the BLAS threads of every method in the
+run, baselines included: on this 2-core machine multi-threaded OpenBLAS was
+measured slower than one thread (for example ``GaussianMaxLikelihood``'s
+Newton system took 3.4 s instead of 0.6 s); pass 0 to leave BLAS alone.
+
+Usage::
+
+    python benchmarks/gaussian_lap.py [fig8] [timing] [big] [--quick] [--budget 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RESULTS = os.path.join(HERE, "results")
+
+
+# ---------------------------------------------------------------------------
+# Models and data
+# ---------------------------------------------------------------------------
+def laplacian(r):
+    """5-point Dirichlet Laplacian on an r x r grid (CSR)."""
+    t = sp.diags([-np.ones(r - 1), 2 * np.ones(r), -np.ones(r - 1)], [-1, 0, 1])
+    eye = sp.identity(r)
+    return sp.csr_array(sp.kron(eye, t) + sp.kron(t, eye))
+
+
+def laplacian_precision(r):
+    L = laplacian(r)
+    return sp.csr_array(L @ L.T)
+
+
+def sample_laplacian(r, n, seed):
+    """n samples of N(0, (L L^T)^-1): x = L^-1 z through the orthonormal DST-I."""
+    from scipy.fft import dstn, idstn
+
+    k = np.arange(1, r + 1)
+    lam1 = 2 - 2 * np.cos(np.pi * k / (r + 1))
+    lam = lam1[:, None] + lam1[None, :]
+    rng = np.random.default_rng(seed)
+    X = np.empty((n, r * r))
+    for s in range(0, n, 100):
+        z = rng.standard_normal((min(100, n - s), r, r))
+        X[s : s + len(z)] = idstn(
+            dstn(z, type=1, axes=(1, 2), norm="ortho") / lam, type=1, axes=(1, 2), norm="ortho"
+        ).reshape(len(z), -1)
+    return X
+
+
+def random_sparse_spd(p, degree=4, cond=100.0, seed=0):
+    """Random sparse SPD precision with an Erdos-Renyi pattern and a given condition number."""
+    import scipy.sparse.linalg as spla
+
+    rng = np.random.default_rng(seed)
+    m = int(p * degree / 2)
+    i = rng.integers(0, p, 3 * m)
+    j = rng.integers(0, p, 3 * m)
+    key = np.unique(np.minimum(i, j)[i != j] * p + np.maximum(i, j)[i != j])
+    key = rng.permutation(key)[:m]
+    r, c = np.divmod(key, p)
+    v = rng.uniform(0.5, 1.0, m) * rng.choice([-1.0, 1.0], m)
+    A = sp.csr_array((np.r_[v, v], (np.r_[r, c], np.r_[c, r])), shape=(p, p))
+    if p <= 2000:
+        ev = np.linalg.eigvalsh(A.toarray())
+        lo, hi = ev[0], ev[-1]
+    else:
+        lo = spla.eigsh(A, k=1, which="SA", return_eigenvectors=False)[0]
+        hi = spla.eigsh(A, k=1, which="LA", return_eigenvectors=False)[0]
+    shift = (hi - cond * lo) / (cond - 1)  # (hi + s) / (lo + s) = cond
+    return sp.csr_array(A + shift * sp.identity(p, format="csr"))
+
+
+def sample_dense(Q, n, seed):
+    import scipy.linalg as sla
+
+    C = np.linalg.cholesky(Q.toarray())  # Q = C C^T, x = C^-T z has covariance Q^-1
+    z = np.random.default_rng(seed).standard_normal((Q.shape[0], n))
+    return sla.solve_triangular(C.T, z, lower=False).T.copy()
+
+
+def make_problem(pattern, p, n, seed=0):
+    """(Q, X) for a pattern, p (a square number for 'laplacian') and n."""
+    if pattern == "laplacian":
+        r = int(round(np.sqrt(p)))
+        return laplacian_precision(r), sample_laplacian(r, n, seed)
+    Q = random_sparse_spd(p, seed=seed)
+    return Q, sample_dense(Q, n, seed + 1)
+
+
+_JT_CACHE = {}
+
+
+def elimination_cliques(Q):
+    """Elimination cliques ``{v} u N+(v)`` of a chordal embedding of the pattern of ``Q``.
+
+    The embedding is the fill of a sparse factorisation with SuperLU's
+    minimum-degree ordering (symmetric pivoting), i.e. the triangulation a
+    junction tree would use.
+    """
+    import scipy.sparse.linalg as spla
+
+    key = (Q.shape, Q.nnz, float(abs(Q).sum()))
+    if key not in _JT_CACHE:
+        p = Q.shape[0]
+        A = sp.csc_matrix(abs(sp.csr_array(Q)) + p * sp.identity(p))  # same pattern, safely SPD
+        lu = spla.splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0, options=dict(SymmetricMode=True))
+        assert np.array_equal(lu.perm_r, lu.perm_c)
+        L = sp.csc_matrix(lu.L)
+        original = np.empty(p, dtype=np.int64)
+        original[lu.perm_c] = np.arange(p)
+        _JT_CACHE[key] = [original[L.indices[L.indptr[k] : L.indptr[k + 1]]] for k in range(p)]
+    return _JT_CACHE[key]
+
+
+def junction_tree_ml(Q, X):
+    r"""The paper's junction-tree baseline: the ML precision of the chordal embedding.
+
+    For a chordal graph with perfect elimination order and cliques
+    ``C_v = {v} u N+(v)`` the ML estimate is closed-form,
+    ``sum_v [S_{C_v}^-1]^0 - [S_{C_v \ v}^-1]^0`` (Lauritzen, 1996, Section 5.3);
+    it has more non-zeros than ``Q`` (the fill), so it needs more samples
+    than the largest clique.
+    """
+    cliques = elimination_cliques(Q)
+    n, p = X.shape
+    biggest = max(len(c) for c in cliques)
+    if n - 1 < biggest:
+        raise ValueError(f"needs n > {biggest} (largest clique)")
+    Xc = X - X.mean(axis=0)
+    S = Xc.T @ Xc / n
+    rows, cols, vals = [], [], []
+    for C in cliques:
+        for B, sign in ((C, 1.0), (C[1:], -1.0)):
+            if len(B):
+                rows.append(np.repeat(B, len(B)))
+                cols.append(np.tile(B, len(B)))
+                vals.append(sign * np.linalg.inv(S[np.ix_(B, B)]).ravel())
+    return sp.csr_array((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(p, p))
+
+
+def rel_error(P, Q):
+    P = P.toarray() if sp.issparse(P) else np.asarray(P)
+    Qd = Q.toarray()
+    return float(np.linalg.norm(P - Qd) / np.linalg.norm(Qd))
+
+
+def rel_error_sparse(P, Q):
+    return float(sp.linalg.norm(sp.csr_array(P) - Q) / sp.linalg.norm(Q))
+
+
+# ---------------------------------------------------------------------------
+# Fitting (in-process and in a subprocess with a time budget)
+# ---------------------------------------------------------------------------
+def fit_method(method, Q, X):
+    """Fit one method; return (seconds, relative error, extra info)."""
+    from sklearn.covariance import EmpiricalCovariance, GraphicalLasso
+    from sklearn.exceptions import ConvergenceWarning
+
+    from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood, NotPositiveDefiniteWarning
+
+    t = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        warnings.simplefilter("always", ConvergenceWarning)
+        if method == "lap":
+            est = GaussianLAP(Q).fit(X)
+            dt = time.perf_counter() - t
+            return dt, rel_error_sparse(est.precision_, Q), {"pd": est.is_positive_definite_}
+        if method == "ml":
+            est = GaussianMaxLikelihood(Q, max_iter=100).fit(X)
+            dt = time.perf_counter() - t
+            converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+            info = {"solver": est.solver_, "n_iter": est.n_iter_, "converged": converged}
+            return dt, rel_error_sparse(est.precision_, Q), info
+        if method == "jt":
+            P = junction_tree_ml(Q, X)
+            dt = time.perf_counter() - t
+            return dt, rel_error_sparse(P, Q), {"max_clique": max(len(c) for c in elimination_cliques(Q))}
+        if method == "glasso":
+            est = GraphicalLasso(alpha=0.01, max_iter=100).fit(X)
+            dt = time.perf_counter() - t
+            converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+            return dt, rel_error(est.precision_, Q), {"n_iter": est.n_iter_, "converged": converged}
+        if method == "empirical":
+            est = EmpiricalCovariance().fit(X)
+            dt = time.perf_counter() - t
+            return dt, rel_error(est.precision_, Q), {}
+    raise ValueError(method)
+
+
+def run_budgeted(method, data_path, budget, blas_threads):
+    """Fit in a subprocess; return dict(time, error, status)."""
+    cmd = [sys.executable, os.path.abspath(__file__), "_worker", method, data_path, str(blas_threads)]
+    t = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=budget)
+    except subprocess.TimeoutExpired:
+        return {"status": f"> {budget:.0f} s (stopped)", "time": None}
+    if out.returncode != 0:
+        last = (out.stderr.strip().splitlines() or ["?"])[-1]
+        return {"status": f"{last.split(':')[0][:20]} after {time.perf_counter() - t:.0f} s", "time": None}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _worker(method, data_path, blas_threads):
+    _limit_blas(int(blas_threads))
+    d = np.load(data_path, allow_pickle=False)
+    Q = sp.csr_array((d["data"], d["indices"], d["indptr"]), shape=tuple(d["shape"]))
+    X = d["X"]
+    try:  # warm-up: lazy imports and first-call costs are not part of the fit time
+        fit_method(method, sp.csr_array(Q[:20, :20]), X[:, :20])
+    except Exception:  # noqa: BLE001
+        pass
+    dt, err, info = fit_method(method, Q, X)
+    print(json.dumps({"status": "ok", "time": dt, "error": err, **info}))
+
+
+def _limit_blas(n):
+    """Limit every BLAS library of the process (load them all first: numpy and scipy ship their own)."""
+    if n > 0:
+        import scipy.linalg  # noqa: F401
+        import scipy.sparse.linalg  # noqa: F401
+        import sklearn.covariance  # noqa: F401
+        from threadpoolctl import threadpool_limits
+
+        import skmrf.estimators.gaussian  # noqa: F401
+
+        threadpool_limits(n)
+
+
+def _save_problem(Q, X, folder, name):
+    path = os.path.join(folder, name + ".npz")
+    np.savez(path, data=Q.data, indices=Q.indices, indptr=Q.indptr, shape=np.array(Q.shape), X=X)
+    return path
+
+
+# ---------------------------------------------------------------------------
+# Parts
+# ---------------------------------------------------------------------------
+def part_fig8(args):
+    ns = [50, 200, 1000] if args.quick else [30, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
+    sizes = [100] if args.quick else [6084, 400]
+    results = {}
+    print("\n== fig8: relative Frobenius error ||Q_hat - Q||_F / ||Q||_F versus n ==")
+    for pattern in ("laplacian", "random"):
+        for p in sizes:
+            methods = ["lap", "ml", "jt", "glasso", "empirical"]
+            if p > 2000:
+                methods = ["lap", "jt"] + (["ml"] if pattern == "random" else [])
+            Q, Xall = make_problem(pattern, p, max(ns), seed=0)
+            biggest = max(len(c) for c in elimination_cliques(Q))
+            if biggest > 400:  # the paper: impractical, cliques too large
+                methods.remove("jt")
+            print(
+                f"\n{pattern}, p = {p}, nnz(Q) = {Q.nnz}, largest clique of the min-degree chordal embedding "
+                f"(junction tree) = {biggest}; methods: {', '.join(methods)}",
+                flush=True,
+            )
+            if p > 2000:
+                skipped = {
+                    "laplacian": "ML, GraphicalLasso, EmpiricalCovariance",
+                    "random": "GraphicalLasso, EmpiricalCovariance" + ("" if "jt" in methods else ", junction tree"),
+                }
+                print(f"  (not run at this size: {skipped[pattern]}; see the timing part and the p = 400 panel)")
+            print(f"  {'n':>6} " + " ".join(f"{m:>16}" for m in methods) + "   notes")
+            for n in ns:
+                X = Xall[:n]
+                row, notes = [], []
+                for m in methods:
+                    if m == "empirical" and n <= p:
+                        row.append(None)
+                        continue
+                    try:
+                        dt, err, info = fit_method(m, Q, X)
+                        row.append(err)
+                        if m == "lap" and not info["pd"]:
+                            notes.append("LAP not PD")
+                        if m == "ml":
+                            conv = "" if info["converged"] else " NOT CONVERGED"
+                            notes.append(f"ML {info['solver']} {info['n_iter']} it {dt:.1f}s{conv}")
+                        if m == "glasso":
+                            conv = "" if info["converged"] else " not converged"
+                            notes.append(f"GL {dt:.1f}s{conv}")
+                        if m == "jt":
+                            notes.append(f"JT {dt:.1f}s")
+                    except Exception as exc:  # noqa: BLE001 - record and go on
+                        row.append(None)
+                        notes.append(f"{m}: {type(exc).__name__}")
+                    results.setdefault((pattern, p, m), []).append((n, row[-1]))
+                cells = " ".join(f"{'-':>16}" if e is None else f"{e:16.4f}" for e in row)
+                print(f"  {n:>6} {cells}   {'; '.join(notes)}", flush=True)
+    _plot_fig8(results, sizes, args)
+    return results
+
+
+def _plot_fig8(results, sizes, args):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("(matplotlib not installed: no figure)")
+        return
+    labels = {
+        "lap": "GaussianLAP",
+        "ml": "GaussianMaxLikelihood",
+        "jt": "junction-tree ML (chordal embedding)",
+        "glasso": "GraphicalLasso(alpha=0.01)",
+        "empirical": "inverse sample covariance",
+    }
+    styles = {"lap": "o-", "ml": "s--", "jt": "d-", "glasso": "^:", "empirical": "x-."}
+    fig, axes = plt.subplots(2, len(sizes), figsize=(5.5 * len(sizes), 8), squeeze=False)
+    for row, pattern in enumerate(("laplacian", "random")):
+        for col, p in enumerate(sizes):
+            ax = axes[row, col]
+            for m in ("lap", "ml", "jt", "glasso", "empirical"):
+                pts = [(n, e) for n, e in results.get((pattern, p, m), []) if e is not None]
+                if pts:
+                    ax.loglog(*zip(*pts), styles[m], label=labels[m])
+            title = "Q = L L^T (2-D Laplacian)" if pattern == "laplacian" else "random sparse SPD Q"
+            ax.set_title(f"{title}, p = {p}")
+            ax.set_xlabel("number of samples n")
+            ax.set_ylabel("relative Frobenius error")
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+    fig.tight_layout()
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, "gaussian_lap_quick.png" if args.quick else "gaussian_lap.png")
+    fig.savefig(path, dpi=110)
+    print(f"\nsaved {os.path.relpath(path)}")
+
+
+def part_timing(args):
+    sizes = [100, 400] if args.quick else [400, 1600, 6084]
+    budget = 10 if args.quick else args.budget
+    n = 1000
+    print(f"\n== timing: fit seconds on the same data, n = {n}; baselines stopped after {budget:.0f} s ==")
+    print("   GraphicalLasso(alpha=0.01, max_iter=100); ratio = baseline time / GaussianLAP time")
+    print(
+        f"  {'pattern':>9} {'p':>6} {'LAP':>8} {'LAP pd':>6} {'LAP err':>8} "
+        f"{'GraphicalLasso':>34} {'ratio':>8} {'Empirical':>34} {'ratio':>8}"
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for pattern in ("random", "laplacian"):
+            for p in sizes:
+                Q, X = make_problem(pattern, p, n, seed=0)
+                path = _save_problem(Q, X, tmp, f"{pattern}{p}")
+                dt_lap, err_lap, info = min(
+                    (fit_method("lap", Q, X) for _ in range(3)), key=lambda r: r[0]
+                )  # best of 3
+                cells = []
+                for m in ("glasso", "empirical"):
+                    r = run_budgeted(m, path, budget, args.blas_threads)
+                    if r["time"] is None:
+                        cells += [f"{r['status']:>34}", f"{'-':>8}"]
+                    else:
+                        txt = f"{r['time']:.2f} s (err {r['error']:.3f})"
+                        cells += [f"{txt:>34}", f"{r['time'] / dt_lap:7.0f}x"]
+                print(
+                    f"  {pattern:>9} {p:>6} {dt_lap:7.3f}s {str(info['pd']):>6} {err_lap:8.3f} " + " ".join(cells),
+                    flush=True,
+                )
+
+
+def part_big(args):
+    runs = [(78, 1000)] if args.quick else [(78, 1000), (316, 1000)]
+    print("\n== big: GaussianLAP on the L L^T Laplacian precision (fresh subprocess per size) ==")
+    print(
+        f"  {'grid':>9} {'p':>7} {'n':>5} {'sample s':>8} {'fit s':>7} {'PD':>5} {'fit+repair s':>12} "
+        f"{'t':>6} {'score s':>7} {'fit+repair+score s':>18} {'rel err':>7} {'peak RSS GB':>11}"
+    )
+    for r, n in runs:
+        cmd = [sys.executable, os.path.abspath(__file__), "_big", str(r), str(n), str(args.blas_threads)]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        if out.returncode != 0:
+            print(f"  {r}x{r} failed: {out.stderr.strip().splitlines()[-1]}")
+            continue
+        d = json.loads(out.stdout.strip().splitlines()[-1])
+        print(
+            f"  {f'{r}x{r}':>9} {r * r:>7} {n:>5} {d['sample']:8.1f} {d['fit']:7.2f} {str(d['pd']):>5} "
+            f"{d['fit_repair']:12.2f} {d['t']:6.3f} {d['score']:7.2f} {d['fit_repair'] + d['score']:18.2f} "
+            f"{d['error']:7.3f} {d['rss'] / 2**30:11.2f}",
+            flush=True,
+        )
+
+
+def _big(r, n, blas_threads):
+    _limit_blas(int(blas_threads))
+    from skmrf.estimators.gaussian import GaussianLAP, NotPositiveDefiniteWarning
+
+    r, n = int(r), int(n)
+    Q = laplacian_precision(r)
+    t = time.perf_counter()
+    X = sample_laplacian(r, n, seed=0)
+    sample_s = time.perf_counter() - t
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        t = time.perf_counter()
+        est = GaussianLAP(Q).fit(X)
+        fit_s = time.perf_counter() - t
+        pd = est.is_positive_definite_
+        del est
+        t = time.perf_counter()
+        est = GaussianLAP(Q, repair="shrink").fit(X)
+        fit_repair_s = time.perf_counter() - t
+    t = time.perf_counter()
+    est.score(X)
+    score_s = time.perf_counter() - t
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
+    out = dict(
+        sample=sample_s,
+        fit=fit_s,
+        pd=pd,
+        fit_repair=fit_repair_s,
+        t=est.repair_factor_,
+        score=score_s,
+        error=rel_error_sparse(est.precision_, Q),
+        rss=rss,
+    )
+    print(json.dumps(out))
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "_worker":
+        return _worker(*sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "_big":
+        return _big(*sys.argv[2:])
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("parts", nargs="*", help="any of fig8, timing, big (default: all)")
+    ap.add_argument("--quick", action="store_true", help="smoke run (about a minute)")
+    ap.add_argument("--budget", type=float, default=300.0, help="seconds per baseline fit (timing)")
+    ap.add_argument("--blas-threads", type=int, default=1, help="BLAS threads for every method; 0 = leave alone")
+    args = ap.parse_args()
+    unknown = set(args.parts) - {"fig8", "timing", "big"}
+    if unknown:
+        ap.error(f"unknown parts {sorted(unknown)}; choose from fig8, timing, big")
+    _limit_blas(args.blas_threads)
+    import platform
+
+    import sklearn
+
+    print(
+        f"python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
+        f"{os.cpu_count()} CPUs, BLAS threads: {args.blas_threads or 'default'}, load average {os.getloadavg()[0]:.1f}"
+    )
+    t = time.perf_counter()
+    for part in args.parts or ["fig8", "timing", "big"]:
+        {"fig8": part_fig8, "timing": part_timing, "big": part_big}[part](args)
+    print(f"\ntotal {time.perf_counter() - t:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

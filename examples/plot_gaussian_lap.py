@@ -1,0 +1,97 @@
+"""
+==================================================================
+Gaussian LAP: a sparse precision matrix from small marginal blocks
+==================================================================
+
+A Gaussian Markov random field is a multivariate normal whose precision
+matrix ``Q = Sigma^{-1}`` is zero outside a known graph. Here ``Q = L L^T``
+with ``L`` the 2-D Laplacian on a 12 x 12 grid, as in Section 6.3 of Mizrahi,
+de Freitas and Tenorio: its non-zeros connect every pixel to the pixels at
+most two steps away (a 13-point stencil).
+
+:class:`~skmrf.estimators.gaussian.GaussianLAP` estimates every non-zero
+``Q_ij`` from the inverse sample covariance of the few variables around
+``i`` and ``j`` only (their 1-neighbourhood), with no iteration.
+:class:`~skmrf.estimators.gaussian.GaussianMaxLikelihood` solves the
+maximum-likelihood problem with the same zeros (covariance selection), and
+the inverse of the sample covariance ignores the graph. The figure shows
+the sparsity pattern and the relative error of each estimate against the
+number of samples, as in the paper's Figure 8.
+"""
+
+# %%
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import scipy.sparse as sp
+
+from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood, NotPositiveDefiniteWarning
+
+r = 12
+t = sp.diags([-np.ones(r - 1), 2 * np.ones(r), -np.ones(r - 1)], [-1, 0, 1])
+L = sp.kron(sp.identity(r), t) + sp.kron(t, sp.identity(r))
+Q = sp.csr_array(L @ L.T)  # the true precision; its pattern is the graph
+p = Q.shape[0]
+covariance = np.linalg.inv(Q.toarray())
+
+rng = np.random.default_rng(0)
+X_all = rng.multivariate_normal(np.zeros(p), covariance, size=5000)
+X_test = rng.multivariate_normal(np.zeros(p), covariance, size=1000)
+print(f"{p} variables, {(Q.nnz - p) // 2} edges, largest 1-neighbourhood of an edge: 21 variables")
+
+
+def rel_error(P):
+    P = P.toarray() if sp.issparse(P) else P
+    return np.linalg.norm(P - Q.toarray()) / np.linalg.norm(Q.toarray())
+
+
+# %%
+# Fit the three estimators for a range of sample sizes. LAP needs more
+# samples than its largest 1-neighbourhood (21 variables here); the sample
+# covariance needs more than ``p``.
+ns = [30, 50, 100, 200, 500, 1000, 2000, 5000]
+errors = {"GaussianLAP": [], "GaussianMaxLikelihood": [], "inverse sample covariance": []}
+positive_definite = []
+for n in ns:
+    X = X_all[:n]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        lap = GaussianLAP(Q).fit(X)
+    positive_definite.append(lap.is_positive_definite_)
+    errors["GaussianLAP"].append(rel_error(lap.precision_))
+    errors["GaussianMaxLikelihood"].append(rel_error(GaussianMaxLikelihood(Q).fit(X).precision_))
+    if n > p:
+        errors["inverse sample covariance"].append(rel_error(np.linalg.inv(np.cov(X.T, bias=True))))
+
+print(f"{'n':>5} {'LAP':>7} {'ML':>7} {'LAP pos. def.':>14}")
+for n, a, b, pd in zip(ns, errors["GaussianLAP"], errors["GaussianMaxLikelihood"], positive_definite):
+    print(f"{n:>5} {a:7.3f} {b:7.3f} {str(pd):>14}")
+
+# %%
+# The sparsity pattern (left) and the relative Frobenius error
+# ``||Q_hat - Q||_F / ||Q||_F`` (right). The estimators that use the graph
+# are far better than the unrestricted inverse; LAP, which only ever inverts
+# 13 x 13 to 21 x 21 blocks, tracks maximum likelihood.
+fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
+axes[0].spy(Q, markersize=1)
+axes[0].set_title(f"pattern of Q = L L^T ({r} x {r} grid, p = {p})")
+markers = {"GaussianLAP": "o-", "GaussianMaxLikelihood": "s--", "inverse sample covariance": "x-."}
+for name, errs in errors.items():
+    axes[1].loglog(ns[len(ns) - len(errs) :], errs, markers[name], label=name)
+axes[1].set(xlabel="number of samples n", ylabel="relative Frobenius error", title="error against the true precision")
+axes[1].grid(True, which="both", alpha=0.3)
+axes[1].legend()
+fig.tight_layout()
+plt.show()
+
+# %%
+# With few samples the LAP estimate of this very ill-conditioned precision is
+# not positive definite: ``fit`` warns and ``score`` refuses. The documented
+# repair shrinks the off-diagonal entries just enough, keeping the zeros.
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+    repaired = GaussianLAP(Q, repair="shrink").fit(X_all[:1000])
+print(f"off-diagonal scale t = {repaired.repair_factor_:.3f}, error {rel_error(repaired.precision_):.3f}")
+print(f"mean test log-likelihood: LAP (repaired) {repaired.score(X_test):.2f}, ", end="")
+print(f"ML {GaussianMaxLikelihood(Q).fit(X_all[:1000]).score(X_test):.2f}")

@@ -1,0 +1,489 @@
+"""Tests of GaussianLAP and GaussianMaxLikelihood (skmrf.estimators.gaussian).
+
+Tolerances. Every LAP entry is an entry of the inverse of a small sample
+covariance block; computing it through a Schur complement instead of
+``np.linalg.inv`` changes only the rounding, so comparisons with the explicit
+block inverse use ``rtol=1e-9`` on well-conditioned data (condition numbers
+below 1e3, so the rounding is around 1e-13). The maximum-likelihood
+conditions are checked to 1e-8 relative to ``max S_ii``: the Newton solver
+stops at a residual of 1e-10 (quadratic convergence makes the last step
+land far below that) and inverting the fitted precision (condition number
+below 1e4 here) adds at most about 1e-12.
+"""
+
+import warnings
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.stats import multivariate_normal
+from sklearn.base import clone
+from sklearn.covariance import EmpiricalCovariance, empirical_covariance, log_likelihood
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import skmrf.estimators.gaussian as gmod
+from skmrf.estimators.gaussian import (
+    GaussianLAP,
+    GaussianMaxLikelihood,
+    NotPositiveDefiniteWarning,
+    _adjacency_from_graph,
+    _logdet_spd,
+)
+from skmrf.graphs import grid_graph
+
+
+# ---------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------
+def laplacian_precision(rows, cols):
+    """L @ L for the 2-D Dirichlet Laplacian: SPD with a 13-point stencil pattern."""
+    tr = sp.diags([-np.ones(rows - 1), 2 * np.ones(rows), -np.ones(rows - 1)], [-1, 0, 1])
+    tc = sp.diags([-np.ones(cols - 1), 2 * np.ones(cols), -np.ones(cols - 1)], [-1, 0, 1])
+    L = sp.kron(sp.identity(rows), tc) + sp.kron(tr, sp.identity(cols))
+    return sp.csr_array(L @ L)
+
+
+def chain_precision(p, rho=0.4):
+    return np.diag(np.ones(p)) + np.diag(-rho * np.ones(p - 1), 1) + np.diag(-rho * np.ones(p - 1), -1)
+
+
+def sample(precision, n, seed=0, mean=None):
+    precision = precision.toarray() if sp.issparse(precision) else precision
+    p = precision.shape[0]
+    rng = np.random.default_rng(seed)
+    mean = np.zeros(p) if mean is None else mean
+    return rng.multivariate_normal(mean, np.linalg.inv(precision), size=n)
+
+
+def brute_force_lap(X, adjacency, assume_centered=False, shrinkage=0.0):
+    """LAP by its definition: one explicit inverse per entry (Section 6.1)."""
+    n, p = X.shape
+    Xc = X if assume_centered else X - X.mean(axis=0)
+    S = Xc.T @ Xc / n
+    if shrinkage:
+        S = (1 - shrinkage) * S + shrinkage * np.trace(S) / p * np.eye(p)
+    G = nx.from_scipy_sparse_array(sp.csr_array(adjacency))
+    P = np.zeros((p, p))
+    for i in range(p):
+        A = sorted({i} | set(G[i]))
+        P[i, i] = np.linalg.inv(S[np.ix_(A, A)])[A.index(i), A.index(i)]
+    for i, j in G.edges:
+        A = sorted({i, j} | set(G[i]) | set(G[j]))
+        P[i, j] = P[j, i] = np.linalg.inv(S[np.ix_(A, A)])[A.index(i), A.index(j)]
+    return P
+
+
+# The paper's Figure 6 (1-based): N_2 = {1, 5} and N_5 = {1, 2}; the rest of
+# the 7-node graph only has to keep those neighbourhoods. 0-based edges:
+PAPER_EDGES = [(0, 1), (0, 4), (1, 4), (0, 2), (2, 3), (3, 5), (5, 6), (2, 6)]
+
+
+@pytest.fixture(params=["dense-covariance", "cluster-gram"])
+def kernel_path(request, monkeypatch):
+    """Run a test through both ways of forming the blocks (see ``_lap_solve``)."""
+    if request.param == "cluster-gram":
+        monkeypatch.setattr(gmod, "_DENSE_GRAM_MAX_FEATURES", 0)
+    return request.param
+
+
+# ---------------------------------------------------------------------------
+# scikit-learn common checks
+# ---------------------------------------------------------------------------
+@parametrize_with_checks([GaussianLAP(), GaussianMaxLikelihood()])
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        # Random test data do not follow a chain Gaussian MRF; a non positive
+        # definite LAP estimate is reported, which is expected here.
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        check(estimator)
+
+
+# ---------------------------------------------------------------------------
+# GaussianLAP: exactness
+# ---------------------------------------------------------------------------
+def test_paper_example_entry_25_uses_block_on_1_2_5(kernel_path):
+    X = sample(chain_precision(7), 500, seed=1)
+    est = GaussianLAP(PAPER_EDGES).fit(X)
+    S = np.cov(X.T, bias=True)
+    A = [0, 1, 4]  # {1, 2, 5} in the paper's numbering
+    expected = np.linalg.inv(S[np.ix_(A, A)])[1, 2]  # (Q^{-1})_{2,3}, equation (13)
+    assert est.precision_[1, 4] == pytest.approx(expected, rel=1e-9)
+    assert est.precision_[4, 1] == est.precision_[1, 4]
+    # Only x_1, x_2, x_5 matter: changing every other column leaves it unchanged.
+    X2 = X.copy()
+    X2[:, [2, 3, 5, 6]] = np.random.default_rng(5).standard_normal((500, 4))
+    assert GaussianLAP(PAPER_EDGES).fit(X2).precision_[1, 4] == pytest.approx(expected, rel=1e-9)
+
+
+def test_complete_graph_gives_inverse_sample_covariance(kernel_path):
+    # Every 1-neighbourhood is the whole variable set.
+    X = sample(chain_precision(6), 300, seed=2)
+    est = GaussianLAP("complete").fit(X)
+    expected = EmpiricalCovariance().fit(X).precision_
+    np.testing.assert_allclose(est.precision_.toarray(), expected, rtol=1e-9, atol=1e-12)
+    assert est.is_positive_definite_
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [
+        nx.gnp_random_graph(40, 0.08, seed=3),  # irregular: per-entry / per-variable blocks
+        grid_graph(7, 6),  # lattice: aggregate blocks
+        nx.star_graph(11),  # a hub
+        nx.empty_graph(9),  # no edges
+    ],
+    ids=["random", "grid", "star", "empty"],
+)
+def test_lap_matches_definition(graph, kernel_path):
+    p = graph.number_of_nodes()
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((120, p)) @ (np.eye(p) + 0.3 * rng.standard_normal((p, p)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        est = GaussianLAP(graph).fit(X)
+    adj = nx.to_scipy_sparse_array(graph)
+    expected = brute_force_lap(X, adj)
+    np.testing.assert_allclose(est.precision_.toarray(), expected, rtol=1e-9, atol=1e-12)
+    # Zero outside the graph, symmetric by construction.
+    P = est.precision_
+    assert (abs(P - P.T)).nnz == 0 or abs(P - P.T).max() == 0
+    pattern = (adj != 0).toarray() | np.eye(p, dtype=bool)
+    assert np.all(P.toarray()[~pattern] == 0)
+
+
+def test_lap_shrinkage_and_assume_centered_match_definition(kernel_path):
+    G = grid_graph(4, 5)
+    X = sample(laplacian_precision(4, 5), 60, seed=6, mean=np.full(20, 3.0))
+    adj = nx.to_scipy_sparse_array(G)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        est = GaussianLAP(G, shrinkage=0.2).fit(X)
+        np.testing.assert_allclose(est.precision_.toarray(), brute_force_lap(X, adj, shrinkage=0.2), rtol=1e-9)
+        est = GaussianLAP(G, assume_centered=True).fit(X)
+    np.testing.assert_array_equal(est.location_, 0.0)
+    np.testing.assert_allclose(est.precision_.toarray(), brute_force_lap(X, adj, assume_centered=True), rtol=1e-9)
+
+
+def test_lap_converges_to_truth():
+    Q = laplacian_precision(6, 6)
+    X = sample(Q, 200_000, seed=7)
+    est = GaussianLAP(Q).fit(X)
+    err = np.linalg.norm(est.precision_.toarray() - Q.toarray()) / np.linalg.norm(Q.toarray())
+    assert err < 0.02  # O(1/sqrt(n)) statistical error
+
+
+def test_n_jobs_gives_same_result(kernel_path):
+    Q = laplacian_precision(8, 8)
+    X = sample(Q, 400, seed=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        a = GaussianLAP(Q).fit(X).precision_.toarray()
+        b = GaussianLAP(Q, n_jobs=2).fit(X).precision_.toarray()
+    np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# Positive definiteness, repair, scoring
+# ---------------------------------------------------------------------------
+def _indefinite_fit_data():
+    # A 10 x 10 Laplacian-squared precision is very ill-conditioned; with few
+    # samples the LAP estimate is indefinite.
+    Q = laplacian_precision(10, 10)
+    return Q, sample(Q, 60, seed=9)
+
+
+def test_not_positive_definite_warns_and_score_raises():
+    Q, X = _indefinite_fit_data()
+    with pytest.warns(NotPositiveDefiniteWarning, match="not positive definite"):
+        est = GaussianLAP(Q).fit(X)
+    assert not est.is_positive_definite_
+    assert np.isnan(est.log_partition_)
+    assert est.covariance_ is None
+    assert est.repair_factor_ == 1.0
+    with pytest.raises(ValueError, match="not positive definite"):
+        est.score(X)
+    assert np.linalg.eigvalsh(est.precision_.toarray())[0] < 0  # the warning is not a false alarm
+
+
+@pytest.mark.parametrize("eigensolver", ["dense", "lanczos"])
+def test_repair_shrink(eigensolver, monkeypatch):
+    if eigensolver == "lanczos":
+        monkeypatch.setattr(gmod, "_DENSE_EIG_MAX_FEATURES", 10)
+    Q, X = _indefinite_fit_data()
+    with pytest.warns(NotPositiveDefiniteWarning, match="repair='shrink'"):
+        est = GaussianLAP(Q, repair="shrink").fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        raw = GaussianLAP(Q).fit(X).precision_.toarray()
+    t = est.repair_factor_
+    assert 0 < t < 1 and est.is_positive_definite_
+    D = np.diag(np.diag(raw))
+    np.testing.assert_allclose(est.precision_.toarray(), D + t * (raw - D), rtol=1e-12)
+    # Smallest eigenvalue of D^-1/2 P D^-1/2 is REPAIR_MIN_EIGENVALUE, up to the
+    # 2e-4 relative margin taken on t (see _shrink_to_pd).
+    d = 1 / np.sqrt(np.diag(raw))
+    lam = np.linalg.eigvalsh(d[:, None] * est.precision_.toarray() * d[None, :])[0]
+    assert gmod.REPAIR_MIN_EIGENVALUE * 0.99 < lam < 1e-3
+    assert np.isfinite(est.score(X))
+
+
+def test_repair_not_applied_when_positive_definite():
+    Q = laplacian_precision(5, 5)
+    X = sample(Q, 100_000, seed=10)
+    est = GaussianLAP(Q, repair="shrink").fit(X)
+    assert est.repair_factor_ == 1.0 and est.is_positive_definite_
+
+
+@pytest.mark.parametrize("Est", [GaussianLAP, GaussianMaxLikelihood])
+def test_score_matches_scikit_learn_and_scipy(Est):
+    P = chain_precision(8)
+    X = sample(P, 3000, seed=11, mean=np.arange(8.0))
+    Xtest = sample(P, 50, seed=12, mean=np.arange(8.0))
+    est = Est("chain").fit(X)
+    dense = est.precision_.toarray()
+    ref = log_likelihood(empirical_covariance(Xtest - est.location_, assume_centered=True), dense)
+    assert est.score(Xtest) == pytest.approx(ref, rel=1e-10)
+    logpdf = multivariate_normal(est.location_, np.linalg.inv(dense)).logpdf(Xtest)
+    np.testing.assert_allclose(est.score_samples(Xtest), logpdf, rtol=1e-10)
+    emp = EmpiricalCovariance().fit(X)
+    emp.location_, emp.precision_ = est.location_, dense
+    np.testing.assert_allclose(est.mahalanobis(Xtest), emp.mahalanobis(Xtest), rtol=1e-10)
+    emp.covariance_ = est.covariance_
+    C = np.cov(Xtest.T)
+    for norm in ("frobenius", "spectral"):
+        for scaling in (True, False):
+            assert est.error_norm(C, norm=norm, scaling=scaling, squared=False) == pytest.approx(
+                emp.error_norm(C, norm=norm, scaling=scaling, squared=False), rel=1e-10
+            )
+    assert est.get_precision() is est.precision_
+
+
+def test_sparse_factorisation_path(monkeypatch):
+    # Above DENSE_MAX_FEATURES the log-determinant comes from SuperLU and the
+    # dense covariance is not stored; both must agree with dense algebra.
+    monkeypatch.setattr(gmod, "DENSE_MAX_FEATURES", 10)
+    Q = laplacian_precision(6, 5)
+    X = sample(Q, 50_000, seed=13)
+    est = GaussianLAP(Q).fit(X)
+    assert est.covariance_ is None
+    dense = est.precision_.toarray()
+    sign, logdet = np.linalg.slogdet(dense)
+    assert sign > 0
+    assert est.log_partition_ == pytest.approx(0.5 * (30 * np.log(2 * np.pi) - logdet), rel=1e-10)
+    logpdf = multivariate_normal(est.location_, np.linalg.inv(dense)).logpdf(X[:20])
+    np.testing.assert_allclose(est.score_samples(X[:20]), logpdf, rtol=1e-9)
+    with pytest.raises(ValueError, match="covariance_ was not stored"):
+        est.error_norm(np.eye(30))
+    # An indefinite matrix is detected by the sparse path too.
+    indefinite = sp.csr_array(Q.toarray() - (np.linalg.eigvalsh(Q.toarray())[0] + 1e-3) * np.eye(30))
+    assert _logdet_spd(indefinite)[0] is False
+    assert _logdet_spd(Q)[0] is True
+
+
+def test_store_covariance():
+    P = chain_precision(5)
+    X = sample(P, 500, seed=14)
+    assert GaussianLAP(store_covariance=False).fit(X).covariance_ is None
+    est = GaussianLAP(store_covariance=True).fit(X)
+    np.testing.assert_allclose(est.covariance_ @ est.precision_.toarray(), np.eye(5), atol=1e-10)
+
+
+# ---------------------------------------------------------------------------
+# GaussianMaxLikelihood
+# ---------------------------------------------------------------------------
+def _check_ml_conditions(est, X, adjacency):
+    S = np.cov(X.T, bias=True)
+    W = np.linalg.inv(est.precision_.toarray())
+    rows, cols = np.nonzero(adjacency.toarray() + np.eye(X.shape[1]))
+    np.testing.assert_allclose(W[rows, cols], S[rows, cols], rtol=0, atol=1e-8 * S.diagonal().max())
+    P = est.precision_.toarray()
+    assert np.all(P[(adjacency.toarray() == 0) & ~np.eye(X.shape[1], dtype=bool)] == 0)
+
+
+@pytest.mark.parametrize("solver", ["newton", "regression"])
+def test_ml_optimality_conditions(solver):
+    Q = laplacian_precision(5, 6)
+    X = sample(Q, 2000, seed=15)
+    est = GaussianMaxLikelihood(Q, solver=solver, max_iter=5000).fit(X)
+    assert est.solver_ == solver
+    _check_ml_conditions(est, X, _adjacency_from_graph(Q, 30))
+    if solver == "newton":
+        np.testing.assert_allclose(est.covariance_, np.linalg.inv(est.precision_.toarray()), rtol=1e-9)
+
+
+def test_ml_random_graph_and_auto_solver():
+    G = nx.gnp_random_graph(30, 0.1, seed=16)
+    adj = nx.to_scipy_sparse_array(G)
+    P = np.eye(30) * 2 + 0.3 * adj.toarray()
+    X = sample(P, 500, seed=17)
+    est = GaussianMaxLikelihood(G).fit(X)
+    assert est.solver_ == "newton"
+    _check_ml_conditions(est, X, adj)
+
+
+def test_ml_chordal_graph_closed_form():
+    # On a chain (decomposable) graph the MLE is
+    # sum over edges of [S_e^-1]^0 minus sum over inner nodes of [S_ii^-1]^0.
+    X = sample(chain_precision(6), 400, seed=18)
+    S = np.cov(X.T, bias=True)
+    expected = np.zeros((6, 6))
+    for i in range(5):
+        expected[i : i + 2, i : i + 2] += np.linalg.inv(S[i : i + 2, i : i + 2])
+    for i in range(1, 5):
+        expected[i, i] -= 1 / S[i, i]
+    est = GaussianMaxLikelihood("chain").fit(X)
+    np.testing.assert_allclose(est.precision_.toarray(), expected, rtol=1e-9, atol=1e-12)
+
+
+def test_ml_complete_graph_is_inverse_sample_covariance():
+    X = sample(chain_precision(5), 300, seed=19)
+    est = GaussianMaxLikelihood("complete").fit(X)
+    np.testing.assert_allclose(est.precision_.toarray(), EmpiricalCovariance().fit(X).precision_, rtol=1e-8)
+
+
+def test_ml_not_converged_warns():
+    Q = laplacian_precision(4, 4)
+    X = sample(Q, 200, seed=20)
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
+        GaussianMaxLikelihood(Q, solver="regression", max_iter=1).fit(X)
+
+
+def test_ml_more_accurate_than_lap_with_many_samples_both_consistent():
+    Q = laplacian_precision(5, 5)
+    X = sample(Q, 50_000, seed=21)
+    Qd = Q.toarray()
+    for Est in (GaussianLAP, GaussianMaxLikelihood):
+        P = Est(Q).fit(X).precision_.toarray()
+        assert np.linalg.norm(P - Qd) / np.linalg.norm(Qd) < 0.05
+
+
+# ---------------------------------------------------------------------------
+# Graph input forms
+# ---------------------------------------------------------------------------
+def test_graph_forms_agree():
+    p = 12
+    G = grid_graph(3, 4)
+    edges = list(G.edges)
+    adj = nx.to_numpy_array(G)
+    X = sample(nx.laplacian_matrix(G).toarray() + 0.5 * np.eye(p), 2000, seed=22)  # pattern = G
+    forms = [G, edges, [list(e) for e in edges], adj, sp.csr_array(adj), sp.csr_matrix(adj), "grid:3x4"]
+    ref = GaussianLAP(G).fit(X).precision_.toarray()
+    for g in forms:
+        est = GaussianLAP(g).fit(X)
+        np.testing.assert_array_equal(est.precision_.toarray(), ref)
+        assert est.adjacency_.shape == (p, p) and est.adjacency_.nnz == 2 * len(edges)
+    # A weighted, value-asymmetric matrix with a symmetric pattern and a
+    # diagonal (e.g. a precision matrix) is used for its off-diagonal pattern.
+    weighted = adj * np.random.default_rng(0).uniform(1, 2, adj.shape) + 5 * np.eye(p)
+    np.testing.assert_array_equal(GaussianLAP(weighted).fit(X).precision_.toarray(), ref)
+    # A 2-D array is an adjacency matrix (as everywhere in skmrf), not an edge list.
+    with pytest.raises(ValueError, match="list of tuples"):
+        GaussianLAP(np.array(edges)).fit(X)
+    # Cliques contribute all their pairs.
+    tri = GaussianLAP([(0, 1, 2)]).fit(X[:, :3])
+    assert tri.adjacency_.nnz == 6
+
+
+def test_graph_by_dataframe_column_names():
+    pd = pytest.importorskip("pandas")
+    X = sample(chain_precision(4), 300, seed=23)
+    df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    G = nx.Graph([("c", "d"), ("a", "b"), ("b", "c")])  # node order differs from the columns
+    est = GaussianLAP(G).fit(df)
+    ref = GaussianLAP("chain").fit(X)
+    np.testing.assert_allclose(est.precision_.toarray(), ref.precision_.toarray(), rtol=1e-12)
+    assert est.score(df) == pytest.approx(ref.score(X), rel=1e-12)
+
+
+def test_large_graph_resolves_fast_enough_and_correctly():
+    # 100 x 100 lattice from a sparse pattern: vectorised path, no Python loop per edge.
+    Q = laplacian_precision(100, 100)
+    adj = _adjacency_from_graph(Q, 10_000)
+    assert adj.nnz == Q.nnz - 10_000 and (adj != adj.T).nnz == 0
+
+
+# ---------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("Est", [GaussianLAP, GaussianMaxLikelihood])
+@pytest.mark.parametrize("bad", [np.nan, np.inf])
+def test_nan_inf_rejected(Est, bad):
+    X = sample(chain_precision(5), 50, seed=24)
+    X[3, 2] = bad
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        Est().fit(X)
+    est = Est().fit(sample(chain_precision(5), 50, seed=25))
+    with pytest.raises(ValueError, match="NaN|infinity"):
+        est.score(X)
+
+
+@pytest.mark.parametrize("Est", [GaussianLAP, GaussianMaxLikelihood])
+def test_too_few_rows(Est):
+    Q = laplacian_precision(4, 4)  # largest |A| is 12 (LAP), largest N[i] is 11 (ML)
+    X = sample(Q, 8, seed=26)
+    with pytest.raises(ValueError, match=r"needs at least \d+ samples"):
+        Est(Q).fit(X)
+    # Documented alternative: shrinkage makes every block invertible.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = Est(Q, shrinkage=0.5).fit(X)
+    assert np.all(np.isfinite(est.precision_.data))
+
+
+def test_singular_block_named_in_error(kernel_path):
+    X = sample(chain_precision(6), 100, seed=27)
+    X[:, 3] = 2 * X[:, 2]  # collinear neighbours
+    with pytest.raises(ValueError, match="is singular"):
+        GaussianLAP("chain").fit(X)
+    X[:, 3] = 1.0  # constant column
+    with pytest.raises(ValueError, match="singular|zero variance"):
+        GaussianLAP("chain").fit(X)
+    with pytest.raises(ValueError, match="zero variance"):
+        GaussianMaxLikelihood("chain").fit(X)
+
+
+@pytest.mark.parametrize("Est", [GaussianLAP, GaussianMaxLikelihood])
+def test_graph_does_not_match_X(Est):
+    X = sample(chain_precision(5), 50, seed=28)
+    with pytest.raises(ValueError, match="shape"):
+        Est(np.ones((4, 4))).fit(X)
+    with pytest.raises(ValueError, match="nodes but X has 5 columns"):
+        Est(nx.path_graph(6)).fit(X)
+    with pytest.raises(ValueError, match="X has 5 columns"):
+        Est([(0, 7)]).fit(X)
+    with pytest.raises(ValueError, match="grid:2x2"):
+        Est("grid:2x2").fit(X)
+    est = Est().fit(X)
+    with pytest.raises(ValueError, match="features"):
+        est.score(X[:, :4])
+
+
+def test_non_symmetric_adjacency():
+    X = sample(chain_precision(4), 50, seed=29)
+    A = np.zeros((4, 4))
+    A[0, 1] = A[1, 0] = A[2, 3] = 1
+    with pytest.raises(ValueError, match=r"not symmetric: entry \(2, 3\) is non-zero but \(3, 2\) is zero"):
+        GaussianLAP(A).fit(X)
+    with pytest.raises(ValueError, match="not symmetric"):
+        GaussianMaxLikelihood(sp.csr_array(A)).fit(X)
+    with pytest.raises(ValueError, match="undirected"):
+        GaussianLAP(nx.DiGraph([(0, 1)])).fit(X[:, :2])
+
+
+def test_invalid_parameters():
+    X = sample(chain_precision(4), 50, seed=30)
+    with pytest.raises(ValueError, match="shrinkage"):
+        GaussianLAP(shrinkage=1.0).fit(X)
+    with pytest.raises(ValueError, match="repair"):
+        GaussianLAP(repair="clip").fit(X)
+    with pytest.raises(ValueError, match="solver"):
+        GaussianMaxLikelihood(solver="glasso").fit(X)
+
+
+def test_clone_keeps_graph():
+    G = nx.path_graph(4)
+    est = clone(GaussianLAP(G, shrinkage=0.1))
+    assert sorted(est.graph.edges) == sorted(G.edges) and est.shrinkage == 0.1

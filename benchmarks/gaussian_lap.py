@@ -22,7 +22,11 @@ Parts (each prints a table; times are wall-clock on this machine):
     GraphicalLasso (alpha=0.01, max_iter=100, what a user would pick today)
     and the inverse sample covariance (``n > p`` only). At the paper's size
     (78 x 78 grid, p = 6084) only the methods that finish in reasonable time
-    run: LAP on both patterns, ML (regression solver) on the random pattern.
+    run: LAP and the junction-tree baseline on both patterns (the latter only
+    when its cliques are small enough), ML (regression solver) on the random
+    pattern. The junction-tree baseline is the paper's: maximum likelihood on
+    a chordal embedding of the graph (closed form, more non-zeros than the
+    graph, so it needs more samples than its largest clique).
     A 20 x 20 companion (p = 400) runs every method. The LAP column is the raw
     estimate (its error is what Figure 8 shows); ``pd`` says whether it was
     positive definite. Saves ``results/gaussian_lap.png``.
@@ -34,10 +38,11 @@ Parts (each prints a table; times are wall-clock on this machine):
     GaussianLAP on the 316 x 316 Laplacian (p = 99,856, n = 1000) and on the
     78 x 78 one: raw fit; fit with ``repair="shrink"`` plus ``score`` (the
     raw estimate is not positive definite, so ``score`` needs the repair).
-    Each runs in a fresh subprocess whose peak resident memory
-    (``ru_maxrss``, including the data) is reported.
+    Each runs in a fresh subprocess whose peak resident memory (``VmHWM``,
+    including the data) is reported.
 
 ``--quick`` runs a smoke version of every part in about a minute.
+``--replot`` redraws the figure from ``results/gaussian_lap_fig8.json``.
 ``--blas-threads`` (default 1) limits the BLAS threads of every method in the
 run, baselines included: on this 2-core machine multi-threaded OpenBLAS was
 measured slower than one thread (for example ``GaussianMaxLikelihood``'s
@@ -219,7 +224,10 @@ def fit_method(method, Q, X):
             dt = time.perf_counter() - t
             return dt, rel_error_sparse(est.precision_, Q), {"pd": est.is_positive_definite_}
         if method == "ml":
-            est = GaussianMaxLikelihood(Q, max_iter=100).fit(X)
+            # Newton reaches its default tol in < 20 iterations; the regression solver
+            # (used above 6000 unknowns) converges linearly, so it gets tol=1e-7
+            # (far below the statistical error) and up to 300 sweeps.
+            est = GaussianMaxLikelihood(Q, tol=1e-7, max_iter=300).fit(X)
             dt = time.perf_counter() - t
             converged = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
             info = {"solver": est.solver_, "n_iter": est.n_iter_, "converged": converged}
@@ -265,6 +273,23 @@ def _worker(method, data_path, blas_threads):
         pass
     dt, err, info = fit_method(method, Q, X)
     print(json.dumps({"status": "ok", "time": dt, "error": err, **info}))
+
+
+def peak_rss():
+    """Peak resident memory of this process in bytes.
+
+    ``VmHWM`` of the current address space: unlike ``ru_maxrss``, it does not
+    inherit the parent's resident size at ``fork`` (which it keeps across
+    ``exec``), so a subprocess reports its own peak.
+    """
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
 
 
 def _limit_blas(n):
@@ -341,8 +366,20 @@ def part_fig8(args):
                     results.setdefault((pattern, p, m), []).append((n, row[-1]))
                 cells = " ".join(f"{'-':>16}" if e is None else f"{e:16.4f}" for e in row)
                 print(f"  {n:>6} {cells}   {'; '.join(notes)}", flush=True)
+    os.makedirs(RESULTS, exist_ok=True)
+    path = os.path.join(RESULTS, "gaussian_lap_fig8_quick.json" if args.quick else "gaussian_lap_fig8.json")
+    with open(path, "w") as f:
+        json.dump({"sizes": sizes, "results": [[*k, v] for k, v in results.items()]}, f)
     _plot_fig8(results, sizes, args)
     return results
+
+
+def replot(args):
+    """Redraw the figure from the saved fig8 results (``--replot``)."""
+    path = os.path.join(RESULTS, "gaussian_lap_fig8_quick.json" if args.quick else "gaussian_lap_fig8.json")
+    with open(path) as f:
+        d = json.load(f)
+    _plot_fig8({(pat, p, m): [tuple(x) for x in v] for pat, p, m, v in d["results"]}, d["sizes"], args)
 
 
 def _plot_fig8(results, sizes, args):
@@ -362,6 +399,7 @@ def _plot_fig8(results, sizes, args):
         "empirical": "inverse sample covariance",
     }
     styles = {"lap": "o-", "ml": "s--", "jt": "d-", "glasso": "^:", "empirical": "x-."}
+    colours = {"lap": "C0", "ml": "C1", "jt": "C2", "glasso": "C3", "empirical": "C4"}
     fig, axes = plt.subplots(2, len(sizes), figsize=(5.5 * len(sizes), 8), squeeze=False)
     for row, pattern in enumerate(("laplacian", "random")):
         for col, p in enumerate(sizes):
@@ -369,7 +407,7 @@ def _plot_fig8(results, sizes, args):
             for m in ("lap", "ml", "jt", "glasso", "empirical"):
                 pts = [(n, e) for n, e in results.get((pattern, p, m), []) if e is not None]
                 if pts:
-                    ax.loglog(*zip(*pts), styles[m], label=labels[m])
+                    ax.loglog(*zip(*pts), styles[m], color=colours[m], label=labels[m])
             title = "Q = L L^T (2-D Laplacian)" if pattern == "laplacian" else "random sparse SPD Q"
             ax.set_title(f"{title}, p = {p}")
             ax.set_xlabel("number of samples n")
@@ -459,7 +497,7 @@ def _big(r, n, blas_threads):
     t = time.perf_counter()
     est.score(X)
     score_s = time.perf_counter() - t
-    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # kB on Linux
+    rss = peak_rss()
     out = dict(
         sample=sample_s,
         fit=fit_s,
@@ -483,7 +521,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="smoke run (about a minute)")
     ap.add_argument("--budget", type=float, default=300.0, help="seconds per baseline fit (timing)")
     ap.add_argument("--blas-threads", type=int, default=1, help="BLAS threads for every method; 0 = leave alone")
+    ap.add_argument("--replot", action="store_true", help="only redraw the figure from the saved fig8 results")
     args = ap.parse_args()
+    if args.replot:
+        return replot(args)
     unknown = set(args.parts) - {"fig8", "timing", "big"}
     if unknown:
         ap.error(f"unknown parts {sorted(unknown)}; choose from fig8, timing, big")

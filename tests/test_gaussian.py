@@ -261,9 +261,10 @@ def test_score_matches_scikit_learn_and_scipy(Est):
 
 
 def test_sparse_factorisation_path(monkeypatch):
-    # Above DENSE_MAX_FEATURES the log-determinant comes from SuperLU and the
-    # dense covariance is not stored; both must agree with dense algebra.
+    # Above the thresholds the log-determinant comes from SuperLU and the dense
+    # covariance is not stored; both must agree with dense algebra.
     monkeypatch.setattr(gmod, "DENSE_MAX_FEATURES", 10)
+    monkeypatch.setattr(gmod, "_DENSE_FACTOR_MAX_FEATURES", 10)
     Q = laplacian_precision(6, 5)
     X = sample(Q, 50_000, seed=13)
     est = GaussianLAP(Q).fit(X)

@@ -53,8 +53,12 @@ from ..utils._sklearn_compat import (
 __all__ = ["GaussianLAP", "GaussianMaxLikelihood", "NotPositiveDefiniteWarning"]
 
 #: Largest number of variables for which ``store_covariance="auto"`` keeps the
-#: dense covariance and for which positive definiteness is checked densely.
+#: dense covariance.
 DENSE_MAX_FEATURES = 2000
+
+# Up to this many variables positive definiteness and log det come from a dense
+# Cholesky factorisation; above, from a sparse one (much faster even at p ~ 1000).
+_DENSE_FACTOR_MAX_FEATURES = 200
 
 #: Smallest eigenvalue of ``D^{-1/2} Theta D^{-1/2}`` after ``repair="shrink"``.
 REPAIR_MIN_EIGENVALUE = 1e-6
@@ -63,7 +67,8 @@ REPAIR_MIN_EIGENVALUE = 1e-6
 _SINGULAR_RTOL = 1e-10
 
 # Up to this many variables, LAP may read its blocks from the dense sample
-# covariance (when that costs at most 4 times the cluster Gram matrices).
+# covariance: when it has at most 10 times the entries of the cluster Gram
+# matrices (one large syrk runs several times faster than many small ones).
 _DENSE_GRAM_MAX_FEATURES = 3000
 
 # Up to this many variables the repair's smallest eigenvalue is computed densely.
@@ -536,7 +541,7 @@ def _lap_solve(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0):
     # with n_jobs > 1), so they are limited to one for the duration of the
     # solve (process workers get joblib's own limit).
     with _single_blas_thread():
-        if p <= _DENSE_GRAM_MAX_FEATURES and p * p <= 4 * gram_cost:
+        if p <= _DENSE_GRAM_MAX_FEATURES and p * p <= 10 * gram_cost:
             S = XT @ XT.T
             S /= n_div
             if shrinkage:
@@ -591,7 +596,7 @@ def _assemble(ti, tj, values, p):
 def _logdet_spd(P):
     """``(is_positive_definite, log_det)`` of a symmetric sparse matrix.
 
-    Dense Cholesky up to :data:`DENSE_MAX_FEATURES` variables; above, a
+    Dense Cholesky for a few hundred variables; above, a
     sparse LU (SuperLU, minimum-degree ordering of ``A + A^T``) restricted
     to diagonal pivots, which is an ``L D L^T`` factorisation: the matrix is
     positive definite exactly when every pivot is positive. No dense
@@ -605,7 +610,7 @@ def _logdet_spd_kernel(P):
     p = P.shape[0]
     if p == 0:
         return True, 0.0
-    if p <= DENSE_MAX_FEATURES:
+    if p <= _DENSE_FACTOR_MAX_FEATURES:
         try:
             c = np.linalg.cholesky(P.toarray())
         except np.linalg.LinAlgError:
@@ -1169,9 +1174,9 @@ class GaussianLAP(_BaseGaussianMRF):
     the chunks of aggregates run through :mod:`joblib`. Memory is ``O(n p)``
     for the centred data plus bounded work chunks; no ``p x p`` dense matrix
     is formed for large ``p``. Positive definiteness and the
-    log-determinant used by :meth:`score` come from a dense Cholesky
-    factorisation up to 2000 features and a sparse ``L D L^T`` (SuperLU with
-    diagonal pivoting and a minimum-degree ordering) above; the repair needs
+    log-determinant used by :meth:`score` come from a sparse ``L D L^T``
+    factorisation (SuperLU with diagonal pivoting and a minimum-degree
+    ordering; dense Cholesky for a few hundred variables); the repair needs
     one Lanczos estimate of the smallest eigenvalue and one more
     factorisation.
 

@@ -1,8 +1,9 @@
 """Chromatic Gibbs sampling, vectorised over chains and colour classes.
 
 The variable graph is coloured (two colours by BFS when it is bipartite, as
-grids, lattices and Chimera graphs are; greedy largest-first otherwise); variables of one colour are conditionally independent
-given the others, so each colour class is resampled at once in every chain.
+grids, lattices and Chimera graphs are; greedy largest-first otherwise);
+variables of one colour are conditionally independent given the others, so
+each colour class is resampled at once in every chain.
 
 Binary pairwise models take a fast path (:class:`BinaryGibbsKernel`): the
 conditional log-odds of a colour class is one sparse-times-dense product on

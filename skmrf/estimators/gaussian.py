@@ -634,18 +634,22 @@ def _logdet_spd_kernel(P):
 
 
 def _min_eig(R, tol):
-    """Smallest eigenvalue of the symmetric sparse matrix ``R`` (to about ``tol * |lambda|``)."""
+    """Smallest eigenvalue of the symmetric sparse matrix ``R`` and its relative accuracy.
+
+    Dense (exact to rounding) for a few hundred variables; above, Lanczos
+    (ARPACK) to relative accuracy about ``tol``.
+    """
     p = R.shape[0]
     with _single_blas_thread():
         if p <= _DENSE_EIG_MAX_FEATURES:
-            return float(np.linalg.eigvalsh(R.toarray())[0])
+            return float(np.linalg.eigvalsh(R.toarray())[0]), 0.0
         try:
             val = spla.eigsh(R, k=1, which="SA", tol=tol, maxiter=20 * p, return_eigenvectors=False)
-            return float(val[0])
+            return float(val[0]), tol
         except spla.ArpackNoConvergence as exc:  # pragma: no cover - fall back on a bound
             if len(exc.eigenvalues):
-                return float(np.min(exc.eigenvalues))
-            return -float(abs(R).sum(axis=1).max())
+                return float(np.min(exc.eigenvalues)), tol
+            return -float(abs(R).sum(axis=1).max()), 0.0
 
 
 def _shrink_to_pd(P, tol=1e-4):
@@ -654,9 +658,10 @@ def _shrink_to_pd(P, tol=1e-4):
     Returns ``(P_t, t, log_det)`` with ``P_t = D + t (P - D)``, ``D = diag(P)``
     and ``t`` in ``(0, 1]`` the largest value for which the smallest
     eigenvalue of ``D^{-1/2} P_t D^{-1/2}`` is at least
-    :data:`REPAIR_MIN_EIGENVALUE`, up to the accuracy ``tol`` of the Lanczos
-    estimate of the smallest eigenvalue (``t`` is lowered by a relative
-    ``2 tol`` to cover it); the result is checked by a factorisation.
+    :data:`REPAIR_MIN_EIGENVALUE`. Above a few hundred variables the smallest
+    eigenvalue is a Lanczos estimate of relative accuracy ``tol`` and ``t``
+    is lowered by a relative ``2 tol`` to cover it; the result is always
+    checked by a factorisation.
     """
     d = P.diagonal()
     if not np.all(d > 0):
@@ -669,11 +674,11 @@ def _shrink_to_pd(P, tol=1e-4):
     R = sp.csr_array(S @ P @ S)
     R.setdiag(0.0)
     R.eliminate_zeros()
-    lam = _min_eig(R, tol)
+    lam, rel = _min_eig(R, tol)
     if lam >= 0:
         t = 1.0
     else:
-        t = min(1.0, (1.0 - REPAIR_MIN_EIGENVALUE) / -lam * (1.0 - 2.0 * tol))
+        t = min(1.0, (1.0 - REPAIR_MIN_EIGENVALUE) / -lam * (1.0 - 2.0 * rel))
     Dm = sp.csr_array(sp.diags(d, format="csr"))
     step = 1e-3
     for _ in range(30):
@@ -1044,8 +1049,6 @@ class GaussianLAP(_BaseGaussianMRF):
     is not, ``fit`` warns, sets ``is_positive_definite_ = False`` and, with
     ``repair="shrink"``, repairs it.
 
-    Read more in the :ref:`User Guide <gaussian>`.
-
     Parameters
     ----------
     graph : networkx.Graph, list of tuples, array-like, sparse matrix or str, default="chain"
@@ -1088,8 +1091,11 @@ class GaussianLAP(_BaseGaussianMRF):
 
     n_jobs : int, default=None
         Number of jobs for the block inversions, through :mod:`joblib` (one
-        task per chunk of neighbourhoods). ``None`` means 1 unless in a
-        :obj:`joblib.parallel_backend` context; ``-1`` uses all processors.
+        task per chunk of neighbourhoods; threads are preferred, as numpy
+        releases the GIL, but ``joblib.parallel_config`` can choose any
+        backend). ``None`` means 1 unless in a :obj:`joblib.parallel_config`
+        context; ``-1`` uses all processors. BLAS is limited to one thread
+        during the block solves (the blocks are small).
 
     verbose : int, default=0
         Print the time of each phase; above 1, also joblib's progress.
@@ -1312,8 +1318,6 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     ``Theta`` is characterised by ``inv(Theta)`` equalling the sample
     covariance on the diagonal and on every edge. This is the accuracy
     baseline for :class:`GaussianLAP`; it needs dense ``p x p`` matrices.
-
-    Read more in the :ref:`User Guide <gaussian>`.
 
     Parameters
     ----------

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
+from threadpoolctl import threadpool_limits
 
 from ..graphs import MRFGraph
 from ..inference.enumerate import Enumerator
@@ -123,24 +124,29 @@ def auxiliary_factors(graph, clique, strategy, neighbourhood=None, factors_of=No
         Maximal factors of the auxiliary MRF (global variable indices).
     """
     A = graph.one_neighbourhood(clique) if neighbourhood is None else neighbourhood
-    aset = set(A)
-    if factors_of is None:
-        cand = graph.factors
-    else:
-        cand = {f for v in A for f in factors_of[v]}
-    factors = [f for f in cand if aset.issuperset(f)]
-    rest = tuple(v for v in A if v not in set(clique))
-    if strategy == "pairwise":
-        factors += list(itertools.combinations(rest, 2))
-    elif strategy == "dense":
-        if rest:
-            factors.append(rest)
-    elif strategy == "exact":
-        factors += [b for b in _outside_boundaries(graph, A) if b]
-    else:
+    if strategy not in ("exact", "dense", "pairwise"):
         raise ValueError(f"strategy must be 'exact', 'dense' or 'pairwise'; got {strategy!r}.")
-    factors += [(v,) for v in A]
-    return A, _maximal_small(factors)
+    inside = _factors_inside(A, graph.factors if factors_of is None else None, factors_of)
+    if strategy == "exact":
+        extra = [b for b in _outside_boundaries(graph, A) if b]
+    else:
+        extra = _extra_factors(set(A) - set(clique), strategy)
+    return A, _maximal_small(inside + extra + [(v,) for v in A])
+
+
+def _factors_inside(A, factors=None, factors_of=None):
+    """The factors of the graph whose variables all lie in ``A`` (from ``factors_of`` when given)."""
+    aset = set(A)
+    cand = factors if factors_of is None else {f for v in A for f in factors_of[v]}
+    return [f for f in cand if aset.issuperset(f)]
+
+
+def _extra_factors(rest, strategy):
+    """The factors ``"pairwise"`` or ``"dense"`` add over ``rest = A_q \\ q``."""
+    rest = sorted(rest)
+    if strategy == "pairwise":
+        return list(itertools.combinations(rest, 2))
+    return [tuple(rest)] if rest else []
 
 
 def _maximal_small(factors):
@@ -350,23 +356,34 @@ def fit_auxiliary_batch(F3, freq, alpha, max_iter=100, tol=1e-8):
 
 
 def _solve_chunk(tasks, alpha, max_iter, tol):
-    """Worker: fit every ``(F3, freq)`` batch of a chunk; pure function of arrays."""
-    return [fit_auxiliary_batch(F3, freq, alpha, max_iter, tol) for F3, freq in tasks]
+    """Worker: fit every ``(F3, freq)`` batch of a chunk; pure function of arrays.
+
+    BLAS is held to one thread: the products are small (a few hundred
+    configurations by tens of parameters) and a 2-thread OpenBLAS made the
+    batched Newton method up to 10x slower on a 2-core machine.
+    """
+    with threadpool_limits(1, user_api="blas"):
+        return [fit_auxiliary_batch(F3, freq, alpha, max_iter, tol) for F3, freq in tasks]
 
 
-def _count_states(X, A, strides, n_configs):
-    """Counts of the joint states of ``X[:, A[b]]`` for each row ``b`` of ``A``, shape ``(len(A), n_configs)``."""
-    n_rows = X.shape[0]
+def _count_states(XT, A, strides, n_configs):
+    """Counts of the joint states of ``X[:, A[b]]`` for each row ``b`` of ``A``, shape ``(len(A), n_configs)``.
+
+    ``XT`` is the data transposed, ``(n_features, n_samples)`` and C-contiguous,
+    so that gathering the variables of ``A`` reads contiguous rows. Codes are
+    built in the narrowest unsigned type that holds ``n_configs``.
+    """
+    n_rows = XT.shape[1]
+    dtype = np.uint8 if n_configs <= 1 << 8 else np.uint16 if n_configs <= 1 << 16 else np.int64
     out = np.empty((len(A), n_configs), dtype=np.float64)
-    step = max(1, _COUNT_CHUNK // max(1, n_rows * A.shape[1]))
-    dtype = np.int32 if n_configs * step < 2**31 else np.int64
+    step = max(1, _COUNT_CHUNK // max(1, n_rows))
     for a in range(0, len(A), step):
         blk = A[a : a + step]
-        codes = np.zeros((n_rows, len(blk)), dtype=dtype)
+        codes = np.zeros((len(blk), n_rows), dtype=dtype)
         for j in range(A.shape[1]):  # loop over the positions of A_q, not rows
-            codes += X[:, blk[:, j]].astype(dtype) * dtype(strides[j])
-        codes += (np.arange(len(blk), dtype=dtype) * dtype(n_configs))[None, :]
-        out[a : a + len(blk)] = np.bincount(codes.ravel(), minlength=len(blk) * n_configs).reshape(len(blk), n_configs)
+            codes += XT[blk[:, j]].astype(dtype, copy=False) * dtype(strides[j])
+        for b, row in enumerate(codes):  # loop over problems: one bincount each
+            out[a + b] = np.bincount(row, minlength=n_configs)
     return out
 
 
@@ -591,7 +608,8 @@ class LAPEstimator(BaseDiscreteMRF):
         Xi = self._validate_fit_data(X)
         graph, K, model = self.graph_, self.n_states_, self.model_
         kmax = int(K.max())
-        Xs = Xi.astype(np.uint8 if kmax <= 256 else np.int32)
+        # Transposed once: counting gathers whole rows of XT (contiguous).
+        XT = np.ascontiguousarray(Xi.T, dtype=np.uint8 if kmax <= 256 else np.int32)
         del Xi
         covered = np.zeros(graph.n_variables, dtype=bool)
         for f in graph.factors:
@@ -606,8 +624,11 @@ class LAPEstimator(BaseDiscreteMRF):
             for v in f:
                 factors_of[v].append(f)
 
-        # Structures, grouped by their relabelled (sorted-A_q) form.
-        groups = {}
+        # Structures, grouped by their relabelled (sorted-A_q) form. Except for
+        # "exact" (which looks outside A_q), the auxiliary structure depends only
+        # on the factors inside A_q and the position of q, so it is built once
+        # per distinct local form.
+        groups, local_forms = {}, {}
         A_list, prof_list = [], []
         for idx, q in enumerate(problems):
             A = graph.one_neighbourhood(q)
@@ -620,12 +641,23 @@ class LAPEstimator(BaseDiscreteMRF):
                     "raise max_neighbourhood_states if memory allows) or, for a graph this dense "
                     "(an RBM, a complete graph), PseudoLikelihoodEstimator."
                 )
-            A, facs = auxiliary_factors(graph, q, self.strategy, A, factors_of)
             loc = {v: i for i, v in enumerate(A)}
             lq = tuple(loc[v] for v in q)
-            lf = tuple(tuple(loc[v] for v in f) for f in facs)
-            rest = set(range(len(A))) - set(lq)
-            profiled = bool(rest) and any(rest <= set(f) for f in lf)
+            if self.strategy == "exact":
+                facs = auxiliary_factors(graph, q, "exact", A, factors_of)[1]
+                form = (tuple(tuple(loc[v] for v in f) for f in facs), lq)
+            else:
+                inside = tuple(sorted(tuple(loc[v] for v in f) for f in _factors_inside(A, factors_of=factors_of)))
+                form = (inside, lq)
+            if form not in local_forms:
+                lf, lq = form
+                m = len(A)
+                if self.strategy != "exact":
+                    extra = _extra_factors(set(range(m)) - set(lq), self.strategy)
+                    lf = tuple(_maximal_small(list(lf) + extra + [(v,) for v in range(m)]))
+                rest = set(range(m)) - set(lq)
+                local_forms[form] = (lf, bool(rest) and any(rest <= set(f) for f in lf))
+            lf, profiled = local_forms[form]
             key = (tuple(K[list(A)].tolist()), lf, lq, profiled)
             groups.setdefault(key, []).append(idx)
             A_list.append(A)
@@ -639,7 +671,7 @@ class LAPEstimator(BaseDiscreteMRF):
             spec = _GroupSpec(lf, local_states, lq, profiled)
             specs.append((spec, members))
             Amat = np.array([A_list[i] for i in members], dtype=np.int64)
-            counts = _count_states(Xs, Amat, spec.strides, spec.n_configs)
+            counts = _count_states(XT, Amat, spec.strides, spec.n_configs)
             freq = spec.frequencies(counts)
             per = max(1, _BATCH_FLOATS // max(1, spec.F3.shape[0] * spec.F3.shape[1] * max(spec.n_free, 1)))
             for a in range(0, len(members), per):

@@ -188,6 +188,20 @@ def test_unseen_state_is_finite_with_default_alpha():
     assert np.isfinite(est.score(X))
 
 
+def test_narrow_integer_input_is_used_without_conversion():
+    # uint8 data are read in place (no int64 copy); the fit must not depend on the dtype,
+    # including a state of 255, whose "max + 1" would overflow in uint8.
+    X, _ = sample_random_mrf(grid_graph(3, 3), 300, random_state=0)
+    X8 = X.astype(np.uint8)
+    a = LAPEstimator("grid:3x3").fit(X)
+    b = LAPEstimator("grid:3x3").fit(X8)
+    np.testing.assert_array_equal(a.theta_, b.theta_)
+    X8[0, 4] = 255
+    est = LAPEstimator("chain").fit(X8[:, [3, 4]])
+    assert est.n_states_.tolist() == [2, 256]
+    assert X8[0, 4] == 255  # the caller's array is untouched
+
+
 def test_non_converged_subproblem_warns_with_its_clique():
     X, _ = sample_random_mrf(grid_graph(2, 3), 500, random_state=0)
     with pytest.warns(ConvergenceWarning, match=r"did not converge .* for cliques \[\(0, 1\)"):

@@ -59,21 +59,25 @@ class BaseDiscreteMRF(DensityMixin, BaseEstimator):
         names = getattr(self, "feature_names_in_", None)
         return None if names is None else list(names)
 
-    def _validate_fit_data(self, X):
-        """Validate X, resolve the graph and states; build ``model_``; return int X."""
+    def _validate_fit_data(self, X, keep_dtype=False):
+        """Validate X, resolve the graph and states; build ``model_``; return int X.
+
+        The states are int64 unless ``keep_dtype`` and X is already integer
+        (then X itself, in its own dtype).
+        """
         X = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False, ensure_min_samples=1)
         names = self._feature_names()
-        Xi = check_states(X, feature_names=names)
+        Xi = check_states(X, feature_names=names, keep_dtype=keep_dtype)
         n_features = Xi.shape[1]
         self.graph_ = resolve_graph(self.graph, n_features, names)
         if isinstance(self.n_states, str):
-            n_states = np.maximum(Xi.max(axis=0) + 1, 2)
+            n_states = np.maximum(Xi.max(axis=0).astype(np.int64) + 1, 2)
         else:
             n_states = np.broadcast_to(np.asarray(self.n_states, dtype=np.int64), (n_features,)).copy()
             if np.any(n_states < 2):
                 j = int(np.argmin(n_states))
                 raise ValueError(f"n_states must be at least 2; got {n_states[j]} for column {j}.")
-            check_states(Xi, n_states, names)
+            check_states(Xi, n_states, names, keep_dtype=True)  # range check only
         self.n_states_ = n_states
         for c in self.graph_.cliques:
             size = int(np.prod(n_states[list(c)], dtype=np.float64))

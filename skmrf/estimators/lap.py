@@ -27,7 +27,7 @@ from threadpoolctl import threadpool_limits
 from ..graphs import MRFGraph
 from ..inference.enumerate import Enumerator
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
-from ._base import GRAPH_DOC, N_STATES_DOC, BaseDiscreteMRF
+from ._base import GRAPH_DOC, N_STATES_DOC, SCORE_METHOD_DOC, BaseDiscreteMRF
 from .exact import THETA_BOUND
 
 __all__ = ["LAPEstimator", "LAPSubproblem", "auxiliary_factors", "fit_auxiliary_batch", "NeighbourhoodTooLargeError"]
@@ -449,11 +449,12 @@ class LAPEstimator(BaseDiscreteMRF):
         ``joblib.parallel_config`` context; ``-1`` all processors). A
         ``joblib.parallel_config(backend="dask")`` runs the chunks on a Dask
         cluster; workers receive only local counts.
-    score_method : {{"auto", "exact", "pseudo"}}, default="auto"
-        How :meth:`score_samples` scores (exact whenever the junction tree fits
-        in ``max_bytes``).
+    {score_method}
     max_bytes : int, default=None
         Memory budget of the junction tree used for exact scoring.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the AIS estimate of ``log Z`` when ``score_method="ais"``;
+        unused otherwise (the fit is deterministic).
     verbose : int, default=0
         Progress lines per structure group when positive; ``> 1`` also
         joblib's.
@@ -479,7 +480,10 @@ class LAPEstimator(BaseDiscreteMRF):
     n_iter_ : int
         Largest number of Newton iterations of any auxiliary problem.
     log_partition_ : float or None
-        ``log Z`` when scoring is exact.
+        ``log Z`` when scoring is exact, its AIS estimate when it is
+        ``"ais"``, None for ``"pseudo"``.
+    log_partition_std_ : float
+        Standard error of the AIS estimate (only with ``score_method="ais"``).
     score_method_ : str
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -546,6 +550,7 @@ class LAPEstimator(BaseDiscreteMRF):
 
     _parameter_constraints: dict = {
         **BaseDiscreteMRF._parameter_constraints,
+        "random_state": ["random_state"],
         "strategy": [StrOptions({"pairwise", "dense", "exact"})],
         "node_rule": [StrOptions({"mean", "first", "own"})],
         "alpha": [Interval(Real, 0, None, closed="left")],
@@ -570,6 +575,7 @@ class LAPEstimator(BaseDiscreteMRF):
         n_jobs=None,
         score_method="auto",
         max_bytes=None,
+        random_state=None,
         verbose=0,
     ):
         self.graph = graph
@@ -583,6 +589,7 @@ class LAPEstimator(BaseDiscreteMRF):
         self.n_jobs = n_jobs
         self.score_method = score_method
         self.max_bytes = max_bytes
+        self.random_state = random_state
         self.verbose = verbose
 
     def _log(self, start, msg):
@@ -747,7 +754,7 @@ class LAPEstimator(BaseDiscreteMRF):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        self._resolve_score_method()
+        self._resolve_score_method(self.random_state)
         self._log(start, "done")
         return self
 
@@ -757,4 +764,6 @@ def _subsets(q):
     return [s for r in range(1, len(q) + 1) for s in itertools.combinations(q, r)]
 
 
-LAPEstimator.__doc__ = LAPEstimator.__doc__.format(graph=GRAPH_DOC, n_states=N_STATES_DOC)
+LAPEstimator.__doc__ = LAPEstimator.__doc__.format(
+    score_method=SCORE_METHOD_DOC, graph=GRAPH_DOC, n_states=N_STATES_DOC
+)

@@ -33,7 +33,7 @@ from threadpoolctl import threadpool_limits
 from ..inference.gibbs import BinaryGibbsKernel, colour_classes
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
 from ..utils.validation import check_generator
-from ._base import GRAPH_DOC, BaseDiscreteMRF
+from ._base import GRAPH_DOC, SCORE_METHOD_DOC, BaseDiscreteMRF
 
 __all__ = [
     "MCMCMaxLikelihood",
@@ -627,8 +627,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     average : bool, default=True
         Return the average of the iterates ``(1/K) sum theta_k`` (Theorem 2's
         output); False returns the last iterate ``theta_K`` (Corollary 9's).
-    score_method : {{"auto", "exact", "pseudo"}}, default="auto"
-        How :meth:`score_samples` scores.
+    {score_method}
     max_bytes : int, default=None
         Memory budget of one junction-tree calibration for exact scoring.
     random_state : int, RandomState instance or None, default=None
@@ -668,6 +667,10 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         ``D >= ||theta_0 - theta*||_2`` used by the schedule.
     n_iter_ : int
     log_partition_ : float or None
+        ``log Z`` when scoring is exact, its AIS estimate when it is
+        ``"ais"``, None for ``"pseudo"``.
+    log_partition_std_ : float
+        Standard error of the AIS estimate (only with ``score_method="ais"``).
     score_method_ : str
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -976,8 +979,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        self._resolve_score_method()
+        self._resolve_score_method(self.random_state)
         return self
 
 
-MCMCMaxLikelihood.__doc__ = MCMCMaxLikelihood.__doc__.format(graph=GRAPH_DOC)
+MCMCMaxLikelihood.__doc__ = MCMCMaxLikelihood.__doc__.format(graph=GRAPH_DOC, score_method=SCORE_METHOD_DOC)

@@ -21,7 +21,7 @@ from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
 from ..utils._sklearn_compat import Interval, Parallel, _fit_context, delayed
-from ._base import GRAPH_DOC, N_STATES_DOC, BaseDiscreteMRF
+from ._base import GRAPH_DOC, N_STATES_DOC, SCORE_METHOD_DOC, BaseDiscreteMRF
 from .exact import THETA_BOUND
 
 __all__ = ["PseudoLikelihoodEstimator", "PseudoLikelihoodObjective"]
@@ -209,11 +209,12 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         (``None`` means 1; ``-1`` all processors). The objective is evaluated
         hundreds of times, so only a thread pool, opened once per fit, pays
         off; a user's ``joblib.parallel_config`` still applies.
-    score_method : {{"auto", "exact", "pseudo"}}, default="auto"
-        How :meth:`score_samples` scores (exact whenever the junction tree fits
-        in ``max_bytes``).
+    {score_method}
     max_bytes : int, default=None
         Memory budget of the junction tree used for exact scoring.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the AIS estimate of ``log Z`` when ``score_method="ais"``;
+        unused otherwise (the fit is deterministic).
     verbose : int, default=0
         Print one line per iteration when positive.
 
@@ -234,7 +235,10 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         Distinct (variable, Markov-blanket configuration) pairs the data were
         compressed to.
     log_partition_ : float or None
-        ``log Z`` when scoring is exact.
+        ``log Z`` when scoring is exact, its AIS estimate when it is
+        ``"ais"``, None for ``"pseudo"``.
+    log_partition_std_ : float
+        Standard error of the AIS estimate (only with ``score_method="ais"``).
     score_method_ : str
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -279,6 +283,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
 
     _parameter_constraints: dict = {
         **BaseDiscreteMRF._parameter_constraints,
+        "random_state": ["random_state"],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
@@ -297,6 +302,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         n_jobs=None,
         score_method="auto",
         max_bytes=None,
+        random_state=None,
         verbose=0,
     ):
         self.graph = graph
@@ -307,6 +313,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         self.n_jobs = n_jobs
         self.score_method = score_method
         self.max_bytes = max_bytes
+        self.random_state = random_state
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -375,7 +382,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
                 ConvergenceWarning,
                 stacklevel=3,
             )
-        self._resolve_score_method()
+        self._resolve_score_method(self.random_state)
         return self
 
 
@@ -385,4 +392,6 @@ def _projected_max(theta, g):
     return float(np.max(np.abs(np.where(blocked, 0.0, g)), initial=0.0))
 
 
-PseudoLikelihoodEstimator.__doc__ = PseudoLikelihoodEstimator.__doc__.format(graph=GRAPH_DOC, n_states=N_STATES_DOC)
+PseudoLikelihoodEstimator.__doc__ = PseudoLikelihoodEstimator.__doc__.format(
+    score_method=SCORE_METHOD_DOC, graph=GRAPH_DOC, n_states=N_STATES_DOC
+)

@@ -138,6 +138,7 @@ class BinaryGibbsKernel:
             (np.r_[theta_pair, theta_pair].astype(np.float32), (np.r_[pi, pj], np.r_[pj, pi])), shape=(n, n)
         )
         W.sort_indices()
+        self.W = W  # symmetric pair weights in the internal (colour-sorted) order
         bias = np.asarray(theta_unary, dtype=np.float32)[self.perm]
         # Negated, so that one product gives -field, ready for exp.
         # keyed by the first row of each colour block.
@@ -151,8 +152,17 @@ class BinaryGibbsKernel:
     def to_external(self, S):
         return S[self.inv].T.astype(np.int64)
 
-    def run(self, S, n_sweeps, rng):
-        """Run ``n_sweeps`` sweeps in place on internal states ``S``."""
+    def pair_energy(self, S):
+        """``sum_(i,j) theta_ij x_i x_j`` of every chain (internal states ``S``), float64."""
+        return 0.5 * np.einsum("vc,vc->c", S, self.W @ S, dtype=np.float64)
+
+    def run(self, S, n_sweeps, rng, beta=1.0):
+        """Run ``n_sweeps`` sweeps in place on internal states ``S``.
+
+        ``beta`` scales the pair weights (not the unary terms): the chain then
+        leaves ``p_beta(x) ~ exp(unary . x + beta * pair_energy(x))`` invariant,
+        as annealed importance sampling needs.
+        """
         n_chains = S.shape[1]
         spans = [(a, b) for a, b in zip(self.bounds[:-1], self.bounds[1:]) if b > a]
         bufs = [np.empty((b - a, n_chains), dtype=np.float32) for a, b in spans]
@@ -161,7 +171,11 @@ class BinaryGibbsKernel:
         with np.errstate(over="ignore", invalid="ignore"):
             for _ in range(n_sweeps):
                 for (a, b), f in zip(spans, bufs):
-                    np.add(self.neg_rows[a] @ S, self.neg_bias[a], out=f)  # -field
+                    if beta == 1.0:
+                        np.add(self.neg_rows[a] @ S, self.neg_bias[a], out=f)  # -field
+                    else:
+                        np.multiply(self.neg_rows[a] @ S, np.float32(beta), out=f)
+                        f += self.neg_bias[a]
                     np.exp(f, out=f)
                     f += 1
                     # 24-bit uniforms u / 2^24 from raw 64-bit draws (two per draw), as

@@ -37,7 +37,6 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import ThreadpoolController
 
 from ..graphs import MRFGraph, _from_string, resolve_graph
 from ..utils._sklearn_compat import (
@@ -49,6 +48,7 @@ from ..utils._sklearn_compat import (
     delayed,
     validate_data,
 )
+from ..utils._threads import single_blas_thread
 
 __all__ = ["GaussianLAP", "GaussianMaxLikelihood", "NotPositiveDefiniteWarning"]
 
@@ -81,21 +81,6 @@ _CHUNK_ENTRIES = 1 << 22
 
 class NotPositiveDefiniteWarning(UserWarning):
     """The fitted precision matrix is not positive definite."""
-
-
-_CONTROLLER = None
-
-
-def _single_blas_thread():
-    """Context manager limiting every loaded BLAS to one thread (for the batched small solves only).
-
-    The controller (which scans the loaded libraries, a few milliseconds) is
-    created once; entering the limit then costs microseconds.
-    """
-    global _CONTROLLER
-    if _CONTROLLER is None:
-        _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1, user_api="blas")
 
 
 # --------------------------------------------------------------------------
@@ -548,7 +533,7 @@ def _lap_solve(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0, b
     # products and solves (process workers get joblib's own limit).
     n_workers = effective_n_jobs(n_jobs)
     chunks = plan.chunks(n, min_chunks=4 * n_workers if n_workers > 1 else 1)
-    with _single_blas_thread():
+    with single_blas_thread():
         results = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1), prefer="threads")(
             delayed(_lap_chunk)(
                 XT, float(n_div), float(shrinkage), float(mu), **plan.chunk_args(*ch), bias_dof=bias_dof
@@ -576,7 +561,7 @@ def _lap_from_covariance(S, plan, n_div=None, bias_dof=None):
     of ``m`` variables is multiplied by :func:`_bias_factor`. The batched small
     solves run with one BLAS thread.
     """
-    with _single_blas_thread():
+    with single_blas_thread():
         return _lap_from_covariance_kernel(S, plan, n_div, bias_dof)
 
 

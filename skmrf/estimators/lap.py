@@ -22,11 +22,11 @@ from typing import NamedTuple
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
 
 from ..graphs import MRFGraph
 from ..inference.enumerate import Enumerator
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
+from ..utils._threads import single_blas_thread
 from ._base import GRAPH_DOC, N_STATES_DOC, SCORE_METHOD_DOC, BaseDiscreteMRF
 from .exact import THETA_BOUND
 
@@ -362,7 +362,7 @@ def _solve_chunk(tasks, alpha, max_iter, tol):
     configurations by tens of parameters) and a 2-thread OpenBLAS made the
     batched Newton method up to 10x slower on a 2-core machine.
     """
-    with threadpool_limits(1, user_api="blas"):
+    with single_blas_thread():
         return [fit_auxiliary_batch(F3, freq, alpha, max_iter, tol) for F3, freq in tasks]
 
 
@@ -699,7 +699,7 @@ class LAPEstimator(BaseDiscreteMRF):
         # Threads by default: numpy releases the GIL in the batched products and
         # solves. The one-BLAS-thread limit is process-wide, so it is held here
         # for every thread; _solve_chunk sets it again in process or Dask workers.
-        with threadpool_limits(1, user_api="blas"):
+        with single_blas_thread():
             results = Parallel(n_jobs=self.n_jobs, prefer="threads", verbose=max(0, self.verbose - 1))(
                 delayed(_solve_chunk)(tasks[a:b], self.alpha, self.max_iter, self.tol)
                 for a, b in zip(bounds[:-1], bounds[1:])

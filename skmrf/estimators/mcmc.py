@@ -28,10 +28,10 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
 
 from ..inference.gibbs import BinaryGibbsKernel, colour_classes
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
+from ..utils._threads import single_blas_thread
 from ..utils.validation import check_generator
 from ._base import GRAPH_DOC, SCORE_METHOD_DOC, BaseDiscreteMRF
 
@@ -350,7 +350,7 @@ def project_spectral(J, edges, n_variables, max_norm, tol=1e-9, max_iter=10000):
     eigendecompositions run on one BLAS thread (small matrices; threaded
     BLAS is many times slower on them when cores are busy).
     """
-    with threadpool_limits(1, user_api="blas"):
+    with single_blas_thread():
         return _project_spectral(J, edges, n_variables, max_norm, tol, max_iter)
 
 

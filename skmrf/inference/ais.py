@@ -91,8 +91,13 @@ def annealed_importance_sampling(model, n_chains=100, n_steps=1000, random_state
             k = int(model.n_states[c[0]])
             logits[c[0], :k] = full0[lay.table_offsets[b] : lay.table_offsets[b] + k]
     log_z0 = float(logsumexp(logits, axis=1).sum())
-    # Exact draws from the base model (Gumbel-max), shape (n_chains, n).
-    x = np.argmax(logits[None] + rng.gumbel(size=(n_chains, n, kmax)), axis=2)
+    # Exact draws from the base model (Gumbel-max), shape (n_chains, n), in
+    # blocks of chains so the noise array stays under 2^24 floats.
+    x = np.empty((n_chains, n), dtype=np.int64)
+    step = max(1, (1 << 24) // (n * kmax))
+    for a in range(0, n_chains, step):
+        b = min(n_chains, a + step)
+        x[a:b] = np.argmax(logits[None] + rng.gumbel(size=(b - a, n, kmax)), axis=2)
 
     betas = np.linspace(0.0, 1.0, n_steps + 1)
     log_w = np.zeros(n_chains)

@@ -59,6 +59,8 @@ def test_estimators_score_with_ais(Est):
     assert abs(ais.score(X) - exact.score(X)) <= 4 * ais.log_partition_std_ + 1e-3
     again = Est("grid:4x4", score_method="ais", random_state=0).fit(X)
     assert again.log_partition_ == ais.log_partition_
+    again.set_params(score_method="exact").fit(X)
+    assert not hasattr(again, "log_partition_std_")  # nothing stale from the AIS fit
 
 
 def test_exact_max_likelihood_has_no_ais():

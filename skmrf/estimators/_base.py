@@ -124,6 +124,7 @@ class BaseDiscreteMRF(DensityMixin, BaseEstimator):
     def _resolve_score_method(self, random_state=None):
         """Set ``score_method_`` and, for exact or AIS scoring, ``log_partition_``."""
         method = self.score_method
+        self.__dict__.pop("log_partition_std_", None)  # from an earlier fit with "ais"
         if method == "ais":
             res = annealed_importance_sampling(self.model_, AIS_CHAINS, AIS_STEPS, random_state)
             self.score_method_ = "ais"

@@ -167,6 +167,36 @@ def _from_string(spec: str, n_features: int) -> list:
     raise ValueError(f"Unknown graph shorthand {spec!r}; expected 'chain', 'complete' or 'grid:RxC'.")
 
 
+def _networkx_column_order(graph, n_features, names=None) -> list:
+    """The nodes of a networkx graph in column order, after checking the graph against X.
+
+    Nodes map to columns by name when every node is one of ``names`` (the
+    DataFrame's columns), else in ``list(graph.nodes)`` order. Raises a
+    ``ValueError`` for a directed or multi-graph, a self-loop, or a node
+    count that differs from ``n_features``.
+    """
+    if graph.is_directed() or graph.is_multigraph():
+        raise ValueError("graph must be an undirected simple networkx.Graph.")
+    if any(True for _ in nx.selfloop_edges(graph)):
+        raise ValueError("The graph has a self-loop; remove it (node potentials are implicit).")
+    nodes = list(graph.nodes)
+    if names is not None and all(v in set(names) for v in nodes):
+        if len(nodes) != n_features:
+            missing = [c for c in names if c not in graph]
+            raise ValueError(
+                f"The graph has {len(nodes)} nodes but X has {n_features} columns; "
+                f"columns without a node: {missing[:10]}. Add them as isolated nodes."
+            )
+        return list(names)
+    if len(nodes) != n_features:
+        raise ValueError(
+            f"The networkx graph has {len(nodes)} nodes but X has {n_features} "
+            "columns; nodes are mapped to columns in list(G.nodes) order, so "
+            "the counts must agree (add isolated nodes for unconnected columns)."
+        )
+    return nodes
+
+
 def resolve_graph(graph, n_features: int, feature_names=None) -> MRFGraph:
     """Resolve any accepted graph form against data with ``n_features`` columns.
 
@@ -202,27 +232,7 @@ def resolve_graph(graph, n_features: int, feature_names=None) -> MRFGraph:
     if isinstance(graph, str):
         factors = _from_string(graph, n_features)
     elif isinstance(graph, nx.Graph):
-        if graph.is_directed() or graph.is_multigraph():
-            raise ValueError("graph must be an undirected simple networkx.Graph.")
-        nodes = list(graph.nodes)
-        if names is not None and all(v in set(names) for v in nodes):
-            node_names = names
-            if len(nodes) != n_features:
-                missing = [c for c in names if c not in graph]
-                raise ValueError(
-                    f"The graph has {len(nodes)} nodes but X has {n_features} columns; "
-                    f"columns without a node: {missing[:10]}. Add them as isolated nodes."
-                )
-        else:
-            if len(nodes) != n_features:
-                raise ValueError(
-                    f"The networkx graph has {len(nodes)} nodes but X has {n_features} "
-                    "columns; nodes are mapped to columns in list(G.nodes) order, so "
-                    "the counts must agree (add isolated nodes for unconnected columns)."
-                )
-            node_names = tuple(nodes)
-        if any(u == v for u, v in graph.edges):
-            raise ValueError("The graph has a self-loop; remove it (node potentials are implicit).")
+        node_names = tuple(_networkx_column_order(graph, n_features, names))
         factors = _index_factors(list(graph.edges), n_features, node_names)
         names = node_names
         return MRFGraph(n_features, _maximal(factors), names)

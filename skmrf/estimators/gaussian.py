@@ -38,7 +38,7 @@ import scipy.sparse.linalg as spla
 from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.exceptions import ConvergenceWarning
 
-from ..graphs import MRFGraph, _from_string, resolve_graph
+from ..graphs import MRFGraph, _from_string, _networkx_column_order, resolve_graph
 from ..utils._sklearn_compat import (
     Interval,
     Parallel,
@@ -134,27 +134,7 @@ def _adjacency_from_graph(graph, n_features, feature_names=None):
         e = np.asarray(_from_string(graph, p), dtype=np.int64).reshape(-1, 2)
         return _symmetric_pattern(e[:, 0], e[:, 1], p)
     if isinstance(graph, nx.Graph):
-        if graph.is_directed() or graph.is_multigraph():
-            raise ValueError("graph must be an undirected simple networkx.Graph.")
-        nodes = list(graph.nodes)
-        if any(u == v for u, v in nx.selfloop_edges(graph)):
-            raise ValueError("The graph has a self-loop; remove it (node potentials are implicit).")
-        if names is not None and set(nodes) <= set(names):
-            order = names
-            if len(nodes) != p:
-                missing = [c for c in names if c not in graph]
-                raise ValueError(
-                    f"The graph has {len(nodes)} nodes but X has {p} columns; columns "
-                    f"without a node: {missing[:10]}. Add them as isolated nodes."
-                )
-        else:
-            if len(nodes) != p:
-                raise ValueError(
-                    f"The networkx graph has {len(nodes)} nodes but X has {p} columns; "
-                    "nodes are mapped to columns in list(G.nodes) order, so the counts "
-                    "must agree (add isolated nodes for unconnected columns)."
-                )
-            order = nodes
+        order = _networkx_column_order(graph, p, names)
         a = nx.to_scipy_sparse_array(graph, nodelist=order, weight=None, format="coo")
         return _symmetric_pattern(a.row, a.col, p)
     if sp.issparse(graph) or (isinstance(graph, np.ndarray) and graph.ndim == 2 and graph.dtype != object):

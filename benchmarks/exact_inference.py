@@ -29,7 +29,7 @@ def grid_model(J, seed=0):
 
 def potentials(model):
     """Linear-space tables exp(full table) per clique, with the clique's variables."""
-    lay = model._layout
+    lay = model.layout
     full = lay.full_tables(model.theta)
     for k, c in enumerate(model.cliques):
         yield c, np.exp(full[lay.table_offsets[k] : lay.table_offsets[k + 1]].reshape(lay.table_shapes[k]))

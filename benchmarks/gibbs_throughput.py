@@ -39,7 +39,7 @@ def main():
     n_side, m, sweeps = args.rows, args.chains, args.sweeps
     model = DiscreteMRF(grid_graph(n_side, n_side), 2)
     n = model.n_variables
-    lay = model._layout
+    lay = model.layout
     sizes = np.array([len(c) for c in lay.cliques])
     node_pos = lay.block_offsets[np.flatnonzero(sizes == 1)]
     eb = np.flatnonzero(sizes == 2)
@@ -71,9 +71,7 @@ def main():
     kernel = BinaryGibbsKernel(tu, tp, edges, colour_classes(model.graph))
     S = kernel.to_internal(start)
     raw, t_raw = timed(lambda k: kernel.run(S, k, rng), sweeps)
-    general = GibbsSampler(model)  # the path every non-binary or higher-order model takes
-    general.binary_pairwise = False
-    general._init_general(lay)
+    general = GibbsSampler(model, kernel="general")  # the path every non-binary or higher-order model takes
     gen_sweeps = max(1, sweeps // 10)
     slow, t_gen = timed(lambda k: general.run(start, k, rng), gen_sweeps)
     print(f"  {'path':<44} {'time s':>8} {'updates/s':>11} {'vs general':>10}")

@@ -55,7 +55,7 @@ RESULTS = pathlib.Path(__file__).parent / "results"
 
 def main():
     model = DiscreteMRF(grid_graph(4, 4), 2)
-    lay = model._layout
+    lay = model.layout
     sizes = np.array([len(c) for c in lay.cliques])
     node_pos = lay.block_offsets[np.flatnonzero(sizes == 1)]
     eb = np.flatnonzero(sizes == 2)

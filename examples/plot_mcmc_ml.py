@@ -32,7 +32,7 @@ rng = np.random.default_rng(0)
 # the paper); the package's {0, 1} parameters are theta_ij = 4 J_ij and
 # theta_i = 2 h_i - 2 sum_j J_ij.
 true = DiscreteMRF(graph, 2)
-lay = true._layout
+lay = true.layout
 sizes = np.array([len(c) for c in lay.cliques])
 edge_blocks = np.flatnonzero(sizes == 2)
 edges = np.array([lay.cliques[k] for k in edge_blocks])

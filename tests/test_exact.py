@@ -17,7 +17,7 @@ def test_moment_matching_and_brute_force_ml():
     est = ExactMaxLikelihood(cliques, tol=1e-10).fit(X)
     # Moment matching: model clique marginals equal the empirical ones (the
     # gradient at the optimum) to 1e-6; the fit stops at 1e-10 (Newton polish).
-    emp = est.model_._layout.table_counts(X) / len(X)
+    emp = est.model_.layout.table_counts(X) / len(X)
     np.testing.assert_allclose(est.model_.calibrate().clique_marginals(), emp, atol=1e-6)
     # Same estimate as an independent brute-force ML fit: 1e-5 absolute, the
     # gradient tolerances (1e-10, 1e-11) divided by the smallest Fisher
@@ -48,7 +48,7 @@ def tree_closed_form(model, X):
             t = np.zeros((k[i], k[j]))
             np.add.at(t, (X[:, i], X[:, j]), 1)
             pair[c] = np.log(t / len(X))
-    lay = model._layout
+    lay = model.layout
     for b, c in enumerate(model.cliques):
         block = theta[lay.block_offsets[b] : lay.block_offsets[b + 1]]
         if len(c) == 2:

@@ -67,7 +67,7 @@ def test_evidence_gives_the_conditional():
     p = np.exp(e[keep] - np.log(np.exp(e[keep]).sum()))
     flat = cal.clique_marginals()
     k = model.cliques.index((1, 2))
-    lay = model._layout
+    lay = model.layout
     table = flat[lay.table_offsets[k] : lay.table_offsets[k + 1]].reshape(3, 3)
     ref = np.zeros((3, 3))
     np.add.at(ref, (xs[keep, 1], xs[keep, 2]), p)
@@ -105,7 +105,7 @@ def test_too_wide_is_refused_before_allocating():
 def _standardised_errors(model, X):
     """(empirical - exact) / binomial standard error for every clique table cell."""
     exact = model.calibrate().clique_marginals()
-    emp = model._layout.table_counts(X) / len(X)
+    emp = model.layout.table_counts(X) / len(X)
     se = np.sqrt(exact * (1 - exact) / len(X))
     keep = se > 0
     return (emp[keep] - exact[keep]) / se[keep]
@@ -148,7 +148,7 @@ def test_huge_parameters_take_the_log_space_path_exactly():
     rng = np.random.default_rng(11)
     model = make_random_mrf(random_cliques(10, 14, 3, rng), 3, scale=400.0, n_variables=10, random_state=11)
     spreads = [
-        np.ptp(t) for t in model.junction_tree.node_log_tables(model._layout.full_tables(model.theta), model._layout)
+        np.ptp(t) for t in model.junction_tree.node_log_tables(model.layout.full_tables(model.theta), model.layout)
     ]
     assert max(spreads) > 700
     assert model.log_partition() == pytest.approx(bf.log_partition(model), rel=1e-12)

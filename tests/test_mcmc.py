@@ -159,7 +159,7 @@ def test_ising_binary_conversion_is_the_same_distribution():
 
 def _model_from_ising(graph, h, J):
     model = DiscreteMRF(graph, 2)
-    lay = model._layout
+    lay = model.layout
     sizes = np.array([len(c) for c in lay.cliques])
     eb = np.flatnonzero(sizes == 2)
     edges = np.array([lay.cliques[k] for k in eb])
@@ -312,7 +312,7 @@ def test_spectral_projection_fit():
 
     est2.fit(X)
     model = est2.model_
-    lay = model._layout
+    lay = model.layout
     sizes = np.array([len(c) for c in lay.cliques])
     exp = _ExactExpectation(
         model, lay.block_offsets[np.flatnonzero(sizes == 1)], lay.block_offsets[np.flatnonzero(sizes == 2)], e

@@ -21,7 +21,7 @@ def test_block_shapes_and_potential_view():
     assert m.n_params == 1 + 2 + 3 + 2 + 3 + 6 + 6
     assert m.potential((2, 0, 1)).shape == (1, 2, 3)
     m.potential((2, 1))[1, 2] = 7.0  # a view: writes go to theta
-    assert m.theta[m._layout.block_offsets[5] + 5] == 7.0
+    assert m.theta[m.layout.block_offsets[5] + 5] == 7.0
     with pytest.raises(ValueError, match="not a clique"):
         m.potential((0, 3))
 

@@ -63,7 +63,7 @@ def test_matches_brute_force_pseudo_likelihood_optimum(cliques, n_states, n_var)
     # The estimator's objective is the brute-force one, value and gradient.
     theta = np.random.default_rng(1).normal(size=est.model_.n_params)
     f_ref, g_ref = objective(theta)
-    f, g = PseudoLikelihoodObjective(est.model_._layout, est.graph_, X, 0.01)(theta)
+    f, g = PseudoLikelihoodObjective(est.model_.layout, est.graph_, X, 0.01)(theta)
     assert f == pytest.approx(f_ref, rel=1e-12)
     np.testing.assert_allclose(g, g_ref, atol=1e-12)
     # The reported pseudo-likelihood is the model's own (ConditionalPlan) value.

@@ -160,7 +160,7 @@ class BaseDiscreteMRF(DensityMixin, BaseEstimator):
         """
         Xi = self._validate_score_data(X)
         if self.score_method_ in ("exact", "ais"):
-            return self.model_._layout.energy(Xi, self.model_.theta) - self.log_partition_
+            return self.model_.layout.energy(Xi, self.model_.theta) - self.log_partition_
         return self.model_.log_pseudo_likelihood(Xi)
 
     def score(self, X, y=None):

@@ -50,7 +50,7 @@ def fit_max_likelihood(model, mean_stats, alpha, max_iter, tol, max_bytes=None, 
     grad_max : float
         Largest projected-gradient component at the solution.
     """
-    tree, layout = model.get_junction_tree(max_bytes), model._layout
+    tree, layout = model.get_junction_tree(max_bytes), model.layout
     state = {"it": 0, "f": np.nan, "g": np.nan}
 
     def objective(theta):
@@ -106,7 +106,7 @@ def exact_hessian(model, theta, max_bytes=None):
     expectation is one junction-tree calibration with the clique of ``a``
     clamped to the assignment of ``a``. Costs ``n_params`` calibrations.
     """
-    tree, lay = model.get_junction_tree(max_bytes), model._layout
+    tree, lay = model.get_junction_tree(max_bytes), model.layout
     full = lay.full_tables(theta)
     mu = tree.calibrate(full, lay, max_bytes=max_bytes).clique_marginals()[lay.theta_pos]
     H = np.empty((len(theta), len(theta)))
@@ -128,7 +128,7 @@ def _projected_max(theta, g):
 
 def _warn_if_no_mle(model, counts):
     """Warn when an empirical clique table has an empty cell: no MLE exists then."""
-    lay = model._layout
+    lay = model.layout
     empty = np.add.reduceat(counts == 0, lay.table_offsets[:-1]) > 0
     if empty.any():
         cliques = [model.cliques[b] for b in np.flatnonzero(empty)]
@@ -273,7 +273,7 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
         Xi = self._validate_fit_data(X)
         model = self.model_
         model.get_junction_tree(self.max_bytes)
-        lay = model._layout
+        lay = model.layout
         counts = lay.table_counts(Xi)
         mean_stats = counts[lay.theta_pos] / Xi.shape[0]
         if self.alpha == 0:

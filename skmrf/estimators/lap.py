@@ -23,6 +23,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from ..data import c_order_strides, count_joint_states, transposed_states
 from ..graphs import MRFGraph
 from ..inference.enumerate import Enumerator
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
@@ -36,8 +37,6 @@ __all__ = ["LAPEstimator", "LAPSubproblem", "auxiliary_factors", "fit_auxiliary_
 MAX_NEIGHBOURHOOD_STATES = 1 << 16
 # Floats of the largest temporary (problems x configurations x parameters) of one batch.
 _BATCH_FLOATS = 1 << 23
-# Rows x problems x variables gathered at once while counting.
-_COUNT_CHUNK = 1 << 24
 # Added to the Newton system only (not the objective) so that it is never singular.
 _JITTER = 1e-10
 
@@ -212,10 +211,7 @@ class _GroupSpec:
             off += int(lay.block_sizes[b])
         self.n_free = off
         self.block_size = {c: int(lay.block_sizes[b]) for b, c in enumerate(self.cliques)}
-        strides = np.ones(m, dtype=np.int64)
-        for j in range(m - 2, -1, -1):
-            strides[j] = strides[j + 1] * self.n_states[j + 1]
-        self.strides = strides
+        self.strides = c_order_strides(self.n_states)
 
     def frequencies(self, counts):
         """``(batch, n_contexts, n_q_states)`` empirical frequencies from joint-state counts."""
@@ -376,27 +372,6 @@ def _solve_chunk(tasks, alpha, max_iter, tol):
     """
     with single_blas_thread():
         return [fit_auxiliary_batch(F3, freq, alpha, max_iter, tol) for F3, freq in tasks]
-
-
-def _count_states(XT, A, strides, n_configs):
-    """Counts of the joint states of ``X[:, A[b]]`` for each row ``b`` of ``A``, shape ``(len(A), n_configs)``.
-
-    ``XT`` is the data transposed, ``(n_features, n_samples)`` and C-contiguous,
-    so that gathering the variables of ``A`` reads contiguous rows. Codes are
-    built in the narrowest unsigned type that holds ``n_configs``.
-    """
-    n_rows = XT.shape[1]
-    dtype = np.uint8 if n_configs <= 1 << 8 else np.uint16 if n_configs <= 1 << 16 else np.int64
-    out = np.empty((len(A), n_configs), dtype=np.float64)
-    step = max(1, _COUNT_CHUNK // max(1, n_rows))
-    for a in range(0, len(A), step):
-        blk = A[a : a + step]
-        codes = np.zeros((len(blk), n_rows), dtype=dtype)
-        for j in range(A.shape[1]):  # loop over the positions of A_q, not rows
-            codes += XT[blk[:, j]].astype(dtype, copy=False) * dtype(strides[j])
-        for b, row in enumerate(codes):  # loop over problems: one bincount each
-            out[a + b] = np.bincount(row, minlength=n_configs)
-    return out
 
 
 class LAPEstimator(BaseDiscreteMRF):
@@ -632,7 +607,7 @@ class LAPEstimator(BaseDiscreteMRF):
         graph, K, model = self.graph_, self.n_states_, self.model_
         kmax = int(K.max())
         # Transposed once: counting gathers whole rows of XT (contiguous).
-        XT = np.ascontiguousarray(Xi.T, dtype=np.uint8 if kmax <= 256 else np.int32)
+        XT = transposed_states(Xi, kmax)
         del Xi
         covered = np.zeros(graph.n_variables, dtype=bool)
         for f in graph.factors:
@@ -694,7 +669,7 @@ class LAPEstimator(BaseDiscreteMRF):
             spec = _GroupSpec(lf, local_states, lq, profiled)
             specs.append((spec, members))
             Amat = np.array([A_list[i] for i in members], dtype=np.int64)
-            counts = _count_states(XT, Amat, spec.strides, spec.n_configs)
+            counts = count_joint_states(XT, Amat, spec.strides, spec.n_configs)
             freq = spec.frequencies(counts)
             per = max(1, _BATCH_FLOATS // max(1, spec.F3.shape[0] * spec.F3.shape[1] * max(spec.n_free, 1)))
             for a in range(0, len(members), per):
@@ -730,7 +705,7 @@ class LAPEstimator(BaseDiscreteMRF):
             for j, idx in enumerate(members[a : a + len(th)]):
                 thetas[idx], n_iter[idx], conv[idx] = th[j], it[j], cv[j]
                 spec_of[idx] = spec
-        lay = model._layout
+        lay = model.layout
         block_index = {c: b for b, c in enumerate(model.cliques)}
         sums = np.zeros(lay.n_params)
         hits = np.zeros(len(model.cliques), dtype=np.int64)

@@ -30,6 +30,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning
 
 from ..inference.gibbs import BinaryGibbsKernel, colour_classes
+from ..model.ising import binary_to_ising, ising_statistics, ising_to_binary
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
 from ..utils._threads import single_blas_thread
 from ..utils.validation import check_generator
@@ -387,39 +388,6 @@ def _project_spectral(J, edges, n_variables, max_norm, tol, max_iter):
     if norm > max_norm:
         x *= max_norm / norm
     return np.sign(J) * x[i, j]
-
-
-# ---------------------------------------------------------------------------
-# Parametrisations
-# ---------------------------------------------------------------------------
-def ising_to_binary(h, J, edges, n_variables):
-    """``{-1, +1}`` fields and couplings to the package's ``{0, 1}`` unary and pair parameters.
-
-    With ``x = 2 s - 1``, ``sum J_ij x_i x_j + sum h_i x_i`` equals, up to a
-    constant, ``sum 4 J_ij s_i s_j + sum (2 h_i - 2 sum_j J_ij) s_i``.
-
-    Returns
-    -------
-    theta_unary : ndarray of shape (n_variables,)
-    theta_pair : ndarray of shape (n_edges,)
-    """
-    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    row = np.bincount(edges[:, 0], J, n_variables) + np.bincount(edges[:, 1], J, n_variables)
-    return 2 * np.asarray(h, dtype=float) - 2 * row, 4 * np.asarray(J, dtype=float)
-
-
-def binary_to_ising(theta_unary, theta_pair, edges, n_variables):
-    """Inverse of :func:`ising_to_binary`: ``J = theta_ij / 4``, ``h_i = theta_i / 2 + sum_j theta_ij / 4``."""
-    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    J = np.asarray(theta_pair, dtype=float) / 4
-    row = np.bincount(edges[:, 0], J, n_variables) + np.bincount(edges[:, 1], J, n_variables)
-    return np.asarray(theta_unary, dtype=float) / 2 + row, J
-
-
-def ising_statistics(mean_s, mean_ss, edges):
-    """Mean ``{-1, +1}`` statistics ``(E x_i, E x_i x_j)`` from ``E s_i`` and ``E s_i s_j``."""
-    i, j = edges[:, 0], edges[:, 1]
-    return np.concatenate([2 * mean_s - 1, 4 * mean_ss - 2 * mean_s[i] - 2 * mean_s[j] + 1])
 
 
 def _pair_sums(S, pi, pj, chunk=1 << 22):
@@ -883,7 +851,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         self._check_binary_pairwise(Xi)
         model = self.model_
         n = Xi.shape[1]
-        lay = model._layout
+        lay = model.layout
         sizes = np.array([len(c) for c in lay.cliques])
         node_pos = lay.block_offsets[np.flatnonzero(sizes == 1)]
         edge_blocks = np.flatnonzero(sizes == 2)

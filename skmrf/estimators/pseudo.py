@@ -20,63 +20,12 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
 
+from ..data import distinct_projections
 from ..utils._sklearn_compat import Interval, Parallel, _fit_context, delayed
 from ._base import GRAPH_DOC, N_STATES_DOC, SCORE_METHOD_DOC, BaseDiscreteMRF
 from .exact import THETA_BOUND
 
 __all__ = ["PseudoLikelihoodEstimator", "PseudoLikelihoodObjective"]
-
-# Integer codes of blanket configurations must stay below this (int64 safety);
-# wider blankets are not compressed (one record per row).
-_MAX_CODE = 2**62
-# Rows x variables coded per chunk while compressing the data.
-_CHUNK = 1 << 22
-
-
-def _blanket_records(X, graph, n_states):
-    """Distinct configurations of every variable's Markov blanket, with counts.
-
-    Returns
-    -------
-    rec_var, rec_row : ndarray of int64, shape (n_records,)
-        The variable of each record and a row of ``X`` holding its
-        configuration of ``{v} | N(v)``.
-    rec_count : ndarray of float, shape (n_records,)
-        How many rows share that configuration.
-    """
-    n_rows, n_var = X.shape
-    blankets = [tuple(sorted({v} | graph.neighbours[v])) for v in range(n_var)]
-    sizes = np.array([len(b) for b in blankets])
-    out_var, out_row, out_cnt = [], [], []
-    for s in np.unique(sizes):
-        members = np.flatnonzero(sizes == s)
-        var = np.array([blankets[m] for m in members], dtype=np.int64)
-        kk = n_states[var].astype(np.float64)
-        total = np.prod(kk, axis=1)
-        strides = np.ones(var.shape, dtype=np.int64)
-        for j in range(s - 2, -1, -1):
-            strides[:, j] = strides[:, j + 1] * n_states[var[:, j + 1]]
-        step = max(1, _CHUNK // (n_rows * s))
-        for a in range(0, len(members), step):
-            b = slice(a, a + step)
-            if total[b].max() < _MAX_CODE:
-                codes = np.einsum("nms,ms->nm", X[:, var[b]], strides[b])
-            else:  # too wide to code: no compression
-                codes = np.broadcast_to(np.arange(n_rows)[:, None], (n_rows, len(members[b])))
-            order = np.argsort(codes, axis=0, kind="stable")
-            srt = np.take_along_axis(codes, order, axis=0)
-            new = np.ones(srt.shape, dtype=bool)
-            new[1:] = srt[1:] != srt[:-1]
-            # Column-major flattening keeps each variable's records together.
-            flat_new = new.T.ravel()
-            starts = np.flatnonzero(flat_new)
-            counts = np.diff(np.append(starts, flat_new.size))
-            out_var.append(members[b][starts // n_rows])
-            out_row.append(order.T.ravel()[starts])
-            out_cnt.append(counts.astype(np.float64))
-    rec_var = np.concatenate(out_var)
-    order = np.argsort(rec_var, kind="stable")
-    return rec_var[order], np.concatenate(out_row)[order], np.concatenate(out_cnt)[order]
 
 
 class PseudoLikelihoodObjective:
@@ -84,7 +33,7 @@ class PseudoLikelihoodObjective:
 
     Parameters
     ----------
-    layout : skmrf.model._Layout
+    layout : skmrf.parametrisation.CliqueLayout
         Parameter layout of the model.
     graph : MRFGraph
     X : ndarray of int of shape (n_samples, n_variables)
@@ -118,7 +67,8 @@ class PseudoLikelihoodObjective:
         k = layout.n_states
         kmax = int(k.max())
         self.kmax = kmax
-        rec_var, rec_row, rec_cnt = _blanket_records(X, graph, k)
+        blankets = [tuple(sorted({v} | graph.neighbours[v])) for v in range(X.shape[1])]
+        rec_var, rec_row, rec_cnt = distinct_projections(X, blankets, k)
         self.n_records = len(rec_var)
         n_var = X.shape[1]
         var_count = np.bincount(rec_var, minlength=n_var)
@@ -336,7 +286,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         Xi = self._validate_fit_data(X)
         model = self.model_
         n_jobs = effective_n_jobs(self.n_jobs)
-        obj = PseudoLikelihoodObjective(model._layout, self.graph_, Xi, self.alpha, n_chunks=n_jobs)
+        obj = PseudoLikelihoodObjective(model.layout, self.graph_, Xi, self.alpha, n_chunks=n_jobs)
         self.n_records_ = obj.n_records
         name = type(self).__name__
         start = time.perf_counter()

@@ -15,7 +15,8 @@ chromatic Gibbs sweep that leaves ``p_(beta_t)`` invariant. Then
 
 so ``log`` of the estimate is biased low by about half its variance (Jensen)
 and the reported standard error measures the spread of the weights. Chains
-are vectorised; the binary pairwise case uses :class:`BinaryGibbsKernel`.
+are vectorised and driven by :func:`~skmrf.inference.run_chains`; the binary
+pairwise case uses :class:`BinaryGibbsKernel`.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ..utils.validation import check_generator
-from .gibbs import GibbsSampler
+from .gibbs import GibbsSampler, run_chains
 
 __all__ = ["AISResult", "annealed_importance_sampling"]
 
@@ -73,50 +74,41 @@ def annealed_importance_sampling(model, n_chains=100, n_steps=1000, random_state
     if n_chains < 1 or n_steps < 1:
         raise ValueError(f"n_chains and n_steps must be positive; got {n_chains} and {n_steps}.")
     rng = check_generator(random_state)
-    lay = model._layout
-    theta = np.asarray(model.theta, dtype=np.float64)
-    unary = np.zeros(lay.n_params, dtype=bool)
-    for b, c in enumerate(lay.cliques):
-        if len(c) == 1:
-            unary[lay.block_offsets[b] : lay.block_offsets[b + 1]] = True
-    theta0 = np.where(unary, theta, 0.0)
-    theta_int = theta - theta0
-
-    # Base model: one table of logits per variable (every singleton is a clique).
-    n, kmax = model.n_variables, int(model.n_states.max())
-    logits = np.full((n, kmax), -np.inf)
-    full0 = lay.full_tables(theta0)
-    for b, c in enumerate(lay.cliques):
-        if len(c) == 1:
-            k = int(model.n_states[c[0]])
-            logits[c[0], :k] = full0[lay.table_offsets[b] : lay.table_offsets[b] + k]
-    log_z0 = float(logsumexp(logits, axis=1).sum())
-    # Exact draws from the base model (Gumbel-max), shape (n_chains, n), in
-    # blocks of chains so the noise array stays under 2^24 floats.
-    x = np.empty((n_chains, n), dtype=np.int64)
-    step = max(1, (1 << 24) // (n * kmax))
-    for a in range(0, n_chains, step):
-        b = min(n_chains, a + step)
-        x[a:b] = np.argmax(logits[None] + rng.gumbel(size=(b - a, n, kmax)), axis=2)
-
+    theta_unary, _ = model.layout.split_unary(model.theta)
+    log_z0, x = _base_model_draws(model, theta_unary, n_chains, rng)
     betas = np.linspace(0.0, 1.0, n_steps + 1)
     log_w = np.zeros(n_chains)
-    sampler = GibbsSampler(model)
-    if sampler.binary_pairwise:
-        kernel = sampler._kernel
-        S = kernel.to_internal(x)
-        for t in range(1, n_steps + 1):
-            log_w += (betas[t] - betas[t - 1]) * kernel.pair_energy(S)
-            kernel.run(S, 1, rng, beta=betas[t])
-    else:
-        for t in range(1, n_steps + 1):
-            log_w += (betas[t] - betas[t - 1]) * lay.energy(x, theta_int)
-            full = lay.full_tables(theta0 + betas[t] * theta_int)
-            for u, plan in zip(sampler.colours, sampler._plans):
-                x[:, u] = plan.draw(full, x, rng)
+    kernel = GibbsSampler(model).kernel
+    S = kernel.to_internal(x)
+    for t in range(1, n_steps + 1):
+        log_w += (betas[t] - betas[t - 1]) * kernel.interaction_energy(S)
+        run_chains(kernel, [S], 1, [rng], beta=betas[t])
     log_w += log_z0
     log_mean = float(logsumexp(log_w) - np.log(n_chains))
     r = np.exp(log_w - log_w.max())
     std_err = float(r.std() / (r.mean() * np.sqrt(n_chains)))
     ess = float(r.sum() ** 2 / (r * r).sum())
     return AISResult(log_mean, std_err, ess, log_w)
+
+
+def _base_model_draws(model, theta_unary, n_chains, rng):
+    """``log Z_0`` of the independent unary model and exact draws from it (Gumbel-max).
+
+    The draws, shape ``(n_chains, n_variables)``, are made in blocks of chains so the noise
+    array stays under ``2^24`` floats.
+    """
+    lay = model.layout
+    n, kmax = model.n_variables, int(model.n_states.max())
+    logits = np.full((n, kmax), -np.inf)
+    full0 = lay.full_tables(theta_unary)
+    for b, c in enumerate(lay.cliques):
+        if len(c) == 1:
+            k = int(model.n_states[c[0]])
+            logits[c[0], :k] = full0[lay.table_offsets[b] : lay.table_offsets[b] + k]
+    log_z0 = float(logsumexp(logits, axis=1).sum())
+    x = np.empty((n_chains, n), dtype=np.int64)
+    step = max(1, (1 << 24) // (n * kmax))
+    for a in range(0, n_chains, step):
+        b = min(n_chains, a + step)
+        x[a:b] = np.argmax(logits[None] + rng.gumbel(size=(b - a, n, kmax)), axis=2)
+    return log_z0, x

@@ -13,6 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
 
+from ..parametrisation import CliqueLayout
+
 __all__ = ["all_states", "Enumerator", "MAX_ENUMERATION_STATES"]
 
 #: Largest number of joint states enumerated before refusing.
@@ -50,9 +52,7 @@ class Enumerator:
     """
 
     def __init__(self, cliques, n_states):
-        from ..model import _Layout
-
-        self.layout = _Layout(cliques, n_states)
+        self.layout = CliqueLayout(cliques, n_states)
         self.states = all_states(self.layout.n_states)
         n = self.states.shape[0]
         cols = np.concatenate([codes for _, codes in self.layout.iter_codes(self.states)], axis=1)

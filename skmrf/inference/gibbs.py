@@ -9,8 +9,9 @@ Binary pairwise models take a fast path (:class:`BinaryGibbsKernel`): the
 conditional log-odds of a colour class is one sparse-times-dense product on
 float32 states, compared with 24-bit uniforms (probabilities resolved to
 2^-24, far below Monte-Carlo error). Other models use
-the general path, which gathers every clique's table entries for each
-candidate state of the updated variable.
+the general path (:class:`GeneralGibbsKernel`), which gathers every clique's
+table entries for each candidate state of the updated variable. Every caller
+drives its chains through :func:`run_chains`.
 """
 
 from __future__ import annotations
@@ -19,9 +20,17 @@ import networkx as nx
 import numpy as np
 import scipy.sparse as sp
 
-from ..model import ConditionalPlan
+from ..utils._sklearn_compat import delayed
+from .conditionals import ConditionalPlan
 
-__all__ = ["BinaryGibbsKernel", "GibbsSampler", "colour_classes"]
+__all__ = [
+    "BinaryGibbsKernel",
+    "GeneralGibbsKernel",
+    "GibbsSampler",
+    "colour_classes",
+    "is_binary_pairwise",
+    "run_chains",
+]
 
 _TWO24 = np.float32(1 << 24)
 
@@ -47,35 +56,33 @@ class GibbsSampler:
     ----------
     model : DiscreteMRF
         The model; its parameters are read once, at construction.
+    kernel : {"auto", "binary", "general"}, default="auto"
+        ``"auto"`` takes :class:`BinaryGibbsKernel` for binary pairwise models and
+        :class:`GeneralGibbsKernel` otherwise; ``"general"`` forces the general path.
 
     Attributes
     ----------
     colours : list of ndarray
         The colour classes, updated in this order in each sweep.
+    kernel : BinaryGibbsKernel or GeneralGibbsKernel
+        The sweep kernel (see :func:`~skmrf.inference.run_chains`).
+    binary_pairwise : bool
+        Whether the fast binary kernel is used.
     """
 
-    def __init__(self, model):
-        lay = model._layout
+    def __init__(self, model, kernel="auto"):
+        if kernel not in ("auto", "binary", "general"):
+            raise ValueError(f"kernel must be 'auto', 'binary' or 'general'; got {kernel!r}.")
+        lay = model.layout
         self.n_states = model.n_states
         self.colours = colour_classes(model.graph)
-        self.full = lay.full_tables(model.theta)
-        self.binary_pairwise = bool(np.all(self.n_states == 2)) and all(len(c) <= 2 for c in lay.cliques)
+        self.binary_pairwise = is_binary_pairwise(lay) and kernel != "general"
+        if kernel == "binary" and not self.binary_pairwise:
+            raise ValueError("kernel='binary' needs binary variables and cliques of at most two variables.")
         if self.binary_pairwise:
-            self._init_binary(lay, model.theta)
+            self.kernel = BinaryGibbsKernel.from_layout(lay, model.theta, self.colours)
         else:
-            self._init_general(lay)
-
-    def _init_binary(self, lay, theta):
-        sizes = np.array([len(c) for c in lay.cliques])
-        pair = np.flatnonzero(sizes == 2)
-        uni = np.flatnonzero(sizes == 1)
-        unary = np.zeros(len(self.n_states))
-        unary[[lay.cliques[k][0] for k in uni]] = theta[lay.block_offsets[uni]]
-        edges = np.array([lay.cliques[k] for k in pair], dtype=np.int64).reshape(-1, 2)
-        self._kernel = BinaryGibbsKernel(unary, theta[lay.block_offsets[pair]], edges, self.colours)
-
-    def _init_general(self, lay):
-        self._plans = [ConditionalPlan(lay, u) for u in self.colours]
+            self.kernel = GeneralGibbsKernel(lay, model.theta, self.colours)
 
     def random_states(self, n_chains, rng) -> np.ndarray:
         """Uniformly random states, shape ``(n_chains, n_variables)``."""
@@ -95,14 +102,100 @@ class GibbsSampler:
         -------
         ndarray of shape (n_chains, n_variables), dtype int64
         """
-        if self.binary_pairwise:
-            k = self._kernel
-            return k.to_external(k.run(k.to_internal(states), n_sweeps, rng))
-        x = np.array(states, dtype=np.int64)
+        k = self.kernel
+        ((S, _),) = run_chains(k, [k.to_internal(states)], n_sweeps, [rng])
+        return k.to_external(S)
+
+
+def is_binary_pairwise(layout) -> bool:
+    """Whether every variable is binary and every clique has at most two variables."""
+    return bool(np.all(layout.n_states == 2)) and all(len(c) <= 2 for c in layout.cliques)
+
+
+def run_chains(kernel, starts, n_sweeps, rngs, *, beta=1.0, parallel=None, statistic=None, keep_states=True):
+    """Advance blocks of chains by ``n_sweeps`` sweeps each: the one chain driver.
+
+    Sampling, MCMC maximum likelihood and annealed importance sampling all run their chains
+    through this function.
+
+    Parameters
+    ----------
+    kernel : BinaryGibbsKernel or GeneralGibbsKernel
+    starts : list of ndarray
+        Blocks of chains in the kernel's internal layout (``kernel.to_internal``); advanced in
+        place when run in this process.
+    n_sweeps : int
+    rngs : list of numpy.random.Generator
+        One stream per block. Draw them up front (``rng.spawn(len(starts))``) so that the
+        result does not depend on how the blocks are scheduled.
+    beta : float, default=1.0
+        Inverse temperature of the interaction terms (unary terms unscaled), for annealing.
+    parallel : joblib.Parallel, optional
+        Runs one task per block; None runs them here, in order.
+    statistic : callable, optional
+        ``statistic(S)`` computed where the block ran, so only the summary travels back.
+    keep_states : bool, default=True
+        Return the blocks' final states (False saves sending them back from workers).
+
+    Returns
+    -------
+    list of (states or None, statistic or None)
+        One pair per block.
+    """
+    tasks = zip(starts, rngs)
+    if parallel is None:
+        return [_advance(kernel, S, n_sweeps, rng, beta, statistic, keep_states) for S, rng in tasks]
+    return parallel(delayed(_advance)(kernel, S, n_sweeps, rng, beta, statistic, keep_states) for S, rng in tasks)
+
+
+def _advance(kernel, S, n_sweeps, rng, beta, statistic, keep_states):
+    """Worker: one block of chains; a pure function of its arguments."""
+    S = kernel.run(S, n_sweeps, rng, beta=beta)
+    return (S if keep_states else None), (None if statistic is None else statistic(S))
+
+
+class GeneralGibbsKernel:
+    """Chromatic Gibbs sweeps for any numbers of states and cliques of any size.
+
+    States are int64 arrays of shape ``(n_chains, n_variables)`` (the internal layout is the
+    external one). Each colour class is redrawn from its full conditionals, gathered from
+    every clique's table entries for each candidate state (:class:`ConditionalPlan`).
+
+    Parameters
+    ----------
+    layout : skmrf.parametrisation.CliqueLayout
+    theta : ndarray of shape (n_params,)
+    colours : list of ndarray
+        Colour classes (a proper colouring of the graph).
+    """
+
+    def __init__(self, layout, theta, colours):
+        self.layout = layout
+        self.colours = colours
+        self.full = layout.full_tables(theta)
+        theta_unary, self.theta_interaction = layout.split_unary(theta)
+        self.full_unary = layout.full_tables(theta_unary)
+        self.full_interaction = layout.full_tables(self.theta_interaction)
+        self.plans = [ConditionalPlan(layout, u) for u in colours]
+
+    def to_internal(self, states):
+        """A new int64 copy of ``(n_chains, n_variables)`` states."""
+        return np.array(states, dtype=np.int64)
+
+    def to_external(self, S):
+        return S
+
+    def interaction_energy(self, S):
+        """Energy of the cliques of two or more variables for every chain, float64."""
+        return self.layout.energy(S, self.theta_interaction)
+
+    def run(self, S, n_sweeps, rng, beta=1.0):
+        """Run ``n_sweeps`` sweeps in place on ``S``; ``beta`` scales the interaction terms."""
+        full = self.full if beta == 1.0 else self.full_unary + beta * self.full_interaction
         for _ in range(n_sweeps):
-            for u, plan in zip(self.colours, self._plans):
-                x[:, u] = plan.draw(self.full, x, rng)
-        return x
+            for u, plan in zip(self.colours, self.plans):
+                S[:, u] = plan.draw(full, S, rng)
+        return S
 
 
 class BinaryGibbsKernel:
@@ -152,7 +245,18 @@ class BinaryGibbsKernel:
     def to_external(self, S):
         return S[self.inv].T.astype(np.int64)
 
-    def pair_energy(self, S):
+    @classmethod
+    def from_layout(cls, layout, theta, colours):
+        """The kernel of a binary pairwise model given in the package's parametrisation."""
+        sizes = np.array([len(c) for c in layout.cliques])
+        pair = np.flatnonzero(sizes == 2)
+        uni = np.flatnonzero(sizes == 1)
+        unary = np.zeros(len(layout.n_states))
+        unary[[layout.cliques[k][0] for k in uni]] = theta[layout.block_offsets[uni]]
+        edges = np.array([layout.cliques[k] for k in pair], dtype=np.int64).reshape(-1, 2)
+        return cls(unary, theta[layout.block_offsets[pair]], edges, colours)
+
+    def interaction_energy(self, S):
         """``sum_(i,j) theta_ij x_i x_j`` of every chain (internal states ``S``), float64."""
         return 0.5 * np.einsum("vc,vc->c", S, self.W @ S, dtype=np.float64)
 

@@ -328,8 +328,8 @@ class JunctionTree:
         Parameters
         ----------
         full : ndarray
-            Flat log-potential tables, see ``skmrf.model._Layout``.
-        layout : skmrf.model._Layout
+            Flat log-potential tables, see :class:`skmrf.parametrisation.CliqueLayout`.
+        layout : skmrf.parametrisation.CliqueLayout
         evidence : dict {variable: state}, optional
             Observed values; the result is then conditioned on them and
             ``log_z`` is the log of the unnormalised evidence mass.

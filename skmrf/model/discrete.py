@@ -1,0 +1,213 @@
+"""The discrete MRF normalised with respect to zero (see :mod:`skmrf.parametrisation`)."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import networkx as nx
+import numpy as np
+
+from ..graphs import MRFGraph, resolve_graph
+from ..inference.conditionals import ConditionalPlan
+from ..inference.gibbs import GibbsSampler
+from ..inference.junction_tree import JunctionTree
+from ..parametrisation import CliqueLayout
+from ..utils.validation import check_generator
+
+__all__ = ["DiscreteMRF"]
+
+
+class DiscreteMRF:
+    """A discrete Markov random field normalised with respect to zero.
+
+    Parameters
+    ----------
+    graph : MRFGraph or any graph form accepted by :func:`skmrf.graphs.resolve_graph`
+        The structure; resolved against ``len(n_states)`` variables.
+    n_states : int or array-like of int
+        Number of states of each variable (at least 2; an int means all).
+    theta : array-like of shape (n_params,), optional
+        Parameters, blocks in :attr:`cliques` order, each block C-order over
+        the non-zero states. Zero (the uniform distribution) if omitted.
+    n_variables : int, optional
+        Needed only when ``n_states`` is an int and ``graph`` is not an
+        :class:`~skmrf.graphs.MRFGraph`.
+
+    Attributes
+    ----------
+    graph : MRFGraph
+    cliques : tuple of tuple of int
+        The potential blocks, in parameter order.
+    n_states : ndarray of shape (n_variables,)
+    theta : ndarray of shape (n_params,)
+    layout : skmrf.parametrisation.CliqueLayout
+        Index bookkeeping of the blocks and full tables.
+
+    Examples
+    --------
+    >>> from skmrf.model import DiscreteMRF
+    >>> m = DiscreteMRF([(0, 1)], n_states=2, n_variables=2, theta=[0.5, -0.2, 1.0])
+    >>> m.cliques
+    ((0,), (1,), (0, 1))
+    >>> round(float(m.log_partition()), 6)
+    1.965257
+    """
+
+    def __init__(self, graph, n_states, theta=None, n_variables=None):
+        if np.ndim(n_states) == 0:
+            if n_variables is None:
+                if isinstance(graph, MRFGraph):
+                    n_variables = graph.n_variables
+                elif isinstance(graph, nx.Graph):
+                    n_variables = graph.number_of_nodes()
+                else:
+                    raise ValueError("Give n_variables or one n_states per variable.")
+            n_states = np.full(n_variables, n_states)
+        n_states = np.asarray(n_states, dtype=np.int64)
+        if n_states.ndim != 1 or np.any(n_states < 1):
+            raise ValueError("n_states must be positive integers, one per variable.")
+        self.n_states = n_states
+        self.graph = resolve_graph(graph, len(n_states))
+        self.layout = CliqueLayout(self.graph.cliques, n_states)
+        if theta is None:
+            theta = np.zeros(self.layout.n_params)
+        theta = np.array(theta, dtype=np.float64)
+        if theta.shape != (self.layout.n_params,):
+            raise ValueError(f"theta has shape {theta.shape}; this model has {self.layout.n_params} parameters.")
+        if not np.all(np.isfinite(theta)):
+            raise ValueError("theta contains NaN or inf.")
+        self.theta = theta
+
+    # -- structure ---------------------------------------------------------
+    @property
+    def cliques(self):
+        return self.graph.cliques
+
+    @property
+    def n_variables(self) -> int:
+        return len(self.n_states)
+
+    @property
+    def n_params(self) -> int:
+        return self.layout.n_params
+
+    def _clique_index(self, clique) -> int:
+        key = tuple(sorted(int(i) for i in clique))
+        try:
+            return self._clique_lookup[key]
+        except KeyError:
+            raise ValueError(f"{tuple(clique)!r} is not a clique of this model.") from None
+
+    @cached_property
+    def _clique_lookup(self):
+        return {c: i for i, c in enumerate(self.cliques)}
+
+    def potential(self, clique):
+        """The parameter block of ``clique``, axes in sorted variable order.
+
+        Returns a view: writing into it changes :attr:`theta`.
+        """
+        k = self._clique_index(clique)
+        lo, hi = self.layout.block_offsets[k], self.layout.block_offsets[k + 1]
+        return self.theta[lo:hi].reshape(self.layout.block_shapes[k])
+
+    def get_junction_tree(self, max_bytes=None):
+        """The :class:`~skmrf.inference.JunctionTree` of this structure, built once.
+
+        Raises :class:`~skmrf.inference.TreewidthError` (a ``ValueError``)
+        when exact inference would exceed ``max_bytes`` (default 2 GiB); on a
+        graph far too wide this is found early in the elimination.
+        """
+        tree = self.__dict__.get("_junction_tree")
+        if tree is None:
+            tree = JunctionTree(self.n_states, self.cliques, max_bytes=max_bytes)
+            self._junction_tree = tree
+        tree.check_memory(max_bytes)
+        return tree
+
+    @property
+    def junction_tree(self):
+        """The junction tree within the default memory budget (see :meth:`get_junction_tree`)."""
+        return self.get_junction_tree()
+
+    @property
+    def treewidth(self) -> int:
+        """Treewidth of the elimination order used by :attr:`junction_tree`."""
+        return self.junction_tree.treewidth
+
+    # -- statistics --------------------------------------------------------
+    def sufficient_statistics(self, X):
+        """Feature counts ``sum_n phi(x_n)`` of integer data X (int64, one pass)."""
+        X = np.asarray(X)
+        return self.layout.table_counts(X)[self.layout.theta_pos]
+
+    # -- inference ---------------------------------------------------------
+    def calibrate(self, evidence=None, max_bytes=None):
+        """Calibrate the junction tree at the current parameters.
+
+        Returns
+        -------
+        skmrf.inference.junction_tree.Calibration
+        """
+        return self.get_junction_tree(max_bytes).calibrate(
+            self.layout.full_tables(self.theta), self.layout, evidence=evidence, max_bytes=max_bytes
+        )
+
+    def log_partition(self) -> float:
+        """``log Z`` by the junction tree."""
+        return self.calibrate().log_z
+
+    def marginals(self) -> dict:
+        """Joint marginal table of every clique, ``{clique: array of shape (K_i for i in c)}``."""
+        flat = self.calibrate().clique_marginals()
+        lay = self.layout
+        return {
+            c: flat[lay.table_offsets[k] : lay.table_offsets[k + 1]].reshape(lay.table_shapes[k])
+            for k, c in enumerate(self.cliques)
+        }
+
+    def expected_statistics(self):
+        """Model expectation of the features, ``E[phi(x)]`` (the gradient of ``log Z``)."""
+        return self.calibrate().clique_marginals()[self.layout.theta_pos]
+
+    def log_prob(self, X):
+        """Exact log-probability of every row of integer data X."""
+        X = np.asarray(X)
+        return self.layout.energy(X, self.theta) - self.log_partition()
+
+    def log_pseudo_likelihood(self, X):
+        """``sum_i log p(x_i | x_-i)`` for every row of integer data X (Besag)."""
+        X = np.asarray(X)
+        plan = ConditionalPlan(self.layout, np.arange(self.n_variables))
+        return plan.log_conditionals(self.layout.full_tables(self.theta), X).sum(axis=1)
+
+    def sample(self, n_samples, random_state=None, method="gibbs", n_sweeps=200):
+        """Draw samples.
+
+        Parameters
+        ----------
+        n_samples : int
+        random_state : int, RandomState or Generator, optional
+        method : {"gibbs", "exact"}
+            ``"exact"``: forward sampling on the calibrated junction tree
+            (independent exact draws). ``"gibbs"``: ``n_samples`` independent
+            chains from uniform random states, each run ``n_sweeps`` sweeps of
+            the chromatic Gibbs sampler.
+        n_sweeps : int, default=200
+            Sweeps per Gibbs chain.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_variables), dtype int64
+        """
+        rng = check_generator(random_state)
+        if method == "exact":
+            return self.calibrate().sample(n_samples, rng)
+        if method == "gibbs":
+            sampler = GibbsSampler(self)
+            states = sampler.random_states(n_samples, rng)
+            return sampler.run(states, n_sweeps, rng)
+        raise ValueError(f"method must be 'gibbs' or 'exact'; got {method!r}.")
+
+    def __repr__(self):
+        return f"DiscreteMRF(n_variables={self.n_variables}, n_cliques={len(self.cliques)}, n_params={self.n_params})"

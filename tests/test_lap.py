@@ -11,11 +11,11 @@ from skmrf.estimators.lap import (
     LAPEstimator,
     NeighbourhoodTooLargeError,
     auxiliary_factors,
-    fit_auxiliary_batch,
 )
 from skmrf.graphs import resolve_graph
 from skmrf.inference.enumerate import Enumerator
 from skmrf.model import DiscreteMRF
+from skmrf.solvers import batched_newton
 
 from . import brute_force as bf
 from .test_exact import tree_closed_form
@@ -103,7 +103,7 @@ def test_batched_newton_matches_enumerated_ml_with_several_contexts():
     enum = Enumerator(resolve_graph(cliques, 4).cliques, [2, 3, 2, 2])
     rng = np.random.default_rng(0)
     freq = rng.dirichlet(np.ones(enum.states.shape[0]), size=5)
-    theta, n_iter, conv = fit_auxiliary_batch(enum.features[None], freq[:, None, :], 0.01, tol=1e-12)
+    theta, n_iter, conv = batched_newton(enum.features[None], freq[:, None, :], 0.01, tol=1e-12)
     assert conv.all()
     model = DiscreteMRF(cliques, [2, 3, 2, 2])
     for b in range(5):

@@ -12,50 +12,20 @@ from ..graphs import MRFGraph, resolve_graph
 from ..inference.ais import annealed_importance_sampling
 from ..inference.junction_tree import TreewidthError
 from ..model import DiscreteMRF
+from ..utils._docstrings import DOCS
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
 from ..utils.validation import check_generator, check_states
 
-__all__ = [
-    "BaseDiscreteMRF",
-    "MAX_TABLE_SIZE",
-    "GRAPH_DOC",
-    "N_STATES_DOC",
-    "SCORE_METHOD_DOC",
-    "AIS_CHAINS",
-    "AIS_STEPS",
-]
+__all__ = ["AIS_CHAINS", "AIS_STEPS", "BaseDiscreteMRF", "MAX_TABLE_SIZE"]
 
 #: Largest joint-state table of a single clique (entries) before ``fit`` refuses.
 MAX_TABLE_SIZE = 1 << 24
 
-GRAPH_DOC = """graph : networkx.Graph, list of tuples, array-like, sparse matrix or str, default="chain"
-        The structure: a networkx graph (nodes map to columns in
-        ``list(G.nodes)`` order, or by name for a DataFrame), a list of edges
-        or cliques of any size, a square adjacency matrix, or one of
-        ``"chain"``, ``"complete"``, ``"grid:RxC"``. Resolved in ``fit`` into
-        ``graph_``."""
-
-N_STATES_DOC = """n_states : "auto", int or array-like of int, default="auto"
-        States per variable. ``"auto"`` takes ``max + 1`` of each column in
-        the training data (at least 2); give it explicitly when the training
-        data may miss a state that later data takes."""
-
+# Transitional names for mcmc.py until it moves to fill_doc (#9).
+GRAPH_DOC, N_STATES_DOC, SCORE_METHOD_DOC = DOCS["graph"], DOCS["n_states"], DOCS["score_method"]
 
 #: Chains and annealing steps of ``score_method="ais"``.
 AIS_CHAINS, AIS_STEPS = 100, 1000
-
-SCORE_METHOD_DOC = """score_method : {"auto", "exact", "pseudo", "ais"}, default="auto"
-        How :meth:`score_samples` scores. ``"exact"``: the log-likelihood,
-        with ``log Z`` from the junction tree (``fit`` raises
-        ``TreewidthError`` when it exceeds ``max_bytes``). ``"pseudo"``: the
-        log pseudo-likelihood ``sum_i log p(x_i | x_-i)`` (not a
-        log-likelihood). ``"ais"``: the log-likelihood with ``log Z``
-        estimated by annealed importance sampling (100 chains, 1000 steps,
-        seeded by ``random_state``; standard error in
-        ``log_partition_std_``), for graphs too wide for the junction tree.
-        ``"auto"``: ``"exact"`` when the junction tree fits, else
-        ``"pseudo"`` (AIS is random and costs ``10^5`` Gibbs sweeps, so it is
-        only used when asked for)."""
 
 
 class BaseDiscreteMRF(DensityMixin, BaseEstimator):

@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
-import time
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.optimize import minimize
-from sklearn.exceptions import ConvergenceWarning
 
+from ..solvers import THETA_BOUND, minimize_in_box, projected_max, warn_if_not_converged
+from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
-from ._base import GRAPH_DOC, N_STATES_DOC, BaseDiscreteMRF
+from ..utils._verbose import ProgressLog
+from ._base import BaseDiscreteMRF
 
-__all__ = ["ExactMaxLikelihood", "THETA_BOUND"]
+__all__ = ["ExactMaxLikelihood", "exact_hessian", "fit_max_likelihood"]
 
-#: Box bound on every parameter: where the maximum-likelihood estimate does not
-#: exist (a state never observed, a constant column) the fit is clipped here.
-THETA_BOUND = 30.0
 #: Newton polish (exact Hessian) only for models with at most this many parameters.
 NEWTON_MAX_PARAMS = 1000
 NEWTON_STEPS = 8
 
 
 def fit_max_likelihood(model, mean_stats, alpha, max_iter, tol, max_bytes=None, callback=None):
-    """Minimise ``log Z(theta) - theta . s + alpha/2 ||theta||^2`` by L-BFGS-B.
+    """Minimise ``log Z(theta) - theta . s + alpha/2 ||theta||^2`` by L-BFGS-B, then Newton.
 
     Parameters
     ----------
@@ -33,56 +30,53 @@ def fit_max_likelihood(model, mean_stats, alpha, max_iter, tol, max_bytes=None, 
     mean_stats : ndarray of shape (n_params,)
         Empirical feature means ``s``.
     alpha : float
+        Ridge penalty.
     max_iter : int
+        Maximum L-BFGS iterations.
     tol : float
         Stop when the largest projected-gradient component is below ``tol``.
         If L-BFGS stalls above it, up to ``NEWTON_STEPS`` Newton steps with
         the exact Hessian follow (models with at most ``NEWTON_MAX_PARAMS``
         parameters).
     max_bytes : int, optional
+        Memory budget of one junction-tree calibration.
     callback : callable, optional
         Called as ``callback(iteration, objective, grad_max)``.
 
     Returns
     -------
-    result : scipy.optimize.OptimizeResult
-        ``nit`` counts L-BFGS iterations plus Newton steps.
+    n_iter : int
+        L-BFGS iterations plus Newton steps.
     grad_max : float
         Largest projected-gradient component at the solution.
     """
     tree, layout = model.get_junction_tree(max_bytes), model.layout
-    state = {"it": 0, "f": np.nan, "g": np.nan}
 
     def objective(theta):
         cal = tree.calibrate(layout.full_tables(theta), layout, max_bytes=max_bytes)
         mu = cal.clique_marginals()[layout.theta_pos]
         f = cal.log_z - theta @ mean_stats + 0.5 * alpha * theta @ theta
         g = mu - mean_stats + alpha * theta
-        state["f"], state["g"] = f, _projected_max(theta, g)
         return f, g
 
-    def on_iter(intermediate_result):
-        state["it"] += 1
-        if callback is not None:
-            callback(state["it"], state["f"], state["g"])
-
-    res = minimize(
-        objective,
-        model.theta,
-        jac=True,
-        method="L-BFGS-B",
-        bounds=[(-THETA_BOUND, THETA_BOUND)] * len(model.theta),
-        callback=on_iter,
-        options={"maxiter": max_iter, "gtol": tol, "ftol": 0.0, "maxcor": 20},
-    )
-    theta = res.x
-    _, g = objective(theta)
-    # L-BFGS stalls near |grad| ~ 1e-9 (the line search meets float64's
-    # precision on the objective); Newton steps on the gradient finish the
-    # job for models small enough for an exact Hessian.
+    theta, _, g, n_iter = minimize_in_box(objective, model.theta, max_iter, tol, callback)
     n_newton = 0
-    for _ in range(NEWTON_STEPS if res.nit < max_iter else 0):
-        if _projected_max(theta, g) <= tol or len(theta) > NEWTON_MAX_PARAMS:
+    if n_iter < max_iter:
+        theta, g, n_newton = _newton_polish(model, objective, theta, g, alpha, tol, max_bytes)
+    model.theta = theta
+    return n_iter + n_newton, projected_max(theta, g)
+
+
+def _newton_polish(model, objective, theta, g, alpha, tol, max_bytes):
+    """Newton steps with the exact Hessian while they reduce the gradient.
+
+    L-BFGS stalls near ``|grad| ~ 1e-9`` (the line search meets float64's precision on the
+    objective); Newton steps on the gradient finish the job for models small enough for an
+    exact Hessian. Returns the point, its gradient and the number of steps taken.
+    """
+    n_newton = 0
+    for _ in range(NEWTON_STEPS):
+        if projected_max(theta, g) <= tol or len(theta) > NEWTON_MAX_PARAMS:
             break
         if np.any(np.abs(theta) >= THETA_BOUND):
             break
@@ -90,13 +84,11 @@ def fit_max_likelihood(model, mean_stats, alpha, max_iter, tol, max_bytes=None, 
         step = np.linalg.lstsq(H, -g, rcond=None)[0]
         new = np.clip(theta + step, -THETA_BOUND, THETA_BOUND)
         _, g_new = objective(new)
-        if _projected_max(new, g_new) >= _projected_max(theta, g):
+        if projected_max(new, g_new) >= projected_max(theta, g):
             break
         theta, g = new, g_new
         n_newton += 1
-    model.theta = theta
-    res.nit += n_newton
-    return res, _projected_max(theta, g)
+    return theta, g, n_newton
 
 
 def exact_hessian(model, theta, max_bytes=None):
@@ -120,12 +112,6 @@ def exact_hessian(model, theta, max_bytes=None):
     return 0.5 * (H + H.T)
 
 
-def _projected_max(theta, g):
-    """Largest gradient component that the box bounds do not block."""
-    blocked = ((theta <= -THETA_BOUND) & (g > 0)) | ((theta >= THETA_BOUND) & (g < 0))
-    return float(np.max(np.abs(np.where(blocked, 0.0, g)), initial=0.0))
-
-
 def _warn_if_no_mle(model, counts):
     """Warn when an empirical clique table has an empty cell: no MLE exists then."""
     lay = model.layout
@@ -143,6 +129,7 @@ def _warn_if_no_mle(model, counts):
         )
 
 
+@fill_doc
 class ExactMaxLikelihood(BaseDiscreteMRF):
     """Maximum-likelihood MRF parameters with exact junction-tree inference.
 
@@ -154,8 +141,8 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
 
     Parameters
     ----------
-    {graph}
-    {n_states}
+    %(graph)s
+    %(n_states)s
     alpha : float, default=0.0
         Ridge penalty ``alpha / 2 * ||theta||^2`` added to the negative mean
         log-likelihood.
@@ -165,7 +152,7 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
         Convergence when no gradient component exceeds ``tol`` (the largest
         gap between a model and an empirical clique marginal, plus the ridge
         term).
-    score_method : {{"auto", "exact", "pseudo"}}, default="auto"
+    score_method : {"auto", "exact", "pseudo"}, default="auto"
         How :meth:`score_samples` scores (exact whenever the fit is possible).
     max_bytes : int, default=None
         Memory budget of one junction-tree calibration (default 2 GiB);
@@ -273,32 +260,19 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
         Xi = self._validate_fit_data(X)
         model = self.model_
         model.get_junction_tree(self.max_bytes)
-        lay = model.layout
-        counts = lay.table_counts(Xi)
-        mean_stats = counts[lay.theta_pos] / Xi.shape[0]
-        if self.alpha == 0:
+        counts = model.layout.table_counts(Xi)
+        diverges = self.alpha == 0 and bool(np.any(counts == 0))
+        if diverges:
             _warn_if_no_mle(model, counts)
-        start = time.perf_counter()
-        name = type(self).__name__
+        log = ProgressLog(type(self).__name__, self.verbose)
 
         def report(it, f, g):
-            if self.verbose:
-                print(
-                    "[%s] Iteration %d, negative log-likelihood = %.8f, max |grad| = %.2e, time = %.2fs"
-                    % (name, it, f, g, time.perf_counter() - start)
-                )
+            log("Iteration %d, negative log-likelihood = %.8f, max |grad| = %.2e", it, f, g)
 
-        res, gmax = fit_max_likelihood(model, mean_stats, self.alpha, self.max_iter, self.tol, self.max_bytes, report)
-        self.n_iter_ = int(res.nit)
-        if gmax > self.tol and not (self.alpha == 0 and np.any(counts == 0)):
-            warnings.warn(
-                f"{name} did not converge in {self.n_iter_} iterations: the largest gradient "
-                f"component is {gmax:.2e} > tol={self.tol:g}. Increase max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        mean_stats = counts[model.layout.theta_pos] / Xi.shape[0]
+        self.n_iter_, gmax = fit_max_likelihood(
+            model, mean_stats, self.alpha, self.max_iter, self.tol, self.max_bytes, report
+        )
+        warn_if_not_converged(type(self).__name__, self.n_iter_, gmax, self.tol, self.max_iter, diverges, stacklevel=3)
         self._resolve_score_method()
         return self
-
-
-ExactMaxLikelihood.__doc__ = ExactMaxLikelihood.__doc__.format(graph=GRAPH_DOC, n_states=N_STATES_DOC)

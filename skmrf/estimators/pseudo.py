@@ -10,20 +10,20 @@ records, with no Python loop over rows or variables.
 
 from __future__ import annotations
 
-import time
-import warnings
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.optimize import minimize
+from joblib import effective_n_jobs
 from scipy.special import logsumexp
-from sklearn.exceptions import ConvergenceWarning
 
 from ..data import distinct_projections
+from ..solvers import minimize_in_box, projected_max, warn_if_not_converged
+from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, Parallel, _fit_context, delayed
-from ._base import GRAPH_DOC, N_STATES_DOC, SCORE_METHOD_DOC, BaseDiscreteMRF
-from .exact import THETA_BOUND
+from ..utils._verbose import ProgressLog
+from ._base import BaseDiscreteMRF
 
 __all__ = ["PseudoLikelihoodEstimator", "PseudoLikelihoodObjective"]
 
@@ -135,6 +135,7 @@ def _pl_chunk(full, pos, summer, x_own, invalid, weight, n_table):
     return f, np.bincount(pos.ravel(), weights=g.ravel(), minlength=n_table)
 
 
+@fill_doc
 class PseudoLikelihoodEstimator(BaseDiscreteMRF):
     """Maximum pseudo-likelihood MRF parameters (Besag, 1975).
 
@@ -145,8 +146,8 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
 
     Parameters
     ----------
-    {graph}
-    {n_states}
+    %(graph)s
+    %(n_states)s
     alpha : float, default=0.0
         Ridge penalty ``alpha / 2 * ||theta||^2`` added to the negative mean
         pseudo-log-likelihood.
@@ -159,7 +160,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         (``None`` means 1; ``-1`` all processors). The objective is evaluated
         hundreds of times, so only a thread pool, opened once per fit, pays
         off; a user's ``joblib.parallel_config`` still applies.
-    {score_method}
+    %(score_method)s
     max_bytes : int, default=None
         Memory budget of the junction tree used for exact scoring.
     random_state : int, RandomState instance or None, default=None
@@ -204,8 +205,8 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
 
     .. math::
 
-        -\\frac{{1}}{{N}} \\sum_{{n=1}}^N \\sum_{{m=1}}^M \\log p(x_{{mn}} | x_{{-mn}}, \\theta)
-        + \\frac{{\\alpha}}{{2}} \\|\\theta\\|^2
+        -\\frac{1}{N} \\sum_{n=1}^N \\sum_{m=1}^M \\log p(x_{mn} | x_{-mn}, \\theta)
+        + \\frac{\\alpha}{2} \\|\\theta\\|^2
 
     (LAP paper, Eq. 6). The full conditional of ``x_m`` depends on the data
     only through ``x_m`` and its Markov blanket, so the rows are compressed
@@ -281,67 +282,27 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         -------
         self : PseudoLikelihoodEstimator
         """
-        from joblib import effective_n_jobs
-
         Xi = self._validate_fit_data(X)
         model = self.model_
         n_jobs = effective_n_jobs(self.n_jobs)
         obj = PseudoLikelihoodObjective(model.layout, self.graph_, Xi, self.alpha, n_chunks=n_jobs)
         self.n_records_ = obj.n_records
-        name = type(self).__name__
-        start = time.perf_counter()
-        state = {"it": 0, "f": np.nan, "g": np.nan}
-        bounds = [(-THETA_BOUND, THETA_BOUND)] * model.n_params
+        log = ProgressLog(type(self).__name__, self.verbose)
+
+        def report(it, f, g):
+            log("Iteration %d, negative pseudo-log-likelihood = %.8f, max |grad| = %.2e", it, f, g)
 
         with Parallel(n_jobs=n_jobs, prefer="threads", verbose=max(0, self.verbose - 1)) as parallel:
-
-            def fun(theta):
-                f, g = obj(theta, parallel if n_jobs > 1 else None)
-                state["f"], state["g"] = f, _projected_max(theta, g)
-                return f, g
-
-            def on_iter(intermediate_result):
-                state["it"] += 1
-                if self.verbose:
-                    print(
-                        "[%s] Iteration %d, negative pseudo-log-likelihood = %.8f, max |grad| = %.2e, "
-                        "time = %.2fs" % (name, state["it"], state["f"], state["g"], time.perf_counter() - start)
-                    )
-
-            res = minimize(
-                fun,
+            theta, f, g, self.n_iter_ = minimize_in_box(
+                partial(obj, parallel=parallel if n_jobs > 1 else None),
                 np.zeros(model.n_params),
-                jac=True,
-                method="L-BFGS-B",
-                bounds=bounds,
-                callback=on_iter,
-                options={"maxiter": self.max_iter, "gtol": self.tol, "ftol": 0.0, "maxcor": 20},
+                self.max_iter,
+                self.tol,
+                report,
             )
-            f, g = fun(res.x)
-        model.theta = res.x
-        self.n_iter_ = int(res.nit)
-        self.pseudo_log_likelihood_ = float(-(f - 0.5 * self.alpha * res.x @ res.x))
-        gmax = _projected_max(res.x, g)
-        # L-BFGS may stop on a line-search failure above tol once the objective
-        # is flat to float64 precision (typically near a divergent direction when
-        # alpha = 0); only warn when out of iterations or clearly off.
-        if gmax > self.tol and (self.n_iter_ >= self.max_iter or gmax > 1e-5):
-            warnings.warn(
-                f"{name} did not converge in {self.n_iter_} iterations: the largest gradient "
-                f"component is {gmax:.2e} > tol={self.tol:g}. Increase max_iter or tol.",
-                ConvergenceWarning,
-                stacklevel=3,
-            )
+        model.theta = theta
+        self.pseudo_log_likelihood_ = float(-(f - 0.5 * self.alpha * theta @ theta))
+        gmax = projected_max(theta, g)
+        warn_if_not_converged(type(self).__name__, self.n_iter_, gmax, self.tol, self.max_iter, stacklevel=3)
         self._resolve_score_method(self.random_state)
         return self
-
-
-def _projected_max(theta, g):
-    """Largest gradient component that the box bounds do not block."""
-    blocked = ((theta <= -THETA_BOUND) & (g > 0)) | ((theta >= THETA_BOUND) & (g < 0))
-    return float(np.max(np.abs(np.where(blocked, 0.0, g)), initial=0.0))
-
-
-PseudoLikelihoodEstimator.__doc__ = PseudoLikelihoodEstimator.__doc__.format(
-    score_method=SCORE_METHOD_DOC, graph=GRAPH_DOC, n_states=N_STATES_DOC
-)

@@ -23,10 +23,7 @@ import numpy as np  # noqa: E402
 
 from skmrf import grid_graph  # noqa: E402
 from skmrf.inference.gibbs import BinaryGibbsKernel, GibbsSampler, colour_classes  # noqa: E402
-from skmrf.model import (
-    DiscreteMRF,  # noqa: E402
-    ising_to_binary,  # noqa: E402
-)
+from skmrf.model import DiscreteMRF, ising_to_binary  # noqa: E402
 
 TARGET = 5e7
 

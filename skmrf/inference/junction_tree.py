@@ -149,6 +149,89 @@ def _eliminate(neighbours, order) -> dict:
     return cliques
 
 
+def _adjacency(n, cliques):
+    """Neighbour sets of variables ``0..n-1`` in the graph of ``cliques``."""
+    nbrs = [set() for _ in range(n)]
+    for c in cliques:
+        for i in c:
+            nbrs[i].update(c)
+    for i in range(n):
+        nbrs[i].discard(i)
+    return nbrs
+
+
+def _choose_order(nbrs, n_states, order, heuristic, max_bytes):
+    """The elimination order (given, or the cheapest greedy one) and its elimination cliques."""
+    n = len(nbrs)
+    if order is not None:
+        order = [int(v) for v in order]
+        if sorted(order) != list(range(n)):
+            raise ValueError("order must be a permutation of the variables.")
+        return order, _eliminate(nbrs, order)
+    # One table may take at most half the budget (beliefs + a temporary).
+    limit = (DEFAULT_MAX_BYTES if max_bytes is None else max_bytes) / 16
+    found, errors = [], []
+    for h in ("min_degree", "min_fill") if heuristic == "auto" else (heuristic,):
+        if h == "min_fill" and heuristic == "auto" and errors and n > _MIN_FILL_RETRY_MAX:
+            break  # min-degree already failed; min-fill would take long to fail too
+        try:
+            found.append(_greedy(nbrs, h, n_states, limit))
+        except TreewidthError as exc:
+            errors.append(exc)
+    if not found:
+        raise errors[-1]
+    order, elim, _ = min(found, key=lambda r: r[2])
+    return order, elim
+
+
+def _tree_from_elimination(order, elim):
+    """Junction-tree nodes and parents from an elimination order and its cliques.
+
+    A clique's parent is that of its first-eliminated neighbour (the elimination tree); a
+    clique contained in a child's clique is merged into it.
+    """
+    pos = {v: i for i, v in enumerate(order)}
+    eparent = {}
+    for v in order:
+        nb = elim[v] - {v}
+        eparent[v] = min(nb, key=lambda u: pos[u]) if nb else None
+    rep = {u: u for u in order}
+    children = {v: [] for v in order}
+    for v in order:
+        if eparent[v] is not None:
+            children[eparent[v]].append(v)
+    for u in order:  # children are eliminated (and resolved) before u
+        for v in children[u]:
+            if len(elim[v]) == len(elim[u]) + 1:
+                rep[u] = rep[v]
+                break
+    node_ids = {}
+    for v in order:
+        if rep[v] == v:
+            node_ids[v] = len(node_ids)
+    nodes = [tuple(sorted(elim[v])) for v in node_ids]
+    node_of = {v: node_ids[rep[v]] for v in order}
+    parent = np.full(len(nodes), -1, dtype=np.int64)
+    for v in order:
+        p = eparent[v]
+        if p is not None and node_of[v] != node_of[p]:
+            parent[node_of[v]] = node_of[p]
+    return nodes, parent
+
+
+def _assign_cliques(nodes, sizes, cliques, n):
+    """The node holding each model clique: the smallest node containing it (cheapest to
+    marginalise); the node of its first-eliminated variable always does."""
+    holders = [set() for _ in range(n)]
+    for k, nd in enumerate(nodes):
+        for v in nd:
+            holders[v].add(k)
+    return np.array(
+        [min(set.intersection(*(holders[v] for v in c)), key=lambda k: (sizes[k], k)) for c in cliques],
+        dtype=np.int64,
+    )
+
+
 class JunctionTree:
     """Junction tree of a discrete MRF with given cliques.
 
@@ -187,77 +270,13 @@ class JunctionTree:
 
     def __init__(self, n_states, cliques, order=None, heuristic="auto", max_bytes=None):
         self.n_states = np.asarray(n_states, dtype=np.int64)
-        n = len(self.n_states)
-        nbrs = [set() for _ in range(n)]
-        for c in cliques:
-            for i in c:
-                nbrs[i].update(c)
-        for i in range(n):
-            nbrs[i].discard(i)
-        if order is None:
-            # One table may take at most half the budget (beliefs + a temporary).
-            limit = (DEFAULT_MAX_BYTES if max_bytes is None else max_bytes) / 16
-            found, errors = [], []
-            for h in ("min_degree", "min_fill") if heuristic == "auto" else (heuristic,):
-                if h == "min_fill" and heuristic == "auto" and errors and n > _MIN_FILL_RETRY_MAX:
-                    break  # min-degree already failed; min-fill would take long to fail too
-                try:
-                    found.append(_greedy(nbrs, h, self.n_states, limit))
-                except TreewidthError as exc:
-                    errors.append(exc)
-            if not found:
-                raise errors[-1]
-            order, elim, _ = min(found, key=lambda r: r[2])
-        else:
-            order = [int(v) for v in order]
-            if sorted(order) != list(range(n)):
-                raise ValueError("order must be a permutation of the variables.")
-            elim = _eliminate(nbrs, order)
-        pos = np.empty(n, dtype=np.int64)
-        pos[order] = np.arange(n)
-
-        # The elimination tree: a clique's parent is that of its first-eliminated neighbour.
-        eparent = {}
-        for v in order:
-            nb = elim[v] - {v}
-            eparent[v] = min(nb, key=lambda u: pos[u]) if nb else None
-        # Merge a clique into a child clique that contains it.
-        rep = {}
-        for u in order:
-            rep[u] = u
-        children = {v: [] for v in order}
-        for v in order:
-            if eparent[v] is not None:
-                children[eparent[v]].append(v)
-        for u in order:  # children are eliminated (and resolved) before u
-            for v in children[u]:
-                if len(elim[v]) == len(elim[u]) + 1:
-                    rep[u] = rep[v]
-                    break
-        node_ids = {}
-        for v in order:
-            if rep[v] == v:
-                node_ids[v] = len(node_ids)
-        self.nodes = [tuple(sorted(elim[v])) for v in node_ids]
-        node_of = {v: node_ids[rep[v]] for v in order}
-        self.parent = np.full(len(self.nodes), -1, dtype=np.int64)
-        for v in order:
-            p = eparent[v]
-            if p is not None and node_of[v] != node_of[p]:
-                self.parent[node_of[v]] = node_of[p]
+        nbrs = _adjacency(len(self.n_states), cliques)
+        order, elim = _choose_order(nbrs, self.n_states, order, heuristic, max_bytes)
+        self.nodes, self.parent = _tree_from_elimination(order, elim)
         self.schedule = self._collect_order()
         self.shapes = [tuple(int(self.n_states[i]) for i in nd) for nd in self.nodes]
         sizes = [int(np.prod(s)) for s in self.shapes]
-        # Each model clique goes to the smallest node containing it (cheapest
-        # to marginalise); the node of its first-eliminated variable always does.
-        holders = [set() for _ in range(n)]
-        for k, nd in enumerate(self.nodes):
-            for v in nd:
-                holders[v].add(k)
-        self.assign = np.array(
-            [min(set.intersection(*(holders[v] for v in c)), key=lambda k: (sizes[k], k)) for c in cliques],
-            dtype=np.int64,
-        )
+        self.assign = _assign_cliques(self.nodes, sizes, cliques, len(self.n_states))
         self.table_entries = int(sum(sizes))
         self.max_table = max(sizes, default=0)
         self.treewidth = max((len(nd) for nd in self.nodes), default=1) - 1

@@ -27,10 +27,9 @@ from skmrf.estimators.gaussian import (
     GaussianLAP,
     GaussianMaxLikelihood,
     NotPositiveDefiniteWarning,
-    _adjacency_from_graph,
     _logdet_spd,
 )
-from skmrf.graphs import grid_graph
+from skmrf.graphs import grid_graph, resolve_adjacency
 
 
 # ---------------------------------------------------------------------------
@@ -215,7 +214,7 @@ def test_bias_correction_is_the_inverse_wishart_factor(kernel_path, assume_cente
         warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
         raw = GaussianLAP(Q, assume_centered=assume_centered, bias_correction=False).fit(X).precision_.toarray()
         est = GaussianLAP(Q, assume_centered=assume_centered).fit(X)
-    F = _entry_factors(_adjacency_from_graph(Q, 30), 80, assume_centered)
+    F = _entry_factors(resolve_adjacency(Q, 30), 80, assume_centered)
     assert len(np.unique(F[F != 0])) > 2  # blocks of several sizes: the factor is per entry
     # rtol=1e-12: one multiplication of the same numbers, so equal up to rounding.
     np.testing.assert_allclose(est.precision_.toarray(), raw * F, rtol=1e-12, atol=0)
@@ -463,7 +462,7 @@ def test_ml_optimality_conditions(solver):
     X = sample(Q, 2000, seed=15)
     est = GaussianMaxLikelihood(Q, solver=solver, max_iter=5000).fit(X)
     assert est.solver_ == solver
-    _check_ml_conditions(est, X, _adjacency_from_graph(Q, 30))
+    _check_ml_conditions(est, X, resolve_adjacency(Q, 30))
     if solver == "newton":
         np.testing.assert_allclose(est.covariance_, np.linalg.inv(est.precision_.toarray()), rtol=1e-9)
 
@@ -474,7 +473,7 @@ def test_ml_optimality_conditions_assume_centered(solver):
     X = sample(Q, 1000, seed=40, mean=np.full(20, 0.5))  # a non-zero mean: centring would matter
     est = GaussianMaxLikelihood(Q, assume_centered=True, solver=solver, max_iter=5000).fit(X)
     np.testing.assert_array_equal(est.location_, 0.0)
-    _check_ml_conditions(est, X, _adjacency_from_graph(Q, 20), assume_centered=True)
+    _check_ml_conditions(est, X, resolve_adjacency(Q, 20), assume_centered=True)
 
 
 def test_ml_regression_stores_covariance_only_when_asked():
@@ -580,7 +579,7 @@ def test_graph_by_dataframe_column_names():
 def test_large_graph_resolves_fast_enough_and_correctly():
     # 100 x 100 lattice from a sparse pattern: vectorised path, no Python loop per edge.
     Q = laplacian_precision(100, 100)
-    adj = _adjacency_from_graph(Q, 10_000)
+    adj = resolve_adjacency(Q, 10_000)
     assert adj.nnz == Q.nnz - 10_000 and (adj != adj.T).nnz == 0
 
 

@@ -38,7 +38,7 @@ import scipy.sparse.linalg as spla
 from sklearn.base import BaseEstimator, DensityMixin
 from sklearn.exceptions import ConvergenceWarning
 
-from ..graphs import MRFGraph, _from_string, _networkx_column_order, resolve_graph
+from ..graphs import MRFGraph, resolve_adjacency
 from ..utils._sklearn_compat import (
     Interval,
     Parallel,
@@ -81,109 +81,6 @@ _CHUNK_ENTRIES = 1 << 22
 
 class NotPositiveDefiniteWarning(UserWarning):
     """The fitted precision matrix is not positive definite."""
-
-
-# --------------------------------------------------------------------------
-# Graph input -> sparse adjacency pattern
-# --------------------------------------------------------------------------
-def _symmetric_pattern(rows, cols, p):
-    """CSR boolean adjacency (symmetric, no diagonal, sorted indices)."""
-    rows = np.asarray(rows, dtype=np.int64)
-    cols = np.asarray(cols, dtype=np.int64)
-    off = rows != cols
-    r = np.concatenate([rows[off], cols[off]])
-    c = np.concatenate([cols[off], rows[off]])
-    adj = sp.csr_array((np.ones(len(r), dtype=bool), (r, c)), shape=(p, p))
-    adj.sum_duplicates()
-    adj.data[:] = True
-    adj.sort_indices()
-    return adj
-
-
-def _adjacency_from_graph(graph, n_features, feature_names=None):
-    """Resolve any accepted graph form into a sparse symmetric adjacency pattern.
-
-    The forms are those of :func:`skmrf.graphs.resolve_graph`; adjacency
-    matrices, networkx graphs, integer edge arrays and the string shorthands
-    take vectorised paths, so graphs with millions of edges resolve in
-    seconds. Cliques of more than two variables contribute all their pairs.
-
-    Only the non-zero *pattern* of a matrix is used (the values and the
-    diagonal are ignored), so a precision matrix can be passed as its own
-    pattern. The pattern must be structurally symmetric.
-
-    Returns
-    -------
-    adjacency : scipy.sparse.csr_array of bool, shape (n_features, n_features)
-        Symmetric, zero diagonal, sorted indices.
-
-    Raises
-    ------
-    ValueError
-        Wrong size, structurally non-symmetric matrix, nodes or indices that
-        are not columns, directed graphs, self-loops in a networkx graph.
-    """
-    p = int(n_features)
-    names = None if feature_names is None else list(feature_names)
-    if isinstance(graph, MRFGraph):
-        if graph.n_variables != p:
-            raise ValueError(f"The graph has {graph.n_variables} variables but X has {p} columns.")
-        e = np.asarray(graph.edges, dtype=np.int64).reshape(-1, 2)
-        return _symmetric_pattern(e[:, 0], e[:, 1], p)
-    if isinstance(graph, str):
-        e = np.asarray(_from_string(graph, p), dtype=np.int64).reshape(-1, 2)
-        return _symmetric_pattern(e[:, 0], e[:, 1], p)
-    if isinstance(graph, nx.Graph):
-        order = _networkx_column_order(graph, p, names)
-        a = nx.to_scipy_sparse_array(graph, nodelist=order, weight=None, format="coo")
-        return _symmetric_pattern(a.row, a.col, p)
-    if sp.issparse(graph) or (isinstance(graph, np.ndarray) and graph.ndim == 2 and graph.dtype != object):
-        a = sp.coo_array(graph)
-        if a.shape != (p, p):
-            raise ValueError(
-                f"The adjacency matrix has shape {a.shape} but X has {p} columns; expected ({p}, {p}). "
-                "(A 2-D array is read as an adjacency matrix; pass an edge list as a list of tuples.)"
-            )
-        a.sum_duplicates()
-        keep = (a.data != 0) & (a.row != a.col)
-        r, c = a.row[keep].astype(np.int64), a.col[keep].astype(np.int64)
-        fwd = np.sort(r * p + c)
-        bwd = np.sort(c * p + r)
-        if not np.array_equal(fwd, bwd):
-            k = int(np.flatnonzero(fwd != bwd)[0])
-            key = min(fwd[k], bwd[k])  # present in one direction only
-            i, j = divmod(int(key), p)
-            if fwd[k] > bwd[k]:  # (j, i) is non-zero, (i, j) is zero
-                i, j = j, i
-            raise ValueError(
-                f"The adjacency matrix is not symmetric: entry ({i}, {j}) is non-zero but "
-                f"({j}, {i}) is zero. The pattern of a precision matrix is symmetric; pass "
-                "A + A.T (or abs(A) + abs(A.T)) to use the union of both."
-            )
-        return _symmetric_pattern(r, c, p)
-    # Lists of edges / cliques. Fast path: a homogeneous integer (E, 2) array.
-    try:
-        arr = np.asarray(graph)
-    except (TypeError, ValueError):
-        arr = None
-    if (
-        arr is not None
-        and arr.ndim == 2
-        and arr.shape[1] == 2
-        and np.issubdtype(arr.dtype, np.integer)
-        and names is None
-    ):
-        if arr.size and (arr.min() < 0 or arr.max() >= p):
-            bad = arr[(arr < 0) | (arr >= p)][0]
-            raise ValueError(f"The graph names variable {int(bad)}, but X has {p} columns (indices 0 to {p - 1}).")
-        if np.any(arr[:, 0] == arr[:, 1]):
-            raise ValueError("The edge list has a self-loop; remove it (node potentials are implicit).")
-        return _symmetric_pattern(arr[:, 0], arr[:, 1], p)
-    if isinstance(graph, (list, tuple)) and len(graph) == 0:
-        return _symmetric_pattern([], [], p)
-    g = resolve_graph(graph, p, names)
-    e = np.asarray(g.edges, dtype=np.int64).reshape(-1, 2)
-    return _symmetric_pattern(e[:, 0], e[:, 1], p)
 
 
 # --------------------------------------------------------------------------
@@ -843,7 +740,7 @@ class _BaseGaussianMRF(DensityMixin, BaseEstimator):
         X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
         n, p = X.shape
         names = getattr(self, "feature_names_in_", None)
-        self.adjacency_ = _adjacency_from_graph(self.graph, p, None if names is None else list(names))
+        self.adjacency_ = resolve_adjacency(self.graph, p, names)
         self.location_ = np.zeros(p) if self.assume_centered else X.mean(axis=0)
         XT = X.T.copy()  # one row per variable: the kernels gather variables
         XT -= self.location_[:, None]

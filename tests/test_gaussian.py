@@ -22,12 +22,13 @@ from sklearn.base import clone
 from sklearn.covariance import EmpiricalCovariance, empirical_covariance, log_likelihood
 from sklearn.exceptions import ConvergenceWarning
 
-import skmrf.estimators.gaussian as gmod
 from skmrf.estimators.gaussian import (
     GaussianLAP,
     GaussianMaxLikelihood,
     NotPositiveDefiniteWarning,
-    _logdet_spd,
+    _base,
+    lap_kernel,
+    spd,
 )
 from skmrf.graphs import grid_graph, resolve_adjacency
 
@@ -97,9 +98,9 @@ PAPER_EDGES = [(0, 1), (0, 4), (1, 4), (0, 2), (2, 3), (3, 5), (5, 6), (2, 6)]
 
 @pytest.fixture(params=["dense-covariance", "cluster-gram"])
 def kernel_path(request, monkeypatch):
-    """Run a test through both ways of forming the blocks (see ``_lap_solve``)."""
+    """Run a test through both ways of forming the blocks (see ``lap_kernel.lap_from_data``)."""
     if request.param == "cluster-gram":
-        monkeypatch.setattr(gmod, "_DENSE_GRAM_MAX_FEATURES", 0)
+        monkeypatch.setattr(lap_kernel, "_DENSE_GRAM_MAX_FEATURES", 0)
     return request.param
 
 
@@ -201,9 +202,9 @@ def test_n_jobs_gives_same_result(kernel_path):
 # ---------------------------------------------------------------------------
 def _entry_factors(adjacency, n, assume_centered=False):
     """Dense matrix of the inverse-Wishart factor ``(dof - |A| - 1) / n`` of every LAP entry."""
-    plan = gmod._LapPlan(sp.csr_array(adjacency))
+    plan = lap_kernel.LapPlan(sp.csr_array(adjacency))
     dof = n if assume_centered else n - 1
-    return gmod._assemble(plan.ti, plan.tj, (dof - plan.sizes - 1.0) / n, adjacency.shape[0]).toarray()
+    return lap_kernel.assemble_symmetric(plan.ti, plan.tj, (dof - plan.sizes - 1.0) / n, adjacency.shape[0]).toarray()
 
 
 @pytest.mark.parametrize("assume_centered", [False, True])
@@ -358,7 +359,7 @@ def test_not_positive_definite_warns_and_score_raises():
 @pytest.mark.parametrize("eigensolver", ["dense", "lanczos"])
 def test_repair_shrink(eigensolver, monkeypatch):
     if eigensolver == "lanczos":
-        monkeypatch.setattr(gmod, "_DENSE_EIG_MAX_FEATURES", 10)
+        monkeypatch.setattr(spd, "_DENSE_EIG_MAX_FEATURES", 10)
     Q, X = _indefinite_fit_data()
     with pytest.warns(NotPositiveDefiniteWarning, match="repair='shrink'"):
         est = GaussianLAP(Q, repair="shrink").fit(X)
@@ -374,7 +375,7 @@ def test_repair_shrink(eigensolver, monkeypatch):
     # t is lowered by 2 * tol = 2e-4 relative to cover the estimate's error).
     d = 1 / np.sqrt(np.diag(raw))
     lam = np.linalg.eigvalsh(d[:, None] * est.precision_.toarray() * d[None, :])[0]
-    target = gmod.REPAIR_MIN_EIGENVALUE
+    target = spd.REPAIR_MIN_EIGENVALUE
     if eigensolver == "dense":
         assert lam == pytest.approx(target, abs=1e-12)
     else:
@@ -416,8 +417,8 @@ def test_score_matches_scikit_learn_and_scipy(Est):
 def test_sparse_factorisation_path(monkeypatch):
     # Above the thresholds the log-determinant comes from SuperLU and the dense
     # covariance is not stored; both must agree with dense algebra.
-    monkeypatch.setattr(gmod, "DENSE_MAX_FEATURES", 10)
-    monkeypatch.setattr(gmod, "_DENSE_FACTOR_MAX_FEATURES", 10)
+    monkeypatch.setattr(_base, "DENSE_MAX_FEATURES", 10)
+    monkeypatch.setattr(spd, "_DENSE_FACTOR_MAX_FEATURES", 10)
     Q = laplacian_precision(6, 5)
     X = sample(Q, 50_000, seed=13)
     est = GaussianLAP(Q).fit(X)
@@ -432,8 +433,8 @@ def test_sparse_factorisation_path(monkeypatch):
         est.error_norm(np.eye(30))
     # An indefinite matrix is detected by the sparse path too.
     indefinite = sp.csr_array(Q.toarray() - (np.linalg.eigvalsh(Q.toarray())[0] + 1e-3) * np.eye(30))
-    assert _logdet_spd(indefinite)[0] is False
-    assert _logdet_spd(Q)[0] is True
+    assert spd.logdet_spd(indefinite)[0] is False
+    assert spd.logdet_spd(Q)[0] is True
 
 
 def test_store_covariance():

@@ -360,10 +360,8 @@ def resolve_adjacency(graph, n_features: int, feature_names=None):
         is ignored too), so a weighted matrix whose values differ from their
         mirror entries, such as a precision matrix estimate, can be passed
         as its own pattern.
-    n_features : int
-        Number of columns of the data.
-    feature_names : sequence of str, optional
-        Column names (from a DataFrame), used to map named graph nodes.
+    n_features, feature_names
+        As for :func:`resolve_graph`.
 
     Returns
     -------

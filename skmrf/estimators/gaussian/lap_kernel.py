@@ -90,6 +90,12 @@ def _union_rows(groups, n_groups, M, members=None):
 class LapPlan:
     """Everything about a LAP fit that depends on the graph only.
 
+    Parameters
+    ----------
+    adjacency : scipy.sparse array of shape (p, p)
+        Symmetric adjacency pattern with zero diagonal (from
+        :func:`skmrf.graphs.resolve_adjacency`).
+
     Attributes
     ----------
     ti, tj : ndarray of int64, shape (n_tasks,)

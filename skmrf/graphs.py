@@ -20,6 +20,7 @@ import scipy.sparse as sp
 __all__ = [
     "MRFGraph",
     "resolve_graph",
+    "resolve_adjacency",
     "grid_graph",
     "lattice_graph",
     "chimera_graph",
@@ -197,6 +198,54 @@ def _networkx_column_order(graph, n_features, names=None) -> list:
     return nodes
 
 
+def _is_matrix(graph) -> bool:
+    """Whether ``graph`` is read as an adjacency matrix (sparse, or a 2-D numeric ndarray)."""
+    return sp.issparse(graph) or (isinstance(graph, np.ndarray) and graph.ndim == 2 and graph.dtype != object)
+
+
+def _matrix_entries(graph, n_features, equal_values=True):
+    """The off-diagonal non-zeros ``(rows, cols)`` of an adjacency matrix, after checking it.
+
+    Both directions of every edge are returned (int64). The matrix must be
+    ``n_features x n_features`` and structurally symmetric; with
+    ``equal_values`` its off-diagonal values must also equal their mirror
+    entries. The diagonal is ignored.
+    """
+    p = int(n_features)
+    a = sp.coo_array(graph)
+    if a.shape != (p, p):
+        raise ValueError(
+            f"The adjacency matrix has shape {a.shape} but X has {p} columns; expected ({p}, {p}). "
+            "(A 2-D array is read as an adjacency matrix; pass an edge list as a list of tuples.)"
+        )
+    a.sum_duplicates()
+    keep = (a.data != 0) & (a.row != a.col)
+    r, c = a.row[keep].astype(np.int64), a.col[keep].astype(np.int64)
+    fwd = np.sort(r * p + c)
+    bwd = np.sort(c * p + r)
+    if not np.array_equal(fwd, bwd):
+        k = int(np.flatnonzero(fwd != bwd)[0])
+        key = min(fwd[k], bwd[k])  # present in one direction only
+        i, j = divmod(int(key), p)
+        if fwd[k] > bwd[k]:  # (j, i) is non-zero, (i, j) is zero
+            i, j = j, i
+        raise ValueError(
+            f"The adjacency matrix is not symmetric: entry ({i}, {j}) is non-zero but ({j}, {i}) is zero; "
+            "pass A + A.T (or abs(A) + abs(A.T)) to use the union of both."
+        )
+    if equal_values:
+        A = sp.csr_array((a.data[keep], (r, c)), shape=(p, p))
+        diff = sp.coo_array(A != A.T)
+        if diff.nnz:
+            k = int(np.argmin(diff.row.astype(np.int64) * p + diff.col))
+            i, j = int(diff.row[k]), int(diff.col[k])
+            raise ValueError(
+                f"The adjacency matrix is not symmetric: entry ({i}, {j}) is {A[i, j]:g} but ({j}, {i}) is "
+                f"{A[j, i]:g}; pass a symmetric matrix such as A + A.T."
+            )
+    return r, c
+
+
 def resolve_graph(graph, n_features: int, feature_names=None) -> MRFGraph:
     """Resolve any accepted graph form against data with ``n_features`` columns.
 
@@ -205,8 +254,9 @@ def resolve_graph(graph, n_features: int, feature_names=None) -> MRFGraph:
     graph : networkx.Graph, list of tuples, array-like, sparse matrix, str or MRFGraph
         A networkx graph (nodes map to columns in ``list(G.nodes)`` order, or
         by name when ``feature_names`` is given), a list of edges or cliques
-        of any size, a square adjacency matrix (dense or sparse), or one of
-        the shorthands ``"chain"``, ``"complete"``, ``"grid:RxC"``.
+        of any size, a square symmetric adjacency matrix (dense or sparse;
+        its off-diagonal non-zero pattern is used), or one of the shorthands
+        ``"chain"``, ``"complete"``, ``"grid:RxC"``.
     n_features : int
         Number of columns of the data.
     feature_names : sequence of str, optional
@@ -223,6 +273,11 @@ def resolve_graph(graph, n_features: int, feature_names=None) -> MRFGraph:
         column, an adjacency matrix of the wrong size or not symmetric, a
         networkx graph with a different number of nodes than columns, or an
         unknown shorthand.
+
+    See Also
+    --------
+    resolve_adjacency : The same forms resolved into a sparse adjacency pattern
+        (for Gaussian MRFs), with the same error messages.
     """
     names = None if feature_names is None else tuple(feature_names)
     if isinstance(graph, MRFGraph):
@@ -236,19 +291,10 @@ def resolve_graph(graph, n_features: int, feature_names=None) -> MRFGraph:
         factors = _index_factors(list(graph.edges), n_features, node_names)
         names = node_names
         return MRFGraph(n_features, _maximal(factors), names)
-    elif sp.issparse(graph) or (isinstance(graph, np.ndarray) and graph.ndim == 2 and graph.dtype != object):
-        adj = sp.coo_matrix(graph)
-        if adj.shape != (n_features, n_features):
-            raise ValueError(
-                f"The adjacency matrix has shape {adj.shape} but X has {n_features} "
-                f"columns; expected ({n_features}, {n_features})."
-            )
-        a = adj.tocsr()
-        a.eliminate_zeros()
-        if (a != a.T).nnz:
-            raise ValueError("The adjacency matrix is not symmetric; pass A + A.T or a symmetric pattern.")
-        coo = sp.triu(a, k=1).tocoo()
-        factors = list(zip(coo.row.tolist(), coo.col.tolist()))
+    elif _is_matrix(graph):
+        r, c = _matrix_entries(graph, n_features, equal_values=True)
+        upper = r < c
+        factors = list(zip(r[upper].tolist(), c[upper].tolist()))
         names = None
     else:
         try:
@@ -260,6 +306,89 @@ def resolve_graph(graph, n_features: int, feature_names=None) -> MRFGraph:
             ) from None
     factors = _index_factors(factors, n_features, names)
     return MRFGraph(n_features, _maximal(factors), names)
+
+
+def _symmetric_pattern(rows, cols, p):
+    """CSR boolean adjacency (symmetric, no diagonal, sorted indices) from the pairs ``(rows, cols)``."""
+    rows = np.asarray(rows, dtype=np.int64)
+    cols = np.asarray(cols, dtype=np.int64)
+    off = rows != cols
+    r = np.concatenate([rows[off], cols[off]])
+    c = np.concatenate([cols[off], rows[off]])
+    adj = sp.csr_array((np.ones(len(r), dtype=bool), (r, c)), shape=(p, p))
+    adj.sum_duplicates()
+    adj.data[:] = True
+    adj.sort_indices()
+    return adj
+
+
+def _valid_edge_array(graph, n_features, names):
+    """An edge list given as integer column indices, as an ``(E, 2)`` array; else None.
+
+    None also when an index is out of range or an edge is a self-loop: the
+    general path of :func:`resolve_graph` then raises its error.
+    """
+    if names is not None:
+        return None
+    try:
+        arr = np.asarray(graph)
+    except (TypeError, ValueError):
+        return None
+    if arr.ndim != 2 or arr.shape[1] != 2 or not np.issubdtype(arr.dtype, np.integer):
+        return None
+    if arr.size and (arr.min() < 0 or arr.max() >= n_features or np.any(arr[:, 0] == arr[:, 1])):
+        return None
+    return arr
+
+
+def resolve_adjacency(graph, n_features: int, feature_names=None):
+    """Resolve any accepted graph form into a sparse symmetric adjacency pattern.
+
+    The graph forms, and the error messages for a graph that does not match
+    the data, are those of :func:`resolve_graph`; cliques of more than two
+    variables contribute all their pairs. Networkx graphs, adjacency
+    matrices, integer edge lists and the string shorthands take vectorised
+    paths, so graphs with millions of edges resolve in seconds. Used by the
+    Gaussian estimators, whose parameters are the entries of this pattern.
+
+    Parameters
+    ----------
+    graph : networkx.Graph, list of tuples, array-like, sparse matrix, str or MRFGraph
+        Any form accepted by :func:`resolve_graph`. Unlike there, a matrix
+        only needs a structurally symmetric pattern: its values are ignored
+        (only which off-diagonal entries are non-zero counts; the diagonal
+        is ignored too), so a weighted matrix whose values differ from their
+        mirror entries, such as a precision matrix estimate, can be passed
+        as its own pattern.
+    n_features, feature_names
+        As for :func:`resolve_graph`.
+
+    Returns
+    -------
+    adjacency : scipy.sparse.csr_array of bool, shape (n_features, n_features)
+        Symmetric, zero diagonal, sorted indices.
+
+    Raises
+    ------
+    ValueError
+        As :func:`resolve_graph`, except that a matrix with a symmetric
+        pattern but unequal mirror values is accepted.
+    """
+    p = int(n_features)
+    names = None if feature_names is None else tuple(feature_names)
+    if isinstance(graph, str):
+        edges = np.asarray(_from_string(graph, p), dtype=np.int64).reshape(-1, 2)
+    elif isinstance(graph, nx.Graph):
+        order = _networkx_column_order(graph, p, names)
+        a = nx.to_scipy_sparse_array(graph, nodelist=order, weight=None, format="coo")
+        return _symmetric_pattern(a.row, a.col, p)
+    elif _is_matrix(graph):
+        return _symmetric_pattern(*_matrix_entries(graph, p, equal_values=False), p)
+    else:
+        edges = _valid_edge_array(graph, p, names)
+        if edges is None:
+            edges = np.asarray(resolve_graph(graph, p, names).edges, dtype=np.int64).reshape(-1, 2)
+    return _symmetric_pattern(edges[:, 0], edges[:, 1], p)
 
 
 def _from_edges(n: int, edges) -> nx.Graph:

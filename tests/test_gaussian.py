@@ -22,15 +22,15 @@ from sklearn.base import clone
 from sklearn.covariance import EmpiricalCovariance, empirical_covariance, log_likelihood
 from sklearn.exceptions import ConvergenceWarning
 
-import skmrf.estimators.gaussian as gmod
 from skmrf.estimators.gaussian import (
     GaussianLAP,
     GaussianMaxLikelihood,
     NotPositiveDefiniteWarning,
-    _adjacency_from_graph,
-    _logdet_spd,
+    _base,
+    lap_kernel,
+    spd,
 )
-from skmrf.graphs import grid_graph
+from skmrf.graphs import grid_graph, resolve_adjacency
 
 
 # ---------------------------------------------------------------------------
@@ -98,9 +98,9 @@ PAPER_EDGES = [(0, 1), (0, 4), (1, 4), (0, 2), (2, 3), (3, 5), (5, 6), (2, 6)]
 
 @pytest.fixture(params=["dense-covariance", "cluster-gram"])
 def kernel_path(request, monkeypatch):
-    """Run a test through both ways of forming the blocks (see ``_lap_solve``)."""
+    """Run a test through both ways of forming the blocks (see ``lap_kernel.lap_from_data``)."""
     if request.param == "cluster-gram":
-        monkeypatch.setattr(gmod, "_DENSE_GRAM_MAX_FEATURES", 0)
+        monkeypatch.setattr(lap_kernel, "_DENSE_GRAM_MAX_FEATURES", 0)
     return request.param
 
 
@@ -202,9 +202,9 @@ def test_n_jobs_gives_same_result(kernel_path):
 # ---------------------------------------------------------------------------
 def _entry_factors(adjacency, n, assume_centered=False):
     """Dense matrix of the inverse-Wishart factor ``(dof - |A| - 1) / n`` of every LAP entry."""
-    plan = gmod._LapPlan(sp.csr_array(adjacency))
+    plan = lap_kernel.LapPlan(sp.csr_array(adjacency))
     dof = n if assume_centered else n - 1
-    return gmod._assemble(plan.ti, plan.tj, (dof - plan.sizes - 1.0) / n, adjacency.shape[0]).toarray()
+    return lap_kernel.assemble_symmetric(plan.ti, plan.tj, (dof - plan.sizes - 1.0) / n, adjacency.shape[0]).toarray()
 
 
 @pytest.mark.parametrize("assume_centered", [False, True])
@@ -215,7 +215,7 @@ def test_bias_correction_is_the_inverse_wishart_factor(kernel_path, assume_cente
         warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
         raw = GaussianLAP(Q, assume_centered=assume_centered, bias_correction=False).fit(X).precision_.toarray()
         est = GaussianLAP(Q, assume_centered=assume_centered).fit(X)
-    F = _entry_factors(_adjacency_from_graph(Q, 30), 80, assume_centered)
+    F = _entry_factors(resolve_adjacency(Q, 30), 80, assume_centered)
     assert len(np.unique(F[F != 0])) > 2  # blocks of several sizes: the factor is per entry
     # rtol=1e-12: one multiplication of the same numbers, so equal up to rounding.
     np.testing.assert_allclose(est.precision_.toarray(), raw * F, rtol=1e-12, atol=0)
@@ -359,7 +359,7 @@ def test_not_positive_definite_warns_and_score_raises():
 @pytest.mark.parametrize("eigensolver", ["dense", "lanczos"])
 def test_repair_shrink(eigensolver, monkeypatch):
     if eigensolver == "lanczos":
-        monkeypatch.setattr(gmod, "_DENSE_EIG_MAX_FEATURES", 10)
+        monkeypatch.setattr(spd, "_DENSE_EIG_MAX_FEATURES", 10)
     Q, X = _indefinite_fit_data()
     with pytest.warns(NotPositiveDefiniteWarning, match="repair='shrink'"):
         est = GaussianLAP(Q, repair="shrink").fit(X)
@@ -375,7 +375,7 @@ def test_repair_shrink(eigensolver, monkeypatch):
     # t is lowered by 2 * tol = 2e-4 relative to cover the estimate's error).
     d = 1 / np.sqrt(np.diag(raw))
     lam = np.linalg.eigvalsh(d[:, None] * est.precision_.toarray() * d[None, :])[0]
-    target = gmod.REPAIR_MIN_EIGENVALUE
+    target = spd.REPAIR_MIN_EIGENVALUE
     if eigensolver == "dense":
         assert lam == pytest.approx(target, abs=1e-12)
     else:
@@ -417,8 +417,8 @@ def test_score_matches_scikit_learn_and_scipy(Est):
 def test_sparse_factorisation_path(monkeypatch):
     # Above the thresholds the log-determinant comes from SuperLU and the dense
     # covariance is not stored; both must agree with dense algebra.
-    monkeypatch.setattr(gmod, "DENSE_MAX_FEATURES", 10)
-    monkeypatch.setattr(gmod, "_DENSE_FACTOR_MAX_FEATURES", 10)
+    monkeypatch.setattr(_base, "DENSE_MAX_FEATURES", 10)
+    monkeypatch.setattr(spd, "_DENSE_FACTOR_MAX_FEATURES", 10)
     Q = laplacian_precision(6, 5)
     X = sample(Q, 50_000, seed=13)
     est = GaussianLAP(Q).fit(X)
@@ -433,8 +433,8 @@ def test_sparse_factorisation_path(monkeypatch):
         est.error_norm(np.eye(30))
     # An indefinite matrix is detected by the sparse path too.
     indefinite = sp.csr_array(Q.toarray() - (np.linalg.eigvalsh(Q.toarray())[0] + 1e-3) * np.eye(30))
-    assert _logdet_spd(indefinite)[0] is False
-    assert _logdet_spd(Q)[0] is True
+    assert spd.logdet_spd(indefinite)[0] is False
+    assert spd.logdet_spd(Q)[0] is True
 
 
 def test_store_covariance():
@@ -463,7 +463,7 @@ def test_ml_optimality_conditions(solver):
     X = sample(Q, 2000, seed=15)
     est = GaussianMaxLikelihood(Q, solver=solver, max_iter=5000).fit(X)
     assert est.solver_ == solver
-    _check_ml_conditions(est, X, _adjacency_from_graph(Q, 30))
+    _check_ml_conditions(est, X, resolve_adjacency(Q, 30))
     if solver == "newton":
         np.testing.assert_allclose(est.covariance_, np.linalg.inv(est.precision_.toarray()), rtol=1e-9)
 
@@ -474,7 +474,7 @@ def test_ml_optimality_conditions_assume_centered(solver):
     X = sample(Q, 1000, seed=40, mean=np.full(20, 0.5))  # a non-zero mean: centring would matter
     est = GaussianMaxLikelihood(Q, assume_centered=True, solver=solver, max_iter=5000).fit(X)
     np.testing.assert_array_equal(est.location_, 0.0)
-    _check_ml_conditions(est, X, _adjacency_from_graph(Q, 20), assume_centered=True)
+    _check_ml_conditions(est, X, resolve_adjacency(Q, 20), assume_centered=True)
 
 
 def test_ml_regression_stores_covariance_only_when_asked():
@@ -580,7 +580,7 @@ def test_graph_by_dataframe_column_names():
 def test_large_graph_resolves_fast_enough_and_correctly():
     # 100 x 100 lattice from a sparse pattern: vectorised path, no Python loop per edge.
     Q = laplacian_precision(100, 100)
-    adj = _adjacency_from_graph(Q, 10_000)
+    adj = resolve_adjacency(Q, 10_000)
     assert adj.nnz == Q.nnz - 10_000 and (adj != adj.T).nnz == 0
 
 

@@ -3,12 +3,14 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from skmrf.estimators import GaussianLAP, GaussianMaxLikelihood
 from skmrf.graphs import (
     MRFGraph,
     chain_graph,
     chimera_graph,
     grid_graph,
     lattice_graph,
+    resolve_adjacency,
     resolve_graph,
     skip_chain_graph,
 )
@@ -96,3 +98,89 @@ def test_mrfgraph_is_passed_through_and_checked():
     with pytest.raises(ValueError, match="3 variables but X has 4"):
         resolve_graph(g, 4)
     assert isinstance(g, MRFGraph) and g.max_degree == 2
+
+
+def _bad_graphs():
+    """Graphs that do not match data with 4 columns, one per error of the resolver."""
+    one_way = np.zeros((4, 4))
+    one_way[0, 1] = one_way[1, 0] = one_way[2, 3] = 1
+    return {
+        "index too large": [(0, 5)],
+        "negative index": [(0, -1)],
+        "index too large, cliques": [(0, 1, 7)],
+        "self-loop in an edge list": [(1, 1)],
+        "non-integer node": [(0, 1.5)],
+        "networkx with other nodes": chain_graph(3),
+        "directed networkx": nx.DiGraph([(0, 1), (1, 2), (2, 3)]),
+        "networkx self-loop": nx.Graph([(0, 0), (0, 1), (2, 3)]),
+        "matrix of the wrong shape": np.ones((3, 3)),
+        "edge array read as a matrix": np.array([(0, 1), (1, 2), (2, 3)]),
+        "non-symmetric matrix": one_way,
+        "non-symmetric sparse matrix": sp.csr_array(np.triu(np.ones((4, 4)), 1)),
+        "grid of the wrong size": "grid:2x3",
+        "unknown shorthand": "ring",
+        "MRFGraph of the wrong size": resolve_graph("chain", 3),
+        "not a graph": 3.5,
+    }
+
+
+@pytest.mark.parametrize("name", list(_bad_graphs()))
+def test_discrete_and_gaussian_resolvers_word_errors_identically(name):
+    graph = _bad_graphs()[name]
+    with pytest.raises(ValueError) as discrete:
+        resolve_graph(graph, 4)
+    with pytest.raises(ValueError) as gaussian:
+        resolve_adjacency(graph, 4)
+    assert str(gaussian.value) == str(discrete.value)
+
+
+@pytest.mark.parametrize("Est", [GaussianLAP, GaussianMaxLikelihood])
+@pytest.mark.parametrize("name", ["index too large", "non-symmetric matrix", "networkx with other nodes"])
+def test_gaussian_estimators_raise_the_resolver_error(Est, name):
+    graph = _bad_graphs()[name]
+    with pytest.raises(ValueError) as discrete:
+        resolve_graph(graph, 4)
+    X = np.random.default_rng(0).standard_normal((50, 4))
+    with pytest.raises(ValueError) as gaussian:
+        Est(graph).fit(X)
+    assert str(gaussian.value) == str(discrete.value)
+
+
+def test_named_node_errors_are_worded_identically():
+    for graph in ([("a", "z")], nx.Graph([("a", "b"), ("b", "z")])):
+        with pytest.raises(ValueError) as discrete:
+            resolve_graph(graph, 2, feature_names=["a", "b"])
+        with pytest.raises(ValueError) as gaussian:
+            resolve_adjacency(graph, 2, feature_names=["a", "b"])
+        assert str(gaussian.value) == str(discrete.value)
+
+
+def test_resolve_adjacency_matches_resolve_graph():
+    forms = [
+        "chain",
+        "complete",
+        "grid:2x3",
+        [(0, 1), (1, 2), (3, 4)],
+        [(0, 1, 2), (2, 5)],
+        grid_graph(2, 3),
+        nx.to_numpy_array(grid_graph(2, 3)),
+        sp.csr_matrix(nx.to_numpy_array(grid_graph(2, 3))),
+        resolve_graph([(0, 1, 2), (4, 5)], 6),
+        [],
+    ]
+    for graph in forms:
+        adj = resolve_adjacency(graph, 6)
+        assert adj.dtype == bool and adj.has_sorted_indices and (adj != adj.T).nnz == 0
+        rows, cols = sp.triu(adj, k=1).nonzero()
+        assert sorted(zip(rows.tolist(), cols.tolist())) == resolve_graph(graph, 6).edges
+
+
+def test_only_the_gaussian_resolver_accepts_unequal_mirror_values():
+    # A weighted matrix with a symmetric pattern, unequal mirror values and a diagonal
+    # (e.g. a precision estimate) is its own pattern for the Gaussian estimators; the
+    # discrete estimators, whose graph is an adjacency matrix, reject it.
+    w = np.array([[5.0, 1.0, 0.0], [2.0, 5.0, -1.0], [0.0, -3.0, 5.0]])
+    adj = resolve_adjacency(w, 3)
+    np.testing.assert_array_equal(adj.toarray(), (w != 0) & ~np.eye(3, dtype=bool))
+    with pytest.raises(ValueError, match=r"not symmetric: entry \(0, 1\) is 1 but \(1, 0\) is 2"):
+        resolve_graph(w, 3)

@@ -1,0 +1,41 @@
+"""Gaussian MRFs with a known sparsity pattern: LAP and maximum likelihood.
+
+A zero-mean Gaussian ``N(mu, Sigma)`` is an MRF whose neighbourhoods are the
+non-zero pattern of the precision ``Theta = Sigma^{-1}`` (LAP paper, Section 6,
+equations (10)-(11)): the node potentials are ``Theta_ii x_i^2 / 2`` and the
+edge potentials ``Theta_ij x_i x_j``. Both estimators below take that pattern
+as ``graph`` and return a precision with zeros outside it.
+
+* :class:`GaussianLAP` reads every entry off a small marginal model:
+  ``Theta_ij`` from the inverse sample covariance of the 1-neighbourhood
+  ``A = {i, j} u N(i) u N(j)`` and ``Theta_ii`` from that of ``{i} u N(i)``
+  (Section 6.1, equations (12)-(14)). No iteration, one small inversion per
+  entry, linear in the number of variables for bounded degree (Section 6.2).
+* :class:`GaussianMaxLikelihood` solves covariance selection (Dempster, 1972):
+  the maximum-likelihood precision with the same zeros, by Newton's method or
+  by the modified regression algorithm of Hastie, Tibshirani & Friedman. It is
+  the accuracy baseline.
+
+Layering follows ``sklearn/covariance``: kernels on plain arrays, then the
+estimators, which validate and store. The modules, each importing only those
+above it:
+
+* :mod:`.covariance_selection`: the dense sample covariance and the Newton and
+  regression solvers of covariance selection;
+* :mod:`.spd`: positive definiteness, log-determinant, shrink-to-PD repair;
+* :mod:`.lap_kernel`: the LAP plan of a graph and the batched block solves;
+* :mod:`._base`: ``_BaseGaussianMRF`` (validation, storage, scoring) and
+  :class:`NotPositiveDefiniteWarning`;
+* :mod:`.lap` and :mod:`.max_likelihood`: the two estimators.
+
+The graph is resolved by :func:`skmrf.graphs.resolve_adjacency`.
+Large problems stay sparse: no ``p x p`` dense matrix is formed by
+:class:`GaussianLAP` unless ``store_covariance`` asks for it, and the sample
+covariance is only evaluated on the blocks that LAP needs.
+"""
+
+from ._base import NotPositiveDefiniteWarning
+from .lap import GaussianLAP
+from .max_likelihood import GaussianMaxLikelihood
+
+__all__ = ["GaussianLAP", "GaussianMaxLikelihood", "NotPositiveDefiniteWarning"]

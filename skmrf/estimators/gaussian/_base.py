@@ -1,0 +1,257 @@
+"""The base class of the Gaussian MRF estimators: validation, storage, scoring.
+
+A zero-mean Gaussian ``N(mu, Sigma)`` is an MRF whose neighbourhoods are the
+non-zero pattern of the precision ``Theta = Sigma^{-1}`` (LAP paper, Section 6,
+equations (10)-(11)). Both estimators take that pattern as ``graph`` and store a
+sparse precision with zeros outside it; this class holds what they share: the
+parameters and their validation, the resolved pattern ``adjacency_``, the
+centring, the sample-size checks and the scikit-learn covariance-estimator API
+(``score``, ``score_samples``, ``mahalanobis``, ``error_norm``, ``get_precision``).
+"""
+
+from __future__ import annotations
+
+from numbers import Real
+
+import networkx as nx
+import numpy as np
+import scipy.linalg as sla
+from sklearn.base import BaseEstimator, DensityMixin
+
+from ...graphs import MRFGraph, resolve_adjacency
+from ...utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
+from .lap_kernel import CHUNK_ENTRIES
+
+__all__ = ["DENSE_MAX_FEATURES", "NotPositiveDefiniteWarning"]
+
+#: Largest number of variables for which ``store_covariance="auto"`` keeps the
+#: dense covariance.
+DENSE_MAX_FEATURES = 2000
+
+
+class NotPositiveDefiniteWarning(UserWarning):
+    """The fitted precision matrix is not positive definite."""
+
+
+class _BaseGaussianMRF(DensityMixin, BaseEstimator):
+    """Validation, storage and the covariance-estimator API shared by both estimators.
+
+    A subclass's ``fit`` calls :meth:`_prepare` (validation, graph, centring),
+    computes the sparse precision and hands it to :meth:`_store`.
+    """
+
+    #: How to obtain a positive definite fit (completes the error message of ``score``).
+    _pd_advice = "more samples or shrinkage > 0"
+
+    _parameter_constraints: dict = {
+        "graph": [str, nx.Graph, MRFGraph, "array-like", "sparse matrix"],
+        "assume_centered": ["boolean"],
+        "shrinkage": [Interval(Real, 0, 1, closed="left")],
+        "store_covariance": ["boolean", StrOptions({"auto"})],
+        "verbose": ["verbose"],
+    }
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.non_deterministic = False
+        return tags
+
+    # -- fit ----------------------------------------------------------------
+    def _prepare(self, X):
+        """Validate X, resolve the pattern, centre; return ``(XT, n_div, mu)``."""
+        X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
+        n, p = X.shape
+        names = getattr(self, "feature_names_in_", None)
+        self.adjacency_ = resolve_adjacency(self.graph, p, names)
+        self.location_ = np.zeros(p) if self.assume_centered else X.mean(axis=0)
+        XT = X.T.copy()  # one row per variable: the kernels gather variables
+        XT -= self.location_[:, None]
+        mu = float(np.einsum("ij,ij->", XT, XT)) / (n * p) if self.shrinkage else 1.0
+        return XT, float(n), mu
+
+    def _check_enough_samples(self, n, max_size, what, bias_correction=False):
+        """Raise when the largest block needs more samples (only with ``shrinkage == 0``).
+
+        A block of ``m`` variables needs ``m <= dof`` (``dof = n - 1``, or ``n``
+        with ``assume_centered``) to be invertible, and ``m <= dof - 2`` for
+        the inverse-Wishart bias correction (a positive factor).
+        """
+        if self.shrinkage:
+            return
+        dof = n if self.assume_centered else n - 1
+        centred = "" if self.assume_centered else "centred "
+        if max_size > dof:
+            need = max_size + (0 if self.assume_centered else 1)
+            raise ValueError(
+                f"{type(self).__name__} needs at least {need} samples (rows) for this graph: "
+                f"{what} has {max_size} variables, and the sample covariance of {max_size} "
+                f"variables estimated from {n} {centred}samples "
+                "is singular. Collect more samples, use a sparser graph, or set shrinkage > 0 "
+                "to fit (1 - shrinkage) * S + shrinkage * mean(diag(S)) * I instead."
+            )
+        if bias_correction and max_size > dof - 2:
+            need = max_size + (2 if self.assume_centered else 3)
+            raise ValueError(
+                f"{type(self).__name__} with bias_correction=True needs at least {need} samples "
+                f"(rows) for this graph: {what} has {max_size} variables, and the inverse-Wishart "
+                f"correction factor (n - |A| - {1 if self.assume_centered else 2}) / n is not positive "
+                f"with n = {n} {centred}samples. Collect more samples, set bias_correction=False, "
+                "or set shrinkage > 0 (the correction is then not applied)."
+            )
+
+    def _store(self, precision, is_pd, logdet, covariance=None):
+        p = precision.shape[0]
+        self.precision_ = precision
+        self.is_positive_definite_ = bool(is_pd)
+        self.log_partition_ = 0.5 * (p * np.log(2 * np.pi) - logdet) if is_pd else np.nan
+        store = self.store_covariance
+        if store == "auto":
+            store = p <= DENSE_MAX_FEATURES
+        if store and is_pd:
+            if covariance is None:
+                covariance = np.linalg.inv(precision.toarray())
+                covariance = 0.5 * (covariance + covariance.T)
+            self.covariance_ = covariance
+        else:
+            self.covariance_ = None
+
+    # -- the covariance-estimator API ----------------------------------------
+    def get_precision(self):
+        """The fitted precision matrix (sparse).
+
+        Returns
+        -------
+        precision : scipy.sparse.csr_array of shape (n_features, n_features)
+            Same object as ``precision_``; use ``.toarray()`` for a dense copy.
+        """
+        check_is_fitted(self)
+        return self.precision_
+
+    def _centred(self, X):
+        """Validated, centred X transposed: one row per variable."""
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        XT = X.T.copy()
+        XT -= self.location_[:, None]
+        return XT
+
+    def _quadratic(self, XT):
+        """``x^T Theta x`` for every column of ``XT``, with the sparse precision.
+
+        Works through blocks of rows of the precision, so the temporary
+        memory is bounded; ``O(nnz(Theta) n)`` time.
+        """
+        p, n = XT.shape
+        out = np.zeros(n)
+        P = self.precision_
+        step = max(1, CHUNK_ENTRIES // max(1, n))
+        for s in range(0, p, step):
+            out += np.einsum("ij,ij->j", P[s : s + step] @ XT, XT[s : s + step])
+        return out
+
+    def mahalanobis(self, X):
+        """Squared Mahalanobis distances of the rows of X under the fitted model.
+
+        ``(x - location_)^T precision_ (x - location_)``, with the sparse
+        precision (linear in its number of non-zeros).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        dist : ndarray of shape (n_samples,)
+            Negative values are possible only if ``is_positive_definite_`` is False.
+        """
+        return self._quadratic(self._centred(X))
+
+    def score_samples(self, X):
+        """Gaussian log-density of each row under the fitted model.
+
+        ``-(x - mu)^T Theta (x - mu) / 2 - log_partition_`` with
+        ``log_partition_ = (p log(2 pi) - log det Theta) / 2``, the
+        log-determinant taken from a sparse factorisation at fit time.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+
+        Raises
+        ------
+        ValueError
+            If the fitted precision is not positive definite (no density).
+        """
+        Xc = self._centred(X)
+        if not self.is_positive_definite_:
+            raise ValueError(
+                f"The precision fitted by {type(self).__name__} is not positive definite, so it "
+                f"defines no Gaussian density and no log-likelihood. Refit with {self._pd_advice}."
+            )
+        return -0.5 * self._quadratic(Xc) - self.log_partition_
+
+    def score(self, X, y=None):
+        """Mean Gaussian log-likelihood of X under the fitted model (higher is better).
+
+        Equals scikit-learn's ``EmpiricalCovariance.score`` for the same
+        ``location_`` and precision: ``X`` is centred by ``location_``, not
+        by its own mean.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        float
+        """
+        return float(np.mean(self.score_samples(X)))
+
+    def error_norm(self, comp_cov, norm="frobenius", scaling=True, squared=True):
+        """Error between ``comp_cov`` and ``covariance_`` (as ``EmpiricalCovariance.error_norm``).
+
+        Only available when the dense covariance is stored (see
+        ``store_covariance``). To compare precisions on large problems,
+        use ``scipy.sparse.linalg.norm(est.precision_ - true_precision)``.
+
+        Parameters
+        ----------
+        comp_cov : array-like of shape (n_features, n_features)
+        norm : {"frobenius", "spectral"}, default="frobenius"
+        scaling : bool, default=True
+            Divide the squared norm by ``n_features``.
+        squared : bool, default=True
+            Return the squared norm.
+
+        Returns
+        -------
+        float
+        """
+        check_is_fitted(self)
+        comp_cov = np.asarray(comp_cov, dtype=np.float64)
+        p = self.n_features_in_
+        if comp_cov.shape != (p, p):
+            raise ValueError(f"comp_cov has shape {comp_cov.shape}; expected ({p}, {p}) (n_features_in_ = {p}).")
+        if self.covariance_ is None:
+            raise ValueError(
+                "covariance_ was not stored (store_covariance=False, more than "
+                f"{DENSE_MAX_FEATURES} features with store_covariance='auto', or a precision "
+                "that is not positive definite); error_norm compares dense covariances."
+            )
+        error = comp_cov - self.covariance_
+        if norm == "frobenius":
+            sq = float(np.sum(error**2))
+        elif norm == "spectral":
+            sq = float(np.amax(sla.svdvals(error.T @ error)))
+        else:
+            raise NotImplementedError("Only spectral and frobenius norms are implemented")
+        if scaling:
+            sq /= error.shape[0]
+        return sq if squared else float(np.sqrt(sq))

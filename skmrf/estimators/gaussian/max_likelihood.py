@@ -1,0 +1,328 @@
+"""GaussianMaxLikelihood: covariance selection, the maximum-likelihood precision with a known pattern.
+
+The accuracy baseline for :class:`~skmrf.estimators.gaussian.GaussianLAP`
+(Dempster, 1972); the solvers are in :mod:`.covariance_selection`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+
+from ...solvers import warn_not_converged
+from ...utils._sklearn_compat import Interval, StrOptions, _fit_context
+from ...utils._verbose import ProgressLog
+from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF
+from .covariance_selection import dense_covariance, newton_covsel, regression_covsel
+from .lap_kernel import LapPlan, assemble_symmetric, lap_from_covariance
+from .spd import logdet_spd, logdet_spd_dense
+
+__all__ = ["GaussianMaxLikelihood"]
+
+
+class GaussianMaxLikelihood(_BaseGaussianMRF):
+    """Maximum-likelihood precision of a Gaussian MRF with a known zero pattern.
+
+    Covariance selection (Dempster, 1972): maximise the Gaussian likelihood
+    over precision matrices that are zero outside the graph. The solution
+    ``Theta`` is characterised by ``inv(Theta)`` equalling the sample
+    covariance on the diagonal and on every edge. This is the accuracy
+    baseline for :class:`GaussianLAP`; it needs dense ``p x p`` matrices.
+
+    Parameters
+    ----------
+    graph : networkx.Graph, list of tuples, array-like, sparse matrix or str, default="chain"
+        The zero pattern of the precision, in any form accepted by
+        :class:`GaussianLAP`. Resolved in ``fit`` into ``adjacency_``.
+
+    assume_centered : bool, default=False
+        If True, the data are not centred and ``location_`` is zero.
+
+    shrinkage : float in [0, 1), default=0.0
+        Fit to ``(1 - shrinkage) * S + shrinkage * mu * I`` (``mu`` the mean
+        sample variance) instead of the sample covariance ``S``.
+
+    solver : {"auto", "newton", "regression"}, default="auto"
+        ``"newton"``: Newton's method on the non-zeros with the exact
+        Hessian (quadratic convergence; ``O(q^2)`` memory and ``O(q^3)``
+        time per iteration for ``q = p + n_edges`` unknowns).
+        ``"regression"``: the modified regression algorithm of Hastie,
+        Tibshirani & Friedman (``O(p^2)`` memory, ``O(p^2 d)`` per sweep for
+        degree ``d``, linear convergence: fast on well-conditioned problems,
+        slow on ill-conditioned ones such as lattice Laplacians).
+        ``"auto"``: ``"newton"`` when ``q <= 6000``, else ``"regression"``.
+
+    max_iter : int, default=200
+        Maximum Newton iterations or regression sweeps.
+
+    tol : float, default=1e-10
+        Newton: stop when ``max |inv(Theta) - S|`` over the diagonal and the
+        edges is at most ``tol * max_i S_ii``. Regression: stop when a sweep
+        changes no entry of the working covariance by more than
+        ``tol * max_i S_ii``.
+
+    store_covariance : bool or "auto", default="auto"
+        Keep ``covariance_ = inv(precision_)`` (dense). ``"auto"``: for at
+        most 2000 features.
+
+    verbose : int, default=0
+        Print the objective and the optimality residual at each iteration.
+
+    Attributes
+    ----------
+    location_ : ndarray of shape (n_features,)
+        Estimated mean.
+
+    precision_ : scipy.sparse.csr_array of shape (n_features, n_features)
+        The ML precision, zero outside the graph.
+
+    covariance_ : ndarray of shape (n_features, n_features) or None
+        ``inv(precision_)`` if stored.
+
+    adjacency_ : scipy.sparse.csr_array of bool, shape (n_features, n_features)
+        The resolved graph.
+
+    is_positive_definite_ : bool
+        True unless the iterations stopped (with a warning) at a matrix that
+        is not positive definite.
+
+    log_partition_ : float
+        ``(p log(2 pi) - log det precision_) / 2``.
+
+    solver_ : str
+        The solver used (``"newton"`` or ``"regression"``).
+
+    n_iter_ : int
+        Newton iterations or regression sweeps run.
+
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit. Defined only when X has feature
+        names that are all strings.
+
+    See Also
+    --------
+    GaussianLAP : Non-iterative, linear-cost estimate with the same pattern.
+
+    Notes
+    -----
+    The problem (LAP paper, Section 6, equation (8) with the pattern of
+    equation (11)) is
+
+    .. math::
+
+        \\hat\\Theta = \\arg\\min_{\\Theta \\succ 0,\\ \\Theta_{ij} = 0
+        \\ \\forall (i, j) \\notin E} \\; -\\log\\det\\Theta + \\operatorname{tr}(S\\Theta),
+
+    convex, with optimality conditions ``[Theta^{-1}]_ij = S_ij`` for
+    ``i = j`` and every edge. It has a solution when ``S`` has a positive
+    definite completion from its entries on the pattern (always when
+    ``n > p``; for sparse graphs often much earlier); otherwise the
+    iterations diverge and a :class:`~sklearn.exceptions.ConvergenceWarning`
+    is raised.
+
+    Newton starts from the LAP estimate when that is positive definite
+    (usually close, so few iterations are needed) and from
+    ``diag(1 / S_ii)`` otherwise. The regression solver starts from ``S``.
+
+    References
+    ----------
+    Dempster, A. P. "Covariance selection." Biometrics 28(1), 1972.
+
+    Hastie, T., Tibshirani, R. and Friedman, J. "The Elements of Statistical
+    Learning", 2nd ed., Section 17.3.1, Algorithm 17.1. Springer, 2009.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skmrf.estimators.gaussian import GaussianMaxLikelihood
+    >>> rng = np.random.default_rng(0)
+    >>> precision = np.array([[2.0, -0.8, 0.0], [-0.8, 2.0, -0.8], [0.0, -0.8, 2.0]])
+    >>> X = rng.multivariate_normal(np.zeros(3), np.linalg.inv(precision), size=5000)
+    >>> est = GaussianMaxLikelihood(graph=[(0, 1), (1, 2)]).fit(X)
+    >>> S = np.cov(X.T, bias=True)
+    >>> bool(np.allclose(est.covariance_[0, 1], S[0, 1]))
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **_BaseGaussianMRF._parameter_constraints,
+        "solver": [StrOptions({"auto", "newton", "regression"})],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+    }
+
+    #: ``solver="auto"`` uses Newton up to this many unknowns.
+    NEWTON_MAX_UNKNOWNS = 6000
+
+    def __init__(
+        self,
+        graph="chain",
+        *,
+        assume_centered=False,
+        shrinkage=0.0,
+        solver="auto",
+        max_iter=200,
+        tol=1e-10,
+        store_covariance="auto",
+        verbose=0,
+    ):
+        self.graph = graph
+        self.assume_centered = assume_centered
+        self.shrinkage = shrinkage
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.store_covariance = store_covariance
+        self.verbose = verbose
+
+    _pd_advice = "more samples, shrinkage > 0, or a larger max_iter"
+
+    def _unknowns(self):
+        """Positions ``(rows, cols)``, ``rows <= cols``, of the diagonal and the edges."""
+        p = self.adjacency_.shape[0]
+        upper = sp.triu(self.adjacency_, k=1, format="coo")
+        rows = np.concatenate([np.arange(p), upper.row]).astype(np.int64)
+        cols = np.concatenate([np.arange(p), upper.col]).astype(np.int64)
+        return rows, cols
+
+    def _choose_solver(self, q, p):
+        """The solver for ``q`` unknowns on ``p`` variables; raise when the problem is too large."""
+        solver = self.solver
+        if solver == "auto":
+            solver = "newton" if q <= self.NEWTON_MAX_UNKNOWNS else "regression"
+        if solver == "newton" and q > 4 * self.NEWTON_MAX_UNKNOWNS:
+            raise ValueError(
+                f"solver='newton' would build a dense {q} x {q} Hessian "
+                f"({8 * q * q / 2**30:.1f} GiB) for {p} variables and {q - p} edges; use "
+                "solver='regression' or GaussianLAP."
+            )
+        if p > 20000:
+            raise ValueError(
+                f"GaussianMaxLikelihood works with dense {p} x {p} matrices "
+                f"({8 * p * p / 2**30:.1f} GiB each); use GaussianLAP for this many variables."
+            )
+        return solver
+
+    def _sample_covariance(self, XT, n_div, mu):
+        """The dense (shrunk) sample covariance, after checking the samples suffice."""
+        p, n = XT.shape
+        degree = np.diff(self.adjacency_.indptr)
+        max_nb = int(degree.max()) + 1 if p else 0
+        self._check_enough_samples(n, max_nb, "the largest closed neighbourhood {i} u N(i)")
+        S = dense_covariance(XT, n_div, self.shrinkage, mu)
+        if np.any(np.diag(S) <= 0):
+            j = int(np.flatnonzero(np.diag(S) <= 0)[0])
+            raise ValueError(f"Column {j} has zero variance; remove constant columns or set shrinkage > 0.")
+        return S
+
+    @staticmethod
+    def _newton_start(S, adjacency):
+        """The LAP estimate when it is positive definite (usually close to the optimum), else ``diag(1 / S_ii)``."""
+        try:
+            plan = LapPlan(adjacency)
+            lap = assemble_symmetric(plan.ti, plan.tj, lap_from_covariance(S, plan), S.shape[0])
+            if logdet_spd(lap)[0]:
+                return lap.toarray()
+        except (ValueError, np.linalg.LinAlgError):
+            pass
+        return np.diag(1.0 / np.diag(S))
+
+    def _fit_newton(self, S, rows, cols, log):
+        """Newton's method; return ``(Theta, covariance, residual)``."""
+        theta0 = self._newton_start(S, self.adjacency_)
+        Theta, W, self.n_iter_, resid = newton_covsel(
+            S, rows, cols, theta0, tol=self.tol, max_iter=self.max_iter, log=log
+        )
+        return Theta, 0.5 * (W + W.T), resid
+
+    def _fit_regression(self, S, n, log):
+        """The modified regression algorithm; return ``(Theta, None, residual)``."""
+        adj = self.adjacency_
+        neighbours = [adj.indices[adj.indptr[i] : adj.indptr[i + 1]] for i in range(S.shape[0])]
+        try:
+            Theta, _, self.n_iter_, resid = regression_covsel(
+                S, neighbours, tol=self.tol, max_iter=self.max_iter, log=log
+            )
+        except np.linalg.LinAlgError:
+            raise ValueError(
+                "The regression solver met a singular neighbourhood system: the maximum-"
+                f"likelihood estimate probably does not exist with n = {n} samples. Collect more "
+                "samples or set shrinkage > 0."
+            ) from None
+        return Theta, None, resid
+
+    def _warn_if_not_converged(self, resid):
+        """ConvergenceWarning when the solver stopped above ``tol``."""
+        if resid <= self.tol:
+            return
+        measure = (
+            "the optimality residual max |inv(Theta) - S| over the pattern (relative to max S_ii) is"
+            if self.solver_ == "newton"
+            else "the largest change of the working covariance in the last sweep (relative to max S_ii) is"
+        )
+        warn_not_converged(
+            f"GaussianMaxLikelihood (solver={self.solver_!r})",
+            f"in {self.n_iter_} iterations: {measure} {resid:.3g} > tol={self.tol:g}",
+            "Increase max_iter, loosen tol, or add samples or shrinkage (the maximum-likelihood "
+            "estimate may not exist when n is small).",
+            stacklevel=4,  # fit's caller
+        )
+
+    @staticmethod
+    def _positive_definite(Theta):
+        """``(is_pd, logdet)`` of the dense solution; warn when it is not positive definite."""
+        is_pd, logdet = logdet_spd_dense(Theta)
+        if not is_pd:
+            warnings.warn(
+                "The maximum-likelihood iterations ended at a precision that is not positive "
+                "definite; is_positive_definite_ is False.",
+                NotPositiveDefiniteWarning,
+                stacklevel=4,  # fit's caller
+            )
+        return is_pd, logdet
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Compute the maximum-likelihood precision.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (finite real values).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : GaussianMaxLikelihood
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            NaN or infinite values; a graph that does not match X; too few
+            samples for the neighbourhood regressions (with ``shrinkage=0``);
+            a problem too large for the dense solvers.
+        """
+        log = ProgressLog("GaussianMaxLikelihood", self.verbose)
+        XT, n_div, mu = self._prepare(X)
+        p, n = XT.shape
+        rows, cols = self._unknowns()
+        solver = self._choose_solver(len(rows), p)
+        S = self._sample_covariance(XT, n_div, mu)
+        del XT
+        self.solver_ = solver
+        if solver == "newton":
+            Theta, covariance, resid = self._fit_newton(S, rows, cols, log)
+        else:
+            Theta, covariance, resid = self._fit_regression(S, n, log)
+        self._warn_if_not_converged(resid)
+        is_pd, logdet = self._positive_definite(Theta)
+        self._store(assemble_symmetric(rows, cols, Theta[rows, cols], p), is_pd, logdet, covariance)
+        return self

@@ -6,7 +6,7 @@ from numbers import Integral
 
 import networkx as nx
 import numpy as np
-from sklearn.base import BaseEstimator, DensityMixin
+from sklearn.base import BaseEstimator
 
 from ..graphs import MRFGraph, resolve_graph
 from ..inference.ais import annealed_importance_sampling
@@ -15,6 +15,7 @@ from ..model import DiscreteMRF
 from ..utils._docstrings import DOCS
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
 from ..utils.validation import check_generator, check_states
+from ._score import MeanScoreMixin
 
 __all__ = ["AIS_CHAINS", "AIS_STEPS", "BaseDiscreteMRF", "MAX_TABLE_SIZE"]
 
@@ -28,7 +29,7 @@ GRAPH_DOC, N_STATES_DOC, SCORE_METHOD_DOC = DOCS["graph"], DOCS["n_states"], DOC
 AIS_CHAINS, AIS_STEPS = 100, 1000
 
 
-class BaseDiscreteMRF(DensityMixin, BaseEstimator):
+class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     """Base class: validation, ``score``, ``score_samples`` and ``sample``.
 
     Subclasses implement ``_fit_theta(self, X)`` returning the parameter
@@ -132,21 +133,6 @@ class BaseDiscreteMRF(DensityMixin, BaseEstimator):
         if self.score_method_ in ("exact", "ais"):
             return self.model_.layout.energy(Xi, self.model_.theta) - self.log_partition_
         return self.model_.log_pseudo_likelihood(Xi)
-
-    def score(self, X, y=None):
-        """Mean log-likelihood per row (see :meth:`score_samples`); higher is better.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        float
-        """
-        return float(np.mean(self.score_samples(X)))
 
     def sample(self, n_samples=1, random_state=None, method="auto", n_sweeps=200):
         """Draw samples from the fitted model.

@@ -16,10 +16,11 @@ from numbers import Real
 import networkx as nx
 import numpy as np
 import scipy.linalg as sla
-from sklearn.base import BaseEstimator, DensityMixin
+from sklearn.base import BaseEstimator
 
 from ...graphs import MRFGraph, resolve_adjacency
 from ...utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
+from .._score import MeanScoreMixin
 from .lap_kernel import CHUNK_ENTRIES
 
 __all__ = ["DENSE_MAX_FEATURES", "NotPositiveDefiniteWarning"]
@@ -33,7 +34,7 @@ class NotPositiveDefiniteWarning(UserWarning):
     """The fitted precision matrix is not positive definite."""
 
 
-class _BaseGaussianMRF(DensityMixin, BaseEstimator):
+class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
     """Validation, storage and the covariance-estimator API shared by both estimators.
 
     A subclass's ``fit`` calls :meth:`_prepare` (validation, graph, centring),
@@ -172,7 +173,10 @@ class _BaseGaussianMRF(DensityMixin, BaseEstimator):
 
         ``-(x - mu)^T Theta (x - mu) / 2 - log_partition_`` with
         ``log_partition_ = (p log(2 pi) - log det Theta) / 2``, the
-        log-determinant taken from a sparse factorisation at fit time.
+        log-determinant taken from a sparse factorisation at fit time. Their mean,
+        :meth:`score`, equals scikit-learn's ``EmpiricalCovariance.score`` for the
+        same ``location_`` and precision: ``X`` is centred by ``location_``, not by
+        its own mean.
 
         Parameters
         ----------
@@ -194,25 +198,6 @@ class _BaseGaussianMRF(DensityMixin, BaseEstimator):
                 f"defines no Gaussian density and no log-likelihood. Refit with {self._pd_advice}."
             )
         return -0.5 * self._quadratic(Xc) - self.log_partition_
-
-    def score(self, X, y=None):
-        """Mean Gaussian log-likelihood of X under the fitted model (higher is better).
-
-        Equals scikit-learn's ``EmpiricalCovariance.score`` for the same
-        ``location_`` and precision: ``X`` is centred by ``location_``, not
-        by its own mean.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        float
-        """
-        return float(np.mean(self.score_samples(X)))
 
     def error_norm(self, comp_cov, norm="frobenius", scaling=True, squared=True):
         """Error between ``comp_cov`` and ``covariance_`` (as ``EmpiricalCovariance.error_norm``).

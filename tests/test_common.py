@@ -7,6 +7,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import skmrf.estimators as est_module
 from skmrf.estimators._base import BaseDiscreteMRF
+from skmrf.estimators.gaussian import _BaseGaussianMRF
 
 # Parameter sets checked per estimator (by class name); default: one instance with defaults.
 INIT_PARAMS = {
@@ -15,28 +16,33 @@ INIT_PARAMS = {
     "MCMCMaxLikelihood": [{"n_iter": 10, "n_samples": 50, "n_sweeps": 2, "random_state": 0}],
 }
 
-# Checks that cannot apply, with the reason.
-BINARY_ONLY = "the check's data is not binary; the fast-mixing sets are defined for 0/1 data only"
+# Checks that cannot apply to MCMCMaxLikelihood, with the reason. Its fast-mixing sets are
+# defined for 0/1 data only and fit raises ValueError on any state > 1. The checks' data goes
+# through _enforce_estimator_tags_X, which (categorical tag) rounds X - X.min() to integers.
+_UNIFORM = "3 * uniform(size=(20, 3)) rounds to states 0..3"
+_NORMAL_100 = "normal(loc=100, size=(100, 2)) shifted to min 0 rounds to states 0..~5"
+_BLOBS = "make_blobs(n_samples=21) shifted to min 0 rounds to states 0..~20"
 _MCMC_XFAIL = {
-    name: BINARY_ONLY
-    for name in [
-        "check_estimators_overwrite_params",
-        "check_dont_overwrite_parameters",
-        "check_estimators_fit_returns_self",
-        "check_readonly_memmap_input",
-        "check_n_features_in_after_fitting",
-        "check_estimators_dtypes",
-        "check_f_contiguous_array_estimator",
-        "check_methods_sample_order_invariance",
-        "check_methods_subset_invariance",
-        "check_fit2d_1sample",
-        "check_fit2d_1feature",
-        "check_dict_unchanged",
-        "check_fit_idempotent",
-        "check_fit_check_is_fitted",
-        "check_n_features_in",
-        "check_fit2d_predict1d",
-    ]
+    "check_estimators_overwrite_params": f"fit raises on non-binary data: {_BLOBS}",
+    "check_estimators_fit_returns_self": f"fit raises on non-binary data: {_BLOBS}",
+    "check_readonly_memmap_input": f"fit raises on non-binary data: the memmap of {_BLOBS}",
+    "check_dont_overwrite_parameters": f"fit raises on non-binary data: {_UNIFORM}",
+    "check_f_contiguous_array_estimator": f"fit raises on non-binary data: the Fortran copy of {_UNIFORM}",
+    "check_methods_sample_order_invariance": f"fit raises on non-binary data: {_UNIFORM}",
+    "check_methods_subset_invariance": f"fit raises on non-binary data: {_UNIFORM}",
+    "check_dict_unchanged": f"fit raises on non-binary data: {_UNIFORM}",
+    "check_fit2d_predict1d": f"fit raises on non-binary data: {_UNIFORM}",
+    "check_estimators_dtypes": "fit raises on non-binary data: 3 * uniform(size=(20, 5)) as float32/64 and "
+    "int32/64 rounds to states 0..3",
+    "check_n_features_in_after_fitting": "fit raises on non-binary data: normal(size=(15, 4)) shifted to min 0 "
+    "rounds to states 0..~5",
+    "check_fit_check_is_fitted": f"fit raises on non-binary data: {_NORMAL_100}",
+    "check_n_features_in": f"fit raises on non-binary data: {_NORMAL_100}",
+    "check_fit_idempotent": f"fit raises on non-binary data: {_NORMAL_100}",
+    "check_fit2d_1sample": "the check accepts only an error naming the single sample, but on "
+    "3 * uniform(size=(1, 10)) (states 0..3) fit first raises the binary-data error",
+    "check_fit2d_1feature": "the check accepts only success or an error naming the single feature, but on "
+    "3 * uniform(size=(10, 1)) (states 0..3) fit raises the binary-data error",
 }
 
 
@@ -63,7 +69,15 @@ def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
 
 
-def test_discrete_estimators_share_the_base():
-    for est in all_estimators():
-        if "graph" in est.get_params():
-            assert isinstance(est, BaseDiscreteMRF) or not hasattr(est, "model_")
+def test_estimators_taking_a_graph_share_a_base():
+    # Validation, scoring and sampling live in the two bases; an estimator that takes a
+    # graph but subclasses neither would silently miss them (and the contract tests).
+    classes = [getattr(est_module, name) for name in est_module.__all__]
+    classes = [cls for cls in classes if inspect.isclass(cls) and hasattr(cls, "fit")]
+    assert classes
+    for cls in classes:
+        params = inspect.signature(cls.__init__).parameters
+        assert "graph" in params, f"{cls.__name__} takes no graph"
+        assert issubclass(cls, (BaseDiscreteMRF, _BaseGaussianMRF)), f"{cls.__name__} has neither base"
+        if "n_states" in params:
+            assert issubclass(cls, BaseDiscreteMRF), f"{cls.__name__} takes n_states but is not discrete"

@@ -187,16 +187,6 @@ def test_lap_converges_to_truth():
     assert err < 0.02  # O(1/sqrt(n)) statistical error
 
 
-def test_n_jobs_gives_same_result(kernel_path):
-    Q = laplacian_precision(8, 8)
-    X = sample(Q, 400, seed=8)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
-        a = GaussianLAP(Q).fit(X).precision_.toarray()
-        b = GaussianLAP(Q, n_jobs=2).fit(X).precision_.toarray()
-    np.testing.assert_allclose(a, b, rtol=1e-12)
-
-
 # ---------------------------------------------------------------------------
 # GaussianLAP: bias correction
 # ---------------------------------------------------------------------------

@@ -209,13 +209,10 @@ def test_non_converged_subproblem_warns_with_its_clique():
     assert not any(s.converged for s in est.subproblems_)
 
 
-def test_parallel_chunks_give_identical_results(capsys):
+def test_verbose_reports_the_auxiliary_problems(capsys):
+    # n_jobs invariance is in test_estimator_contract.py.
     X, _ = sample_random_mrf(grid_graph(5, 5), 1000, random_state=0)
-    one = LAPEstimator("grid:5x5").fit(X)
-    two = LAPEstimator("grid:5x5", n_jobs=2, verbose=1).fit(X)
-    # Same batches and arithmetic; workers may use a different BLAS threading
-    # (summation order), hence rounding-level differences only.
-    np.testing.assert_allclose(one.theta_, two.theta_, atol=1e-10)
+    LAPEstimator("grid:5x5", n_jobs=2, verbose=1).fit(X)
     assert "[LAPEstimator] 40 auxiliary problems" in capsys.readouterr().out
 
 

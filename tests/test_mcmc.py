@@ -253,12 +253,11 @@ def test_exact_samples_average_is_close():
     assert np.linalg.norm(np.r_[est.ising_fields_, est.ising_couplings_] - ref) < 0.1
 
 
-def test_mcmc_fit_near_optimum_and_reproducible():
+def test_mcmc_fit_near_optimum():
+    # n_jobs invariance is in test_estimator_contract.py.
     X = _strongly_coupled_data(3, 3, 200, 2)
     kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=40, n_samples=5000, n_sweeps=10)
     a = MCMCMaxLikelihood("grid:3x3", random_state=3, **kw).fit(X)
-    b = MCMCMaxLikelihood("grid:3x3", random_state=3, n_jobs=2, **kw).fit(X)
-    np.testing.assert_array_equal(a.theta_, b.theta_)  # seeds per chain block drawn up front
     ref = _brute_force_constrained_ml(X, a.edges_, 0.2, 1.0)
     # Same noise scale as above (M = 5000): 0.1 is several standard deviations.
     assert np.linalg.norm(np.r_[a.ising_fields_, a.ising_couplings_] - ref) < 0.1

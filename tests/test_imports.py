@@ -1,0 +1,181 @@
+"""Every module of skmrf imports on its own, with no import cycle and no lazy skmrf imports.
+
+A module that only imports after some other module was imported first (an
+order-dependent cycle) fails in a fresh interpreter; the static checks find the
+cycle even when today's import order happens to hide it.
+"""
+
+import ast
+import importlib.util
+import pkgutil
+import subprocess
+import sys
+from pathlib import Path
+
+import skmrf
+
+PACKAGE = "skmrf"
+ROOT = Path(skmrf.__file__).resolve().parent
+
+
+def _modules():
+    """``{module name: source path}`` for the package and every submodule."""
+    mods = {PACKAGE: ROOT / "__init__.py"}
+    for info in pkgutil.walk_packages([str(ROOT)], prefix=PACKAGE + "."):
+        spec = importlib.util.find_spec(info.name)
+        mods[info.name] = Path(spec.origin)
+    return mods
+
+
+MODULES = _modules()
+
+# Runs in one fresh interpreter, which imports skmrf's third-party dependencies once (about 2 s;
+# their import order is not ours to test) and then imports each skmrf module in its own forked
+# child, which starts with no skmrf module loaded. Without fork: one interpreter per module.
+_RUNNER = """
+import importlib, os, subprocess, sys
+names = sys.argv[1:]
+def report(name, error):
+    print(name, "->", error, flush=True)
+if not hasattr(os, "fork"):
+    for name in names:
+        r = subprocess.run([sys.executable, "-c", "import " + name], capture_output=True, text=True)
+        if r.returncode:
+            report(name, (r.stderr.strip().splitlines() or ["?"])[-1])
+    sys.exit(0)
+import joblib, networkx, numpy, scipy.optimize, scipy.sparse, scipy.special, sklearn.base, sklearn.utils
+assert not any(m == "skmrf" or m.startswith("skmrf.") for m in sys.modules)
+for name in names:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            importlib.import_module(name)
+        except BaseException as exc:
+            report(name, f"{type(exc).__name__}: {exc}")
+            os._exit(1)
+        os._exit(0)
+    _, status = os.waitpid(pid, 0)
+    if status and os.waitstatus_to_exitcode(status) != 1:
+        report(name, f"child exited with status {os.waitstatus_to_exitcode(status)}")
+"""
+
+
+def test_every_module_imports_in_a_fresh_interpreter():
+    names = sorted(MODULES)
+    out = subprocess.run(
+        [sys.executable, "-c", _RUNNER, *names], capture_output=True, text=True, cwd=ROOT.parent, timeout=300
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == "", "modules that fail to import on their own:\n" + out.stdout
+
+
+def _resolve(module, node):
+    """Absolute module names an ``import`` / ``from ... import`` node of ``module`` refers to."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level:
+        is_package = MODULES[module].name == "__init__.py"
+        parts = module.split(".")
+        base = parts if is_package else parts[:-1]
+        base = base[: len(base) - (node.level - 1)]
+        prefix = ".".join(base + ([node.module] if node.module else []))
+    else:
+        prefix = node.module
+    # ``from pkg import name``: name is a submodule or an attribute of pkg.
+    return [f"{prefix}.{a.name}" if f"{prefix}.{a.name}" in MODULES else prefix for a in node.names]
+
+
+def _owner(name):
+    """The skmrf module that ``name`` is (or the closest enclosing one), else None."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module):
+    """``(top-level skmrf imports, [(function, imported name, line)] of lazy ones)``."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    top, lazy = set(), []
+
+    def visit(node, function):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                continue  # annotations only: not imported at run time
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                visit(child, getattr(child, "name", "<lambda>"))
+            elif isinstance(child, (ast.Import, ast.ImportFrom)):
+                for name in _resolve(module, child):
+                    target = _owner(name)
+                    if target is None or target == module:
+                        continue
+                    if function is None:
+                        top.add(target)
+                    else:
+                        lazy.append((function, target, child.lineno))
+            else:
+                visit(child, function)
+
+    visit(tree, None)
+    return top, lazy
+
+
+def _graph():
+    """Top-level import graph; importing ``a.b.c`` also imports its packages ``a.b`` and ``a``."""
+    graph = {}
+    for module in MODULES:
+        top, _ = _imports(module)
+        edges = set(top)
+        for target in top:
+            parent = target.rpartition(".")[0]
+            while parent:
+                edges.add(parent)
+                parent = parent.rpartition(".")[0]
+        # A package's own parents are imported before it, not by it: no edge from a package
+        # to its parents unless it imports them explicitly.
+        graph[module] = sorted(e for e in edges if e != module and (e in top or not module.startswith(e + ".")))
+    return graph
+
+
+def _find_cycle(graph):
+    """One cycle as a list of modules (first == last), or None."""
+    state, stack = {}, []
+
+    def dfs(node):
+        state[node] = "open"
+        stack.append(node)
+        for nxt in graph.get(node, ()):
+            if state.get(nxt) == "open":
+                return stack[stack.index(nxt) :] + [nxt]
+            if nxt not in state and (cycle := dfs(nxt)):
+                return cycle
+        state[node] = "done"
+        stack.pop()
+        return None
+
+    for node in sorted(graph):
+        if node not in state and (cycle := dfs(node)):
+            return cycle
+    return None
+
+
+def test_no_import_cycle_between_modules():
+    cycle = _find_cycle(_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_no_lazy_imports_of_skmrf_modules():
+    graph = _graph()
+    lazy = []
+    for module in sorted(MODULES):
+        for function, target, line in _imports(module)[1]:
+            # Say which cycle, if any, the import would close at top level (why it was made lazy).
+            cycle = _find_cycle({**graph, module: [*graph[module], target]})
+            note = f" (at top level: cycle {' -> '.join(cycle)})" if cycle else ""
+            lazy.append(f"{module}:{line} in {function}() imports {target}{note}")
+    assert not lazy, "imports of skmrf modules inside functions (hide cycles):\n" + "\n".join(lazy)
+
+
+def test_the_static_checks_can_fail():
+    assert _find_cycle({"a": ["b"], "b": ["c"], "c": ["a"]}) == ["a", "b", "c", "a"]
+    assert _find_cycle({"a": ["b"], "b": [], "c": ["a", "b"]}) is None
+    assert "skmrf.graphs" in _graph()["skmrf"]  # the package imports its modules

@@ -7,7 +7,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import skmrf.estimators as est_module
 from skmrf.estimators._base import BaseDiscreteMRF
-from skmrf.estimators.gaussian import _BaseGaussianMRF
+from skmrf.estimators.gaussian._base import _BaseGaussianMRF
 
 # Parameter sets checked per estimator (by class name); default: one instance with defaults.
 INIT_PARAMS = {

@@ -172,10 +172,10 @@ def test_refit_is_identical_and_score_is_the_mean(cls):
 @pytest.mark.parametrize("path", ["dense-covariance", "cluster-gram"])
 def test_gaussian_lap_n_jobs_does_not_change_the_result(path, monkeypatch):
     from skmrf import GaussianLAP
-    from skmrf.estimators import gaussian
+    from skmrf.estimators.gaussian import lap_kernel
 
     if path == "cluster-gram":
-        monkeypatch.setattr(gaussian, "_DENSE_GRAM_MAX_FEATURES", 0)
+        monkeypatch.setattr(lap_kernel, "_DENSE_GRAM_MAX_FEATURES", 0)
     X = np.random.default_rng(0).normal(size=(400, 64))
     one = GaussianLAP("grid:8x8", n_jobs=1).fit(X)
     two = GaussianLAP("grid:8x8", n_jobs=2).fit(X)

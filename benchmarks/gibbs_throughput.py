@@ -22,9 +22,9 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from skmrf import grid_graph  # noqa: E402
-from skmrf.estimators.mcmc import ising_to_binary  # noqa: E402
 from skmrf.inference.gibbs import BinaryGibbsKernel, GibbsSampler, colour_classes  # noqa: E402
 from skmrf.model import DiscreteMRF  # noqa: E402
+from skmrf.model.ising import ising_to_binary  # noqa: E402
 
 TARGET = 5e7
 

@@ -8,21 +8,20 @@ from scipy.special import logsumexp
 
 from skmrf import grid_graph
 from skmrf.datasets import make_random_mrf
-from skmrf.estimators.mcmc import (
+from skmrf.estimators._fast_mixing import (
     MAX_WORK,
     FastMixingSchedule,
-    MCMCMaxLikelihood,
-    binary_to_ising,
     dobrushin_mixing_constants,
     fast_mixing_schedule,
-    ising_to_binary,
     project_box,
     project_spectral,
     schedule_values,
     spectral_mixing_constants,
 )
+from skmrf.estimators.mcmc import MCMCMaxLikelihood
 from skmrf.inference.gibbs import BinaryGibbsKernel, colour_classes
 from skmrf.model import DiscreteMRF
+from skmrf.model.ising import binary_to_ising, ising_to_binary
 
 from . import brute_force as bf
 

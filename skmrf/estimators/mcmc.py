@@ -1,20 +1,17 @@
 """MCMC maximum likelihood inside a fast-mixing parameter set (Domke, 2015).
 
-Three layers, as in ``sklearn/covariance/_graph_lasso.py``:
-
-- kernels on plain arrays: the K/M/v schedule (:func:`fast_mixing_schedule`),
-  the mixing constants of the fast-mixing sets, the projections
-  (:func:`project_box`, :func:`project_spectral`), a vectorised Gibbs kernel
-  for binary pairwise models and the projected-gradient loop
-  (:func:`_projected_gradient`, Algorithm 1 of the paper);
-- the estimator :class:`MCMCMaxLikelihood`, which validates, computes the
-  schedule from the graph and the data, and stores the fitted ``model_``.
+- the expectations ``E_phi[t(x)]`` that drive Algorithm 1: from Gibbs chains
+  (:class:`_MCMCExpectation`, the paper's), from the junction tree and from exact
+  samples (test references);
+- the estimator :class:`MCMCMaxLikelihood`, which validates, computes the schedule
+  (:mod:`skmrf.estimators._fast_mixing`), runs Algorithm 1
+  (:func:`skmrf.solvers.projected_gradient.projected_gradient`) and stores ``model_``.
 
 The paper's model is the Ising model over ``x in {-1, +1}``; the package's
 model is over ``s in {0, 1}`` normalised with respect to zero. Everything the
 paper bounds (the fast-mixing set, ``R_2``, the Lipschitz constant) is stated
 in the ``{-1, +1}`` coordinates, so the optimisation runs there and the result
-is converted at the end (:func:`ising_to_binary`).
+is converted at the end (:func:`skmrf.model.ising.ising_to_binary`).
 """
 
 from __future__ import annotations
@@ -22,6 +19,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
@@ -29,6 +27,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ..inference.gibbs import BinaryGibbsKernel, colour_classes
 from ..model.ising import ising_statistics, ising_to_binary
+from ..solvers.projected_gradient import projected_gradient
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
 from ..utils.validation import check_generator
 from ._base import GRAPH_DOC, SCORE_METHOD_DOC, BaseDiscreteMRF
@@ -140,52 +139,9 @@ class _ExactSampleExpectation(_ExactExpectation):
         return ising_statistics(S.mean(axis=0), (S[:, e[:, 0]] * S[:, e[:, 1]]).mean(axis=0), e)
 
 
-def _projected_gradient(
-    mean_stats, n_variables, expectation, project, lipschitz, ridge, n_iter, phi0=None, fit_fields=True, callback=None
-):
-    """Algorithm 1: projected gradient descent with step ``1 / L`` on ``{-1, +1}`` parameters.
-
-    Parameters
-    ----------
-    mean_stats : ndarray of shape (n_variables + n_edges,)
-        Empirical means ``t_bar`` of ``(x_i, x_i x_j)``.
-    n_variables : int
-    expectation : callable
-        ``expectation(phi)`` returns (an estimate of) ``E_phi[t(x)]``.
-    project : callable
-        Projection of the coupling part ``J`` onto the fast-mixing set.
-    lipschitz, ridge : float
-        ``L`` and ``lambda``.
-    n_iter : int
-        ``K``.
-    phi0 : ndarray, optional
-        Start (default zero, as in the paper).
-    fit_fields : bool, default=True
-        If False the fields stay at zero (the paper's Section 6 model).
-    callback : callable, optional
-        ``callback(k, phi_k, grad)`` after every step.
-
-    Returns
-    -------
-    phi_last : ndarray
-        ``theta_K``.
-    phi_mean : ndarray
-        ``(1/K) sum_{k=1}^K theta_k``.
-    """
-    n = n_variables
-    phi = np.zeros(len(mean_stats)) if phi0 is None else np.array(phi0, dtype=float)
-    total = np.zeros_like(phi)
-    for k in range(1, n_iter + 1):
-        grad = expectation(phi) - mean_stats + ridge * phi
-        if not fit_fields:
-            grad[:n] = 0.0
-        step = phi - grad / lipschitz
-        step[n:] = project(step[n:])
-        phi = step
-        total += phi
-        if callback is not None:
-            callback(k, phi, grad)
-    return phi, total / max(n_iter, 1)
+def _project_couplings(phi, n_variables, project):
+    """Project the couplings ``J = phi[n_variables:]`` of ``phi = (h, J)``; the fields are free."""
+    return np.concatenate([phi[:n_variables], project(phi[n_variables:])])
 
 
 # ---------------------------------------------------------------------------
@@ -545,8 +501,14 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 expectation = _MCMCExpectation(
                     Xi, edges, colours, sched.n_samples, sched.n_sweeps, self.init, self.persistent, rng, parallel
                 )
-            last, mean = _projected_gradient(
-                mean_stats, n, expectation, project, L, self.alpha, sched.n_iter, callback=report
+            last, mean = projected_gradient(
+                expectation,
+                mean_stats,
+                partial(_project_couplings, n_variables=n, project=project),
+                lipschitz=L,
+                ridge=self.alpha,
+                n_iter=sched.n_iter,
+                callback=report,
             )
         phi = mean if self.average else last
         if self.average and self.projection == "spectral":

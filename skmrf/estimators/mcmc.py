@@ -17,20 +17,21 @@ is converted at the end (:func:`skmrf.model.ising.ising_to_binary`).
 from __future__ import annotations
 
 import math
-import time
-import warnings
 from functools import partial
 from numbers import Integral, Real
+from typing import NamedTuple
 
 import numpy as np
-from sklearn.exceptions import ConvergenceWarning
 
-from ..inference.gibbs import BinaryGibbsKernel, colour_classes
+from ..inference.gibbs import BinaryGibbsKernel, colour_classes, run_chains
 from ..model.ising import ising_statistics, ising_to_binary
+from ..solvers._convergence import warn_not_converged
 from ..solvers.projected_gradient import projected_gradient
-from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
+from ..utils._docstrings import fill_doc
+from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context
+from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
-from ._base import GRAPH_DOC, SCORE_METHOD_DOC, BaseDiscreteMRF
+from ._base import BaseDiscreteMRF
 from ._fast_mixing import MAX_WORK, FastMixingSchedule, distance_bound, fast_mixing_schedule, fast_mixing_set
 
 __all__ = ["MCMCMaxLikelihood"]
@@ -40,22 +41,34 @@ __all__ = ["MCMCMaxLikelihood"]
 CHAIN_BLOCK = 4096
 
 
-def _pair_sums(S, pi, pj, chunk=1 << 22):
-    """``sum_m S[pi[e], m] * S[pj[e], m]`` for every edge, chunked over edges."""
-    out = np.empty(len(pi))
+def _chain_sums(S, order, edge_rows, chunk=1 << 22):
+    """Sums over the chains of ``s_i`` and of ``s_i s_j`` per edge, from internal states ``S``.
+
+    ``S`` has one row per variable in the kernel's internal order (``order`` maps variables
+    to rows) and one column per chain; ``edge_rows`` holds the rows of the edges' ends. The
+    pair sums are chunked over edges to bound the temporaries.
+    """
+    pi, pj = edge_rows
+    sum_s = S.sum(axis=1, dtype=np.float64)[order]
+    sum_ss = np.empty(len(pi))
     step = max(1, chunk // max(S.shape[1], 1))
     for a in range(0, len(pi), step):
         b = slice(a, a + step)
-        out[b] = np.einsum("em,em->e", S[pi[b]], S[pj[b]], dtype=np.float64)
-    return out
+        sum_ss[b] = np.einsum("em,em->e", S[pi[b]], S[pj[b]], dtype=np.float64)
+    return sum_s, sum_ss
 
 
-def _gibbs_block(kernel, start, n_sweeps, rng, keep_states):
-    """Worker: run one block of chains; return sums of ``s_i``, ``s_i s_j`` (and the states)."""
-    S = kernel.run(start, n_sweeps, rng)
-    sum_s = S.sum(axis=1, dtype=np.float64)[kernel.inv]
-    sum_ss = _pair_sums(S, kernel.edge_i, kernel.edge_j)
-    return sum_s, sum_ss, (S if keep_states else None)
+def _binary_theta(phi, model, node_pos, edge_pos, edges):
+    """The package's ``{0, 1}`` parameter vector of ``model`` for ``phi = (h, J)``."""
+    n = model.n_variables
+    theta = np.zeros(model.n_params)
+    theta[node_pos], theta[edge_pos] = ising_to_binary(phi[:n], phi[n:], edges, n)
+    return theta
+
+
+def _mean_statistics(S01, edges):
+    """Mean ``{-1, +1}`` statistics ``(E x_i, E x_i x_j)`` of float 0/1 rows ``S01``."""
+    return ising_statistics(S01.mean(axis=0), (S01[:, edges[:, 0]] * S01[:, edges[:, 1]]).mean(axis=0), edges)
 
 
 class _MCMCExpectation:
@@ -65,6 +78,9 @@ class _MCMCExpectation:
     paper's ``r``), ``init="data"`` from a training row drawn with replacement
     (contrastive divergence); ``persistent=True`` restarts the chains where
     the previous iteration left them (PCD, outside the paper's guarantee).
+    The chains run in blocks of :data:`CHAIN_BLOCK` through
+    :func:`~skmrf.inference.gibbs.run_chains`; every block's start and sweep
+    streams are spawned up front, so the result does not depend on ``n_jobs``.
     """
 
     def __init__(self, X01, edges, colours, n_samples, n_sweeps, init, persistent, rng, parallel):
@@ -86,25 +102,29 @@ class _MCMCExpectation:
         return (rng.random((self.n, m), dtype=np.float32) < 0.5).astype(np.float32)
 
     def __call__(self, phi):
-        n = self.n
-        tu, tp = ising_to_binary(phi[:n], phi[n:], self.edges, n)
-        kernel = BinaryGibbsKernel(tu, tp, self.edges, self.colours)
-        kernel.edge_i, kernel.edge_j = kernel.inv[self.edges[:, 0]], kernel.inv[self.edges[:, 1]]
+        n, edges = self.n, self.edges
+        kernel = BinaryGibbsKernel(*ising_to_binary(phi[:n], phi[n:], edges, n), edges, self.colours)
         sizes = [min(CHAIN_BLOCK, self.n_samples - a) for a in range(0, self.n_samples, CHAIN_BLOCK)]
         if self.persistent and self.pool is not None:
             # Same colouring, hence the same internal row order, at every step.
             starts = self.pool
         else:
             starts = [self._start(kernel, m, r) for m, r in zip(sizes, self.rng.spawn(len(sizes)))]
-        rngs = self.rng.spawn(len(sizes))
-        out = self.parallel(
-            delayed(_gibbs_block)(kernel, s, self.n_sweeps, r, self.persistent) for s, r in zip(starts, rngs)
+        statistic = partial(_chain_sums, order=kernel.inv, edge_rows=(kernel.inv[edges[:, 0]], kernel.inv[edges[:, 1]]))
+        out = run_chains(
+            kernel,
+            starts,
+            self.n_sweeps,
+            self.rng.spawn(len(sizes)),
+            parallel=self.parallel,
+            statistic=statistic,
+            keep_states=self.persistent,
         )
-        sum_s = sum(o[0] for o in out)
-        sum_ss = sum(o[1] for o in out)
+        sum_s = sum(sums[0] for _, sums in out)
+        sum_ss = sum(sums[1] for _, sums in out)
         if self.persistent:
-            self.pool = [o[2] for o in out]
-        return ising_statistics(sum_s / self.n_samples, sum_ss / self.n_samples, self.edges)
+            self.pool = [S for S, _ in out]
+        return ising_statistics(sum_s / self.n_samples, sum_ss / self.n_samples, edges)
 
 
 class _ExactExpectation:
@@ -114,10 +134,7 @@ class _ExactExpectation:
         self.model, self.node_pos, self.edge_pos, self.edges = model, node_pos, edge_pos, edges
 
     def __call__(self, phi):
-        n = self.model.n_variables
-        theta = np.zeros(self.model.n_params)
-        theta[self.node_pos], theta[self.edge_pos] = ising_to_binary(phi[:n], phi[n:], self.edges, n)
-        self.model.theta = theta
+        self.model.theta = _binary_theta(phi, self.model, self.node_pos, self.edge_pos, self.edges)
         mu = self.model.expected_statistics()
         return ising_statistics(mu[self.node_pos], mu[self.edge_pos], self.edges)
 
@@ -130,13 +147,46 @@ class _ExactSampleExpectation(_ExactExpectation):
         self.n_samples, self.rng = n_samples, rng
 
     def __call__(self, phi):
-        n = self.model.n_variables
-        theta = np.zeros(self.model.n_params)
-        theta[self.node_pos], theta[self.edge_pos] = ising_to_binary(phi[:n], phi[n:], self.edges, n)
-        self.model.theta = theta
+        self.model.theta = _binary_theta(phi, self.model, self.node_pos, self.edge_pos, self.edges)
         S = self.model.sample(self.n_samples, self.rng, method="exact").astype(np.float64)
-        e = self.edges
-        return ising_statistics(S.mean(axis=0), (S[:, e[:, 0]] * S[:, e[:, 1]]).mean(axis=0), e)
+        return _mean_statistics(S, self.edges)
+
+
+class _Positions(NamedTuple):
+    """Where a binary pairwise model keeps its unary and pair parameters, and its edges."""
+
+    node_pos: np.ndarray
+    edge_pos: np.ndarray
+    edges: np.ndarray
+
+
+def _pairwise_positions(layout):
+    """The :class:`_Positions` of a pairwise :class:`~skmrf.parametrisation.CliqueLayout`."""
+    sizes = np.array([len(c) for c in layout.cliques])
+    edge_blocks = np.flatnonzero(sizes == 2)
+    edges = np.array([layout.cliques[k] for k in edge_blocks], dtype=np.int64).reshape(-1, 2)
+    return _Positions(layout.block_offsets[np.flatnonzero(sizes == 1)], layout.block_offsets[edge_blocks], edges)
+
+
+def _check_work(schedule, n_variables):
+    """Refuse a schedule over :data:`~skmrf.estimators._fast_mixing.MAX_WORK` single-site updates."""
+    n = n_variables
+    work = float(schedule.n_iter) * schedule.n_samples * schedule.n_sweeps * n
+    if work > MAX_WORK:
+        raise ValueError(
+            f"The schedule K={schedule.n_iter} steps, M={schedule.n_samples} samples, v={schedule.n_sweeps} "
+            f"sweeps ({schedule.n_sweeps * n} single-site transitions) of {n} variables is K*M*v*n = {work:.3g} "
+            f"single-site updates, over the budget MAX_WORK={MAX_WORK:.3g}. "
+            "Increase eps or alpha, lower lipschitz (the paper uses L well below Theorem 1's bound), "
+            "or give n_iter, n_samples and n_sweeps explicitly."
+        )
+
+
+def _report(log, n_variables, k, phi, grad):
+    """Algorithm 1's progress line: the step, the gradient norm and the largest coupling."""
+    log(
+        "Iteration %d, |grad| = %.4f, max |J| = %.4f", k, np.linalg.norm(grad), np.abs(phi[n_variables:]).max(initial=0)
+    )
 
 
 def _project_couplings(phi, n_variables, project):
@@ -147,6 +197,7 @@ def _project_couplings(phi, n_variables, project):
 # ---------------------------------------------------------------------------
 # The estimator
 # ---------------------------------------------------------------------------
+@fill_doc
 class MCMCMaxLikelihood(BaseDiscreteMRF):
     """Maximum likelihood by projected gradient with MCMC gradients in a fast-mixing set.
 
@@ -160,21 +211,21 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
 
     Parameters
     ----------
-    {graph}
+    %(graph)s
         Pairwise only: every factor must be a node or an edge.
     max_coupling : float, default=None
-        Size of the fast-mixing set, on the ``{{-1, +1}}`` couplings ``J``
+        Size of the fast-mixing set, on the ``{-1, +1}`` couplings ``J``
         (``theta_ij = 4 J_ij``): the bound ``beta`` on ``|J_ij|`` (box) or the
         bound ``c < 1`` on ``||R(J)||_2`` (spectral). None takes
         ``artanh(0.8 / max_degree)`` (box) or ``0.8`` (spectral).
-    projection : {{"box", "spectral"}}, default="box"
+    projection : {"box", "spectral"}, default="box"
         The fast-mixing set. ``"box"``: ``|J_ij| <= beta`` with
         ``max_degree * tanh(beta) < 1`` (Dobrushin, Section 3.1), projected by
         clipping. ``"spectral"``: ``||R(J)||_2 <= c`` with ``R_ij = |J_ij|``
         (Eq. 4, Domke & Liu 2013), projected by Dykstra's algorithm
         (``O(n_features^3)`` per step).
     alpha : float, default=0.0
-        Ridge penalty ``alpha / 2 * ||theta||^2`` on the ``{{-1, +1}}``
+        Ridge penalty ``alpha / 2 * ||theta||^2`` on the ``{-1, +1}``
         parameters, added to the negative mean log-likelihood: the paper's
         ``lambda``. ``alpha > 0`` selects the strongly convex analysis
         (Corollary 9), ``alpha = 0`` the convex one (Theorem 5).
@@ -192,7 +243,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         ``alpha > 0``) or ``eps_f`` (objective, ``alpha = 0``).
     delta : float, default=0.1
         Allowed probability of missing ``eps``.
-    init : {{"uniform", "data"}}, default="uniform"
+    init : {"uniform", "data"}, default="uniform"
         Start distribution ``r`` of the chains: uniform (the paper), or
         training rows (contrastive divergence).
     persistent : bool, default=False
@@ -202,7 +253,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     average : bool, default=True
         Return the average of the iterates ``(1/K) sum theta_k`` (Theorem 2's
         output); False returns the last iterate ``theta_K`` (Corollary 9's).
-    {score_method}
+    %(score_method)s
     max_bytes : int, default=None
         Memory budget of one junction-tree calibration for exact scoring.
     random_state : int, RandomState instance or None, default=None
@@ -220,14 +271,14 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     n_states_ : ndarray of shape (n_features,)
         All 2.
     model_ : DiscreteMRF
-        The fitted model in the package's ``{{0, 1}}`` parametrisation.
+        The fitted model in the package's ``{0, 1}`` parametrisation.
     theta_ : ndarray of shape (n_params,)
         Alias of ``model_.theta``.
     edges_ : ndarray of shape (n_edges, 2)
     ising_fields_ : ndarray of shape (n_features,)
-        Fitted ``{{-1, +1}}`` fields ``h``.
+        Fitted ``{-1, +1}`` fields ``h``.
     ising_couplings_ : ndarray of shape (n_edges,)
-        Fitted ``{{-1, +1}}`` couplings ``J`` (inside the fast-mixing set).
+        Fitted ``{-1, +1}`` couplings ``J`` (inside the fast-mixing set).
     schedule_ : FastMixingSchedule
         ``(n_iter, n_samples, n_sweeps)`` used.
     schedule_auto_ : FastMixingSchedule or None
@@ -257,8 +308,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     Notes
     -----
     **Coordinates.** The paper's model (Section 3.1) is the Ising model over
-    ``x in {{-1, +1}}``, ``p(x) ~ exp(sum J_ij x_i x_j + sum h_i x_i)``. With
-    ``x = 2 s - 1`` it is the package's model over ``s in {{0, 1}}`` with
+    ``x in {-1, +1}``, ``p(x) ~ exp(sum J_ij x_i x_j + sum h_i x_i)``. With
+    ``x = 2 s - 1`` it is the package's model over ``s in {0, 1}`` with
     ``theta_ij = 4 J_ij`` and ``theta_i = 2 h_i - 2 sum_j J_ij``. The fast-mixing
     sets, ``R2`` (``|x_i|, |x_i x_j| <= 1``) and the Lipschitz bound are
     defined on ``(h, J)``, so the optimisation, the projection and the ridge
@@ -270,9 +321,9 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
 
     .. math::
 
-        f(\\phi) = A(\\phi) - \\phi\\cdot\\bar t + \\frac{{\\lambda}}{{2}}\\|\\phi\\|^2,\\qquad
-        \\phi_{{k}} = \\Pi_\\Theta\\Bigl[\\phi_{{k-1}} - \\frac1L\\Bigl(\\frac1M\\sum_i t(x_i)
-            - \\bar t + \\lambda\\phi_{{k-1}}\\Bigr)\\Bigr].
+        f(\\phi) = A(\\phi) - \\phi\\cdot\\bar t + \\frac{\\lambda}{2}\\|\\phi\\|^2,\\qquad
+        \\phi_{k} = \\Pi_\\Theta\\Bigl[\\phi_{k-1} - \\frac1L\\Bigl(\\frac1M\\sum_i t(x_i)
+            - \\bar t + \\lambda\\phi_{k-1}\\Bigr)\\Bigr].
 
     **Schedule.** ``C = n_features`` and ``alpha = exp(-(1 - rho) / n_features)``
     with ``rho = max_degree tanh(beta)`` (box) or ``c`` (spectral). ``D`` bounds
@@ -288,7 +339,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     transitions: under the Dobrushin condition a systematic sweep contracts by
     at least ``rho <= exp(-(1 - rho))`` (Dyer, Goldberg and Jerrum 2009).
     Fits whose work ``n_iter * n_samples * n_sweeps * n_features`` exceeds
-    :data:`MAX_WORK` single-site updates are refused.
+    :data:`~skmrf.estimators._fast_mixing.MAX_WORK` single-site updates are refused.
 
     Each step costs ``n_samples * n_sweeps`` sweeps, vectorised over chains
     and colour classes; the projection is ``O(n_edges)`` (box).
@@ -420,31 +471,45 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
             outside the fast-mixing range, or a schedule whose work exceeds
             :data:`MAX_WORK`.
         """
+        log = ProgressLog(type(self).__name__, self.verbose)
         Xi = self._validate_fit_data(X)
         self._check_binary_pairwise(Xi)
-        model = self.model_
-        n = Xi.shape[1]
-        lay = model.layout
-        sizes = np.array([len(c) for c in lay.cliques])
-        node_pos = lay.block_offsets[np.flatnonzero(sizes == 1)]
-        edge_blocks = np.flatnonzero(sizes == 2)
-        edge_pos = lay.block_offsets[edge_blocks]
-        edges = np.array([lay.cliques[k] for k in edge_blocks], dtype=np.int64).reshape(-1, 2)
-        n_edges = len(edges)
-        max_degree = self.graph_.max_degree
-        beta, C, a_mix, project = fast_mixing_set(self.projection, self.max_coupling, n, edges, max_degree)
+        positions = _pairwise_positions(self.model_.layout)
+        n, edges = Xi.shape[1], positions.edges
+        geometry = fast_mixing_set(self.projection, self.max_coupling, n, edges, self.graph_.max_degree)
+        mean_stats = _mean_statistics(Xi.astype(np.float64), edges)
+        auto, sched, L, R2, D = self._schedule(mean_stats[:n], len(edges), geometry)
+        self.schedule_auto_, self.schedule_, self.edges_ = auto, sched, edges
+        self.max_coupling_, self.mixing_constant_, self.mixing_rate_ = geometry[:3]
+        self.lipschitz_, self.suff_stat_bound_, self.distance_bound_ = L, R2, D
 
-        X01 = Xi.astype(np.float64)
-        mean_stats = ising_statistics(X01.mean(axis=0), (X01[:, edges[:, 0]] * X01[:, edges[:, 1]]).mean(axis=0), edges)
+        rng = check_generator(self.random_state)
+        with Parallel(n_jobs=self.n_jobs, verbose=max(0, self.verbose - 1)) as parallel:
+            last, mean = projected_gradient(
+                self._expectation(Xi, positions, sched, rng, parallel),
+                mean_stats,
+                partial(_project_couplings, n_variables=n, project=geometry.project),
+                lipschitz=L,
+                ridge=self.alpha,
+                n_iter=sched.n_iter,
+                callback=partial(_report, log, n) if self.verbose else None,
+            )
+        self.n_iter_ = sched.n_iter
+        self._set_parameters(mean if self.average else last, geometry.project, positions)
+        self._resolve_score_method(self.random_state)
+        return self
+
+    def _schedule(self, mean_x, n_edges, geometry):
+        """``(schedule_auto, schedule, L, R2, D)``: the given or theoretical K/M/v and its inputs."""
+        n = len(mean_x)
         R2 = math.sqrt(n + n_edges)
         L = float(self.lipschitz) if self.lipschitz is not None else 4 * R2**2 + self.alpha
-        D = distance_bound(self.projection, beta, mean_stats[:n], n_edges, max_degree, self.alpha)
-
+        D = distance_bound(self.projection, geometry.bound, mean_x, n_edges, self.graph_.max_degree, self.alpha)
         given = (self.n_iter, self.n_samples, self.n_sweeps)
         auto = None
         if any(isinstance(g, str) for g in given):
             if not np.isfinite(D):
-                j = int(np.argmax(np.abs(mean_stats[:n])))
+                j = int(np.argmax(np.abs(mean_x)))
                 raise ValueError(
                     f"The schedule needs a bound on ||theta_0 - theta*||, but column {j} is constant, so "
                     "with alpha=0 its field has no finite optimum. Set alpha > 0, drop the column, or give "
@@ -454,80 +519,41 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 self.eps,
                 lipschitz=L,
                 suff_stat_bound=R2,
-                mixing_constant=C,
-                mixing_rate=a_mix,
+                mixing_constant=geometry.mixing_constant,
+                mixing_rate=geometry.mixing_rate,
                 distance_bound=D,
                 ridge=self.alpha,
                 delta=self.delta,
                 n_variables=n,
             )
         sched = FastMixingSchedule(*(a if isinstance(g, str) else int(g) for g, a in zip(given, auto or given)))
-        work = float(sched.n_iter) * sched.n_samples * sched.n_sweeps * n
-        if work > MAX_WORK:
-            raise ValueError(
-                f"The schedule K={sched.n_iter} steps, M={sched.n_samples} samples, v={sched.n_sweeps} sweeps "
-                f"({sched.n_sweeps * n} single-site transitions) of {n} variables is K*M*v*n = {work:.3g} "
-                "single-site updates, over the budget MAX_WORK={MAX_WORK:.3g}. "
-                "Increase eps or alpha, lower lipschitz (the paper uses L well below Theorem 1's bound), "
-                "or give n_iter, n_samples and n_sweeps explicitly."
-            )
-        self.schedule_auto_ = auto
-        self.schedule_ = sched
-        self.edges_ = edges
-        self.max_coupling_ = beta
-        self.mixing_constant_, self.mixing_rate_ = C, a_mix
-        self.lipschitz_ = L
-        self.suff_stat_bound_ = R2
-        self.distance_bound_ = D
+        _check_work(sched, n)
+        return auto, sched, L, R2, D
 
-        rng = check_generator(self.random_state)
-        name = type(self).__name__
-        start_time = time.perf_counter()
+    def _expectation(self, Xi, positions, sched, rng, parallel):
+        """The estimate of ``E_phi[t(x)]`` each step uses: Gibbs chains, or a test reference."""
+        if self._gradient == "exact":
+            return _ExactExpectation(self.model_, *positions)
+        if self._gradient == "exact-samples":
+            return _ExactSampleExpectation(self.model_, *positions, sched.n_samples, rng)
+        colours = colour_classes(self.graph_)
+        return _MCMCExpectation(
+            Xi, positions.edges, colours, sched.n_samples, sched.n_sweeps, self.init, self.persistent, rng, parallel
+        )
 
-        def report(k, phi, grad):
-            if self.verbose:
-                print(
-                    "[%s] Iteration %d, |grad| = %.4f, max |J| = %.4f, time = %.2fs"
-                    % (name, k, np.linalg.norm(grad), np.abs(phi[n:]).max(initial=0), time.perf_counter() - start_time)
-                )
-
-        with Parallel(n_jobs=self.n_jobs, verbose=max(0, self.verbose - 1)) as parallel:
-            if self._gradient == "exact":
-                expectation = _ExactExpectation(model, node_pos, edge_pos, edges)
-            elif self._gradient == "exact-samples":
-                expectation = _ExactSampleExpectation(model, node_pos, edge_pos, edges, sched.n_samples, rng)
-            else:
-                colours = colour_classes(self.graph_)
-                expectation = _MCMCExpectation(
-                    Xi, edges, colours, sched.n_samples, sched.n_sweeps, self.init, self.persistent, rng, parallel
-                )
-            last, mean = projected_gradient(
-                expectation,
-                mean_stats,
-                partial(_project_couplings, n_variables=n, project=project),
-                lipschitz=L,
-                ridge=self.alpha,
-                n_iter=sched.n_iter,
-                callback=report,
-            )
-        phi = mean if self.average else last
+    def _set_parameters(self, phi, project, positions):
+        """Store ``phi = (h, J)`` as ``ising_fields_``, ``ising_couplings_`` and, in ``{0, 1}``, ``model_``."""
+        n = self.model_.n_variables
         if self.average and self.projection == "spectral":
             # The set is convex, so the average is inside it; project away round-off.
             phi[n:] = project(phi[n:])
         self.ising_fields_, self.ising_couplings_ = phi[:n].copy(), phi[n:].copy()
-        theta = np.zeros(model.n_params)
-        theta[node_pos], theta[edge_pos] = ising_to_binary(phi[:n], phi[n:], edges, n)
-        model.theta = theta
-        self.n_iter_ = sched.n_iter
+        theta = _binary_theta(phi, self.model_, *positions)
+        self.model_.theta = theta
         if not np.all(np.isfinite(theta)):
-            warnings.warn(
-                f"{name} diverged: non-finite parameters after {sched.n_iter} steps. Increase lipschitz "
-                "(smaller steps) or alpha.",
-                ConvergenceWarning,
-                stacklevel=3,
+            warn_not_converged(
+                type(self).__name__,
+                f"in {self.n_iter_} steps: the parameters diverged (non-finite)",
+                "Increase lipschitz (smaller steps) or alpha.",
+                stacklevel=4,
             )
-        self._resolve_score_method(self.random_state)
-        return self
-
-
-MCMCMaxLikelihood.__doc__ = MCMCMaxLikelihood.__doc__.format(graph=GRAPH_DOC, score_method=SCORE_METHOD_DOC)

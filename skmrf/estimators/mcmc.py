@@ -469,7 +469,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         ValueError
             For non-binary data or non-pairwise graphs, a ``max_coupling``
             outside the fast-mixing range, or a schedule whose work exceeds
-            :data:`MAX_WORK`.
+            :data:`~skmrf.estimators._fast_mixing.MAX_WORK`.
         """
         log = ProgressLog(type(self).__name__, self.verbose)
         Xi = self._validate_fit_data(X)

@@ -8,7 +8,7 @@ on a 4x4 grid (24 pairs, no fields), 5 random training vectors, the box set
 Mapping to the package: a training vector ``x`` is stored as ``s = (x + 1) / 2``
 in {0, 1}; the couplings map to the package's parameters as
 ``theta_ij = 4 J_ij`` and ``theta_i = -2 sum_j J_ij`` (no fields in the paper's
-model; see ``skmrf.estimators.mcmc.ising_to_binary``). The optimisation,
+model; see ``skmrf.model.ising.ising_to_binary``). The optimisation,
 projection and distances below are all in the paper's ``J`` coordinates.
 
 Prints the schedule (both readings of Corollary 9's M, see ERRATA.md), then for
@@ -32,19 +32,17 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from skmrf import grid_graph  # noqa: E402
-from skmrf.estimators.mcmc import (  # noqa: E402
-    _ExactExpectation,
-    _MCMCExpectation,
-    _projected_gradient,
+from skmrf.estimators._fast_mixing import (  # noqa: E402
     dobrushin_mixing_constants,
     fast_mixing_schedule,
-    ising_statistics,
-    ising_to_binary,
     project_box,
     schedule_values,
 )
+from skmrf.estimators.mcmc import _ExactExpectation, _MCMCExpectation  # noqa: E402
 from skmrf.inference.gibbs import colour_classes  # noqa: E402
 from skmrf.model import DiscreteMRF  # noqa: E402
+from skmrf.model.ising import ising_statistics, ising_to_binary  # noqa: E402
+from skmrf.solvers.projected_gradient import projected_gradient  # noqa: E402
 from skmrf.utils._sklearn_compat import Parallel  # noqa: E402
 
 N, BETA, LAM, EPS, DELTA, L = 16, 0.2, 1.0, 2.0, 0.1, 10.0
@@ -96,12 +94,13 @@ def main():
     tbar = np.r_[xf.mean(0), (xf[:, edges[:, 0]] * xf[:, edges[:, 1]]).mean(0)]
     assert np.allclose(tbar, ising_statistics(X01.mean(0), (X01[:, edges[:, 0]] * X01[:, edges[:, 1]]).mean(0), edges))
 
-    def project(J):
-        return project_box(J, BETA)
+    def project(phi):
+        # The paper's model has no fields: the set is {h = 0} x {|J_ij| <= beta}.
+        return np.r_[np.zeros(N), project_box(phi[N:], BETA)]
 
     exact = _ExactExpectation(model, node_pos, edge_pos, edges)
     t0 = time.perf_counter()
-    star, _ = _projected_gradient(tbar, N, exact, project, L, LAM, 500, fit_fields=False)
+    star, _ = projected_gradient(exact, tbar, project, lipschitz=L, ridge=LAM, n_iter=500)
     t_star = time.perf_counter() - t0
 
     def objective(phi):
@@ -134,15 +133,13 @@ def main():
             Parallel(n_jobs=1),
         )
         t0 = time.perf_counter()
-        last, mean = _projected_gradient(
-            tbar,
-            N,
+        last, mean = projected_gradient(
             exp,
+            tbar,
             project,
-            L,
-            LAM,
-            sched.n_iter,
-            fit_fields=False,
+            lipschitz=L,
+            ridge=LAM,
+            n_iter=sched.n_iter,
             callback=lambda k, phi, g: its.append(phi.copy()),
         )
         return np.array(its), mean, time.perf_counter() - t0

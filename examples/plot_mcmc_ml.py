@@ -20,8 +20,9 @@ import time
 import numpy as np
 
 from skmrf import grid_graph
-from skmrf.estimators.mcmc import MCMCMaxLikelihood, ising_to_binary
+from skmrf.estimators.mcmc import MCMCMaxLikelihood
 from skmrf.model import DiscreteMRF
+from skmrf.model.ising import ising_to_binary
 
 rows = cols = 8
 graph = grid_graph(rows, cols)

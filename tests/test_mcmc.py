@@ -8,21 +8,21 @@ from scipy.special import logsumexp
 
 from skmrf import grid_graph
 from skmrf.datasets import make_random_mrf
-from skmrf.estimators.mcmc import (
+from skmrf.estimators._fast_mixing import (
     MAX_WORK,
     FastMixingSchedule,
-    MCMCMaxLikelihood,
-    binary_to_ising,
     dobrushin_mixing_constants,
     fast_mixing_schedule,
-    ising_to_binary,
     project_box,
     project_spectral,
     schedule_values,
     spectral_mixing_constants,
 )
+from skmrf.estimators.mcmc import MCMCMaxLikelihood, _ExactExpectation
 from skmrf.inference.gibbs import BinaryGibbsKernel, colour_classes
 from skmrf.model import DiscreteMRF
+from skmrf.model.ising import binary_to_ising, ising_to_binary
+from skmrf.solvers.projected_gradient import projected_gradient
 
 from . import brute_force as bf
 
@@ -307,8 +307,6 @@ def test_spectral_projection_fit():
     )
     est2._gradient = "exact"
     phi = np.r_[est.ising_fields_, est.ising_couplings_]
-    from skmrf.estimators.mcmc import _ExactExpectation, _projected_gradient
-
     est2.fit(X)
     model = est2.model_
     lay = model.layout
@@ -318,7 +316,11 @@ def test_spectral_projection_fit():
     )
     x = 2 * X - 1.0
     tbar = np.r_[x.mean(0), (x[:, e[:, 0]] * x[:, e[:, 1]]).mean(0)]
-    nxt, _ = _projected_gradient(tbar, n, exp, lambda J: project_spectral(J, e, n, 0.6), 5.0, 0.5, 1, phi0=phi)
+
+    def project(p):
+        return np.r_[p[:n], project_spectral(p[n:], e, n, 0.6)]
+
+    nxt, _ = projected_gradient(exp, tbar, project, lipschitz=5.0, ridge=0.5, n_iter=1, x0=phi)
     np.testing.assert_allclose(nxt, phi, atol=1e-6)
 
 

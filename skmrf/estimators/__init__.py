@@ -1,9 +1,10 @@
 """scikit-learn estimators of MRF parameters."""
 
+from ._fast_mixing import fast_mixing_schedule
 from .exact import ExactMaxLikelihood
 from .gaussian import GaussianLAP, GaussianMaxLikelihood
 from .lap import LAPEstimator
-from .mcmc import MCMCMaxLikelihood, fast_mixing_schedule
+from .mcmc import MCMCMaxLikelihood
 from .pseudo import PseudoLikelihoodEstimator
 
 __all__ = [

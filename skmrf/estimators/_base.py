@@ -12,7 +12,6 @@ from ..graphs import MRFGraph, resolve_graph
 from ..inference.ais import annealed_importance_sampling
 from ..inference.junction_tree import TreewidthError
 from ..model import DiscreteMRF
-from ..utils._docstrings import DOCS
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
 from ..utils.validation import check_generator, check_states
 from ._score import MeanScoreMixin
@@ -21,9 +20,6 @@ __all__ = ["AIS_CHAINS", "AIS_STEPS", "BaseDiscreteMRF", "MAX_TABLE_SIZE"]
 
 #: Largest joint-state table of a single clique (entries) before ``fit`` refuses.
 MAX_TABLE_SIZE = 1 << 24
-
-# Transitional names for mcmc.py until it moves to fill_doc (#9).
-GRAPH_DOC, N_STATES_DOC, SCORE_METHOD_DOC = DOCS["graph"], DOCS["n_states"], DOCS["score_method"]
 
 #: Chains and annealing steps of ``score_method="ais"``.
 AIS_CHAINS, AIS_STEPS = 100, 1000

@@ -1,411 +1,74 @@
 """MCMC maximum likelihood inside a fast-mixing parameter set (Domke, 2015).
 
-Three layers, as in ``sklearn/covariance/_graph_lasso.py``:
-
-- kernels on plain arrays: the K/M/v schedule (:func:`fast_mixing_schedule`),
-  the mixing constants of the fast-mixing sets, the projections
-  (:func:`project_box`, :func:`project_spectral`), a vectorised Gibbs kernel
-  for binary pairwise models and the projected-gradient loop
-  (:func:`_projected_gradient`, Algorithm 1 of the paper);
-- the estimator :class:`MCMCMaxLikelihood`, which validates, computes the
-  schedule from the graph and the data, and stores the fitted ``model_``.
+- the expectations ``E_phi[t(x)]`` that drive Algorithm 1: from Gibbs chains
+  (:class:`_MCMCExpectation`, the paper's), from the junction tree and from exact
+  samples (test references);
+- the estimator :class:`MCMCMaxLikelihood`, which validates, computes the schedule
+  (:mod:`skmrf.estimators._fast_mixing`), runs Algorithm 1
+  (:func:`skmrf.solvers.projected_gradient.projected_gradient`) and stores ``model_``.
 
 The paper's model is the Ising model over ``x in {-1, +1}``; the package's
 model is over ``s in {0, 1}`` normalised with respect to zero. Everything the
 paper bounds (the fast-mixing set, ``R_2``, the Lipschitz constant) is stated
 in the ``{-1, +1}`` coordinates, so the optimisation runs there and the result
-is converted at the end (:func:`ising_to_binary`).
+is converted at the end (:func:`skmrf.model.ising.ising_to_binary`).
 """
 
 from __future__ import annotations
 
 import math
-import time
-import warnings
+from functools import partial
 from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
-from sklearn.exceptions import ConvergenceWarning
 
-from ..inference.gibbs import BinaryGibbsKernel, colour_classes
-from ..model.ising import binary_to_ising, ising_statistics, ising_to_binary
-from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
-from ..utils._threads import single_blas_thread
+from ..inference.gibbs import BinaryGibbsKernel, colour_classes, run_chains
+from ..model.ising import ising_statistics, ising_to_binary
+from ..solvers._convergence import warn_not_converged
+from ..solvers.projected_gradient import projected_gradient
+from ..utils._docstrings import fill_doc
+from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context
+from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
-from ._base import GRAPH_DOC, SCORE_METHOD_DOC, BaseDiscreteMRF
+from ._base import BaseDiscreteMRF
+from ._fast_mixing import MAX_WORK, FastMixingSchedule, distance_bound, fast_mixing_schedule, fast_mixing_set
 
-__all__ = [
-    "MCMCMaxLikelihood",
-    "FastMixingSchedule",
-    "fast_mixing_schedule",
-    "dobrushin_mixing_constants",
-    "spectral_mixing_constants",
-    "project_box",
-    "project_spectral",
-    "ising_to_binary",
-    "binary_to_ising",
-    "MAX_WORK",
-]
-
-#: Budget on the total work of a fit, in single-site Gibbs updates
-#: (``n_iter * n_samples * n_sweeps * n_variables``): about half an hour at
-#: 5e7 updates per second. ``fit`` refuses larger schedules.
-MAX_WORK = 1e11
+__all__ = ["MCMCMaxLikelihood"]
 
 #: Chains per Gibbs block. Blocks are the unit of parallel work and each has
 #: its own random stream, drawn up front, so results do not depend on n_jobs.
 CHAIN_BLOCK = 4096
 
 
-#: Default fraction of the Dobrushin / spectral threshold used when
-#: ``max_coupling=None``: ``Delta tanh(beta) = 0.8`` (box) or ``||R||_2 = 0.8``.
-DEFAULT_MIXING_MARGIN = 0.8
+def _chain_sums(S, order, edge_rows, chunk=1 << 22):
+    """Sums over the chains of ``s_i`` and of ``s_i s_j`` per edge, from internal states ``S``.
 
-#: Default beta splits: Theorem 4's example (convex) and Theorem 8's (strongly convex).
-DEFAULT_BETAS_CONVEX = (0.66, 0.33, 0.01)
-_B13 = (1 - 1 / math.sqrt(2)) / 2
-DEFAULT_BETAS_STRONGLY_CONVEX = (_B13, 1 / math.sqrt(2), _B13)
-
-
-# ---------------------------------------------------------------------------
-# The schedule (Theorems 4, 5, 8 and Corollary 9)
-# ---------------------------------------------------------------------------
-class FastMixingSchedule(NamedTuple):
-    """Number of gradient steps ``K``, samples per step ``M`` and Gibbs sweeps per sample.
-
-    ``n_sweeps`` is the paper's ``v`` (single-site Markov transitions) when the
-    schedule was computed without ``n_variables``, else ``ceil(v / n_variables)``.
+    ``S`` has one row per variable in the kernel's internal order (``order`` maps variables
+    to rows) and one column per chain; ``edge_rows`` holds the rows of the edges' ends. The
+    pair sums are chunked over edges to bound the temporaries.
     """
-
-    n_iter: int
-    n_samples: int
-    n_sweeps: int
-
-
-def _check_betas(betas):
-    b = np.asarray(betas, dtype=float)
-    if b.shape != (3,) or np.any(b <= 0) or abs(b.sum() - 1) > 1e-9:
-        raise ValueError(
-            f"betas must be three positive numbers summing to 1 (Theorems 4 and 8); got {tuple(betas)!r} "
-            f"(sum {b.sum():.6g})."
-        )
-    return b
-
-
-def schedule_values(
-    eps,
-    *,
-    lipschitz,
-    suff_stat_bound,
-    mixing_constant,
-    mixing_rate,
-    distance_bound,
-    ridge=0.0,
-    delta=0.1,
-    betas=None,
-    m_formula="as_written",
-):
-    """Unrounded ``(K, M, v)`` of :func:`fast_mixing_schedule` (same parameters)."""
-    L, R2, C, a_mix, D = lipschitz, suff_stat_bound, mixing_constant, mixing_rate, distance_bound
-    for name, val in [("eps", eps), ("lipschitz", L), ("suff_stat_bound", R2), ("mixing_constant", C)]:
-        if not val > 0:
-            raise ValueError(f"{name} must be positive; got {val!r}.")
-    if not 0 < a_mix < 1:
-        raise ValueError(f"mixing_rate must be in (0, 1) (Eq. 2); got {a_mix!r}.")
-    if not 0 < delta < 1:
-        raise ValueError(f"delta must be in (0, 1); got {delta!r}.")
-    if not D >= 0:
-        raise ValueError(f"distance_bound must be non-negative; got {D!r}.")
-    if m_formula not in ("as_written", "paper_example"):
-        raise ValueError(f"m_formula must be 'as_written' or 'paper_example'; got {m_formula!r}.")
-    if ridge > 0:
-        b1, b2, b3 = _check_betas(DEFAULT_BETAS_STRONGLY_CONVEX if betas is None else betas)
-        # Corollary 9 (ERRATA.md): gamma = 1 - lambda/L, -log(gamma) >= lambda/L.
-        K = L / ridge * math.log(max(D / (b1 * eps), 1.0))
-        K = max(K, 1.0)
-        r2 = R2**2 if m_formula == "as_written" else R2
-        M = L**2 * r2 / (2 * ridge**2 * b2**2 * eps**2) * (1 + math.sqrt(2 * math.log(math.ceil(K) / delta))) ** 2
-        v = math.log(max(2 * L * R2 * C / (b3 * eps * ridge), 1.0)) / (1 - a_mix)
-    else:
-        b1, b2, b3 = _check_betas(DEFAULT_BETAS_CONVEX if betas is None else betas)
-        # Theorem 5 through Theorem 4: a = L D / (4 R2) + log(1/delta), b = 1,
-        # c = C, eps = eps_f L / (8 R2^2); D >= 4 R2 log(1/delta) / L.
-        D = max(D, 4 * R2 / L * math.log(1 / delta))
-        a = L * D / (4 * R2) + math.log(1 / delta)
-        e = eps * L / (8 * R2**2)
-        K = max(a**2 / (b1**2 * e), 1.0)
-        # Theorem 4's M, and Theorem 2's condition M >= 3K / log(1/delta).
-        M = max((a / (b1 * b2 * e)) ** 2, 3 * math.ceil(K) / math.log(1 / delta))
-        v = math.log(max(a * C / (b1 * b3 * e), 1.0)) / (-math.log(a_mix))
-    return K, M, v
-
-
-def fast_mixing_schedule(
-    eps,
-    *,
-    lipschitz,
-    suff_stat_bound,
-    mixing_constant,
-    mixing_rate,
-    distance_bound,
-    ridge=0.0,
-    delta=0.1,
-    betas=None,
-    n_variables=None,
-    m_formula="as_written",
-):
-    """The K/M/v schedule of Domke (2015) that guarantees ``eps`` accuracy w.p. ``1 - delta``.
-
-    With ``ridge > 0`` (strongly convex case) this is Corollary 9: after ``K``
-    steps, ``||theta_K - theta*||_2 <= eps``. With ``ridge = 0`` it is
-    Theorem 5 (through Theorem 4): the average of the iterates is within
-    ``eps`` of the optimum in the objective ``f``.
-
-    Parameters
-    ----------
-    eps : float
-        ``eps_theta`` (ridge > 0) or ``eps_f`` (ridge = 0).
-    lipschitz : float
-        ``L``, Lipschitz constant of the gradient of ``f`` (Theorem 1 gives
-        ``4 R2^2 + lambda``); the step size is ``1 / L``.
-    suff_stat_bound : float
-        ``R2`` with ``||t(x)||_2 <= R2`` for every ``x``.
-    mixing_constant, mixing_rate : float
-        ``C`` and ``alpha`` of Eq. 2: ``||M^v q - p||_TV <= C alpha^v``
-        (see :func:`dobrushin_mixing_constants`).
-    distance_bound : float
-        ``D >= ||theta_0 - theta*||_2``.
-    ridge : float, default=0.0
-        ``lambda``, the ridge penalty on the mean negative log-likelihood.
-    delta : float, default=0.1
-        Allowed probability of failure.
-    betas : tuple of 3 floats, optional
-        The split ``(beta1, beta2, beta3)`` of the error budget between
-        optimisation, sampling noise and mixing bias (positive, summing to 1).
-        Defaults: ``(0.66, 0.33, 0.01)`` (convex, Theorem 4's example) and
-        ``((1 - 1/sqrt 2)/2, 1/sqrt 2, (1 - 1/sqrt 2)/2)`` (strongly convex,
-        Theorem 8's example).
-    n_variables : int, optional
-        If given, ``n_sweeps = ceil(v / n_variables)``: ``v`` counts
-        single-site transitions, a sweep updates every variable once.
-        If None, ``n_sweeps`` is ``v`` itself.
-    m_formula : {"as_written", "paper_example"}, default="as_written"
-        ``"as_written"`` uses Corollary 9's ``R2^2`` in ``M``;
-        ``"paper_example"`` uses ``R2`` (unsquared), which is what
-        reproduces the paper's Section 6 figure ``M = 1533``. Only the
-        strongly convex case is affected.
-
-    Returns
-    -------
-    FastMixingSchedule
-        ``(n_iter, n_samples, n_sweeps)``: ``ceil`` of ``K``, ``M`` and ``v``
-        (or of ``v / n_variables``).
-
-    Notes
-    -----
-    Corollary 9 (de-garbled, see ``ERRATA.md``):
-
-    .. math::
-
-        K &\\geq \\frac{L}{\\lambda}\\log\\frac{D}{\\beta_1\\epsilon_\\theta},\\qquad
-        M \\geq \\frac{L^2 R_2^2}{2\\lambda^2\\beta_2^2\\epsilon_\\theta^2}
-            \\Bigl(1 + \\sqrt{2\\log(K/\\delta)}\\Bigr)^2,\\\\
-        v &\\geq \\frac{1}{1-\\alpha}\\log\\frac{2 L R_2 C}{\\beta_3\\epsilon_\\theta\\lambda}.
-
-    Theorem 5 sets Theorem 4's ``K = a^2/(beta1^2 e)``,
-    ``M = (a b / (beta1 beta2 e))^2``, ``v = log(a c / (beta1 beta3 e)) / (-log alpha)``
-    with ``a = L D / (4 R2) + log(1/delta)``, ``b = 1``, ``c = C`` and
-    ``e = eps_f L / (8 R2^2)``; ``M`` is also at least ``3 K / log(1/delta)``
-    (Theorem 2) and ``D`` at least ``4 R2 log(1/delta) / L``.
-
-    References
-    ----------
-    J. Domke, "Maximum likelihood learning with arbitrary treewidth via
-    fast-mixing parameter sets", NIPS 2015.
-
-    Examples
-    --------
-    The paper's Section 6 (with ``beta3 = 0.09`` so that the betas sum to 1):
-
-    >>> import math
-    >>> from skmrf.estimators.mcmc import fast_mixing_schedule
-    >>> args = dict(lipschitz=10, suff_stat_bound=math.sqrt(24), ridge=1.0, delta=0.1,
-    ...             mixing_constant=math.log(16),
-    ...             mixing_rate=math.exp(-(1 - 4 * math.tanh(0.2)) / 16),
-    ...             distance_bound=math.sqrt(24 * 0.4**2), betas=(0.01, 0.9, 0.09))
-    >>> fast_mixing_schedule(2.0, m_formula="paper_example", **args)
-    FastMixingSchedule(n_iter=46, n_samples=1533, n_sweeps=561)
-    >>> fast_mixing_schedule(2.0, **args).n_samples
-    7506
-    """
-    K, M, v = schedule_values(
-        eps,
-        lipschitz=lipschitz,
-        suff_stat_bound=suff_stat_bound,
-        mixing_constant=mixing_constant,
-        mixing_rate=mixing_rate,
-        distance_bound=distance_bound,
-        ridge=ridge,
-        delta=delta,
-        betas=betas,
-        m_formula=m_formula,
-    )
-    if n_variables is not None:
-        v = v / n_variables
-    return FastMixingSchedule(int(math.ceil(K)), int(math.ceil(M)), max(1, int(math.ceil(v))))
-
-
-def dobrushin_mixing_constants(n_variables, max_degree, max_coupling):
-    """``(C, alpha)`` of Eq. 2 for Gibbs sampling on the box set ``|J_ij| <= beta``.
-
-    Section 3.1: with maximum degree ``Delta`` and ``Delta tanh(beta) < 1``,
-    ``tau(eps) <= N log(N / eps) / (1 - Delta tanh beta)``; writing this as
-    ``a + b log(1/eps)`` gives ``C = exp(a / b) = N`` and
-    ``alpha = exp(-1 / b) = exp(-(1 - Delta tanh beta) / N)``.
-
-    Parameters
-    ----------
-    n_variables : int
-    max_degree : int
-    max_coupling : float
-        ``beta``, the bound on the ``{-1, +1}`` couplings.
-
-    Returns
-    -------
-    C : float
-    alpha : float
-
-    Notes
-    -----
-    The paper's Section 6 writes ``C = log(16)`` for ``N = 16``; the
-    derivation above gives ``C = 16``. Pass ``mixing_constant=math.log(16)``
-    to :func:`fast_mixing_schedule` to reproduce the paper's ``v = 561``
-    (``C = 16`` gives ``v = 694``).
-    """
-    rho = max_degree * math.tanh(max_coupling)
-    if rho >= 1:
-        raise ValueError(
-            f"The box set |J_ij| <= {max_coupling:g} is not fast-mixing for a graph of maximum degree "
-            f"{max_degree}: Delta tanh(beta) = {rho:.4g} >= 1 (Section 3.1). Use max_coupling < "
-            f"artanh(1/{max_degree}) = {math.atanh(1 / max_degree) if max_degree > 1 else math.inf:.4g}."
-        )
-    return float(n_variables), math.exp(-(1 - rho) / n_variables)
-
-
-def spectral_mixing_constants(n_variables, max_norm):
-    """``(C, alpha)`` of Eq. 2 on the spectral set ``||R(J)||_2 <= c`` (Eq. 4), ``c < 1``."""
-    if max_norm >= 1:
-        raise ValueError(
-            f"The spectral set ||R(theta)||_2 <= {max_norm:g} is not fast-mixing (Eq. 4 needs a norm "
-            "below 1); use max_coupling < 1."
-        )
-    return float(n_variables), math.exp(-(1 - max_norm) / n_variables)
-
-
-# ---------------------------------------------------------------------------
-# Projections onto the fast-mixing sets
-# ---------------------------------------------------------------------------
-def project_box(J, max_coupling):
-    """Euclidean projection onto ``{J : |J_ij| <= beta}``: clipping (Section 3.1)."""
-    return np.clip(J, -max_coupling, max_coupling)
-
-
-def _edge_matrix(values, edges, n):
-    i, j = edges[:, 0], edges[:, 1]
-    return sp.csr_matrix((np.r_[values, values], (np.r_[i, j], np.r_[j, i])), shape=(n, n))
-
-
-def project_spectral(J, edges, n_variables, max_norm, tol=1e-9, max_iter=10000):
-    """Euclidean projection onto ``{J : ||R(J)||_2 <= c}`` with ``R_ij = |J_ij|`` (Domke & Liu 2013).
-
-    The set is convex (the spectral norm is monotone on non-negative
-    matrices). The projection keeps the signs of ``J``, so it reduces to
-    projecting ``A = |J|`` onto the intersection of the non-negative
-    matrices supported on the edges and the spectral-norm ball, done by
-    Dykstra's alternating projections (each ball projection clips the
-    eigenvalues of the symmetric matrix).
-
-    Parameters
-    ----------
-    J : ndarray of shape (n_edges,)
-        Couplings, one per edge.
-    edges : ndarray of shape (n_edges, 2)
-    n_variables : int
-    max_norm : float
-        ``c``.
-    tol : float, default=1e-9
-        Stop when an iteration moves the iterate by less than ``tol`` (max norm).
-    max_iter : int, default=10000
-
-    Returns
-    -------
-    ndarray of shape (n_edges,)
-
-    Notes
-    -----
-    Each iteration costs a dense symmetric eigendecomposition, ``O(N^3)``:
-    fine for hundreds of variables, not for a 100 x 100 grid. An already
-    feasible ``J`` is returned unchanged after one eigenvalue check. The
-    eigendecompositions run on one BLAS thread (small matrices; threaded
-    BLAS is many times slower on them when cores are busy).
-    """
-    with single_blas_thread():
-        return _project_spectral(J, edges, n_variables, max_norm, tol, max_iter)
-
-
-def _project_spectral(J, edges, n_variables, max_norm, tol, max_iter):
-    J = np.asarray(J, dtype=float)
-    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    if len(J) == 0:
-        return J.copy()
-    a0 = np.abs(J)
-    i, j = edges[:, 0], edges[:, 1]
-    A0 = np.zeros((n_variables, n_variables))
-    A0[i, j] = A0[j, i] = a0
-    if np.linalg.eigvalsh(A0)[[0, -1]].__abs__().max() <= max_norm:
-        return J.copy()
-    support = np.zeros((n_variables, n_variables), dtype=bool)
-    support[i, j] = support[j, i] = True
-    x = A0.copy()
-    p = np.zeros_like(x)
-    q = np.zeros_like(x)
-    for _ in range(max_iter):
-        # Ball step (eigenvalue clipping), then the non-negative edge-support cone.
-        w, V = np.linalg.eigh(x + p)
-        y = (V * np.clip(w, -max_norm, max_norm)) @ V.T
-        y = 0.5 * (y + y.T)
-        p = x + p - y
-        x_new = np.where(support, np.maximum(y + q, 0.0), 0.0)
-        q = y + q - x_new
-        moved = np.abs(x_new - x).max()
-        x = x_new
-        if moved < tol:
-            break
-    # Final feasibility: shrink the (tiny) remaining excess of the norm.
-    norm = np.abs(np.linalg.eigvalsh(x)).max()
-    if norm > max_norm:
-        x *= max_norm / norm
-    return np.sign(J) * x[i, j]
-
-
-def _pair_sums(S, pi, pj, chunk=1 << 22):
-    """``sum_m S[pi[e], m] * S[pj[e], m]`` for every edge, chunked over edges."""
-    out = np.empty(len(pi))
+    pi, pj = edge_rows
+    sum_s = S.sum(axis=1, dtype=np.float64)[order]
+    sum_ss = np.empty(len(pi))
     step = max(1, chunk // max(S.shape[1], 1))
     for a in range(0, len(pi), step):
         b = slice(a, a + step)
-        out[b] = np.einsum("em,em->e", S[pi[b]], S[pj[b]], dtype=np.float64)
-    return out
+        sum_ss[b] = np.einsum("em,em->e", S[pi[b]], S[pj[b]], dtype=np.float64)
+    return sum_s, sum_ss
 
 
-def _gibbs_block(kernel, start, n_sweeps, rng, keep_states):
-    """Worker: run one block of chains; return sums of ``s_i``, ``s_i s_j`` (and the states)."""
-    S = kernel.run(start, n_sweeps, rng)
-    sum_s = S.sum(axis=1, dtype=np.float64)[kernel.inv]
-    sum_ss = _pair_sums(S, kernel.edge_i, kernel.edge_j)
-    return sum_s, sum_ss, (S if keep_states else None)
+def _binary_theta(phi, model, node_pos, edge_pos, edges):
+    """The package's ``{0, 1}`` parameter vector of ``model`` for ``phi = (h, J)``."""
+    n = model.n_variables
+    theta = np.zeros(model.n_params)
+    theta[node_pos], theta[edge_pos] = ising_to_binary(phi[:n], phi[n:], edges, n)
+    return theta
+
+
+def _mean_statistics(S01, edges):
+    """Mean ``{-1, +1}`` statistics ``(E x_i, E x_i x_j)`` of float 0/1 rows ``S01``."""
+    return ising_statistics(S01.mean(axis=0), (S01[:, edges[:, 0]] * S01[:, edges[:, 1]]).mean(axis=0), edges)
 
 
 class _MCMCExpectation:
@@ -415,6 +78,9 @@ class _MCMCExpectation:
     paper's ``r``), ``init="data"`` from a training row drawn with replacement
     (contrastive divergence); ``persistent=True`` restarts the chains where
     the previous iteration left them (PCD, outside the paper's guarantee).
+    The chains run in blocks of :data:`CHAIN_BLOCK` through
+    :func:`~skmrf.inference.gibbs.run_chains`; every block's start and sweep
+    streams are spawned up front, so the result does not depend on ``n_jobs``.
     """
 
     def __init__(self, X01, edges, colours, n_samples, n_sweeps, init, persistent, rng, parallel):
@@ -436,25 +102,29 @@ class _MCMCExpectation:
         return (rng.random((self.n, m), dtype=np.float32) < 0.5).astype(np.float32)
 
     def __call__(self, phi):
-        n = self.n
-        tu, tp = ising_to_binary(phi[:n], phi[n:], self.edges, n)
-        kernel = BinaryGibbsKernel(tu, tp, self.edges, self.colours)
-        kernel.edge_i, kernel.edge_j = kernel.inv[self.edges[:, 0]], kernel.inv[self.edges[:, 1]]
+        n, edges = self.n, self.edges
+        kernel = BinaryGibbsKernel(*ising_to_binary(phi[:n], phi[n:], edges, n), edges, self.colours)
         sizes = [min(CHAIN_BLOCK, self.n_samples - a) for a in range(0, self.n_samples, CHAIN_BLOCK)]
         if self.persistent and self.pool is not None:
             # Same colouring, hence the same internal row order, at every step.
             starts = self.pool
         else:
             starts = [self._start(kernel, m, r) for m, r in zip(sizes, self.rng.spawn(len(sizes)))]
-        rngs = self.rng.spawn(len(sizes))
-        out = self.parallel(
-            delayed(_gibbs_block)(kernel, s, self.n_sweeps, r, self.persistent) for s, r in zip(starts, rngs)
+        statistic = partial(_chain_sums, order=kernel.inv, edge_rows=(kernel.inv[edges[:, 0]], kernel.inv[edges[:, 1]]))
+        out = run_chains(
+            kernel,
+            starts,
+            self.n_sweeps,
+            self.rng.spawn(len(sizes)),
+            parallel=self.parallel,
+            statistic=statistic,
+            keep_states=self.persistent,
         )
-        sum_s = sum(o[0] for o in out)
-        sum_ss = sum(o[1] for o in out)
+        sum_s = sum(sums[0] for _, sums in out)
+        sum_ss = sum(sums[1] for _, sums in out)
         if self.persistent:
-            self.pool = [o[2] for o in out]
-        return ising_statistics(sum_s / self.n_samples, sum_ss / self.n_samples, self.edges)
+            self.pool = [S for S, _ in out]
+        return ising_statistics(sum_s / self.n_samples, sum_ss / self.n_samples, edges)
 
 
 class _ExactExpectation:
@@ -464,10 +134,7 @@ class _ExactExpectation:
         self.model, self.node_pos, self.edge_pos, self.edges = model, node_pos, edge_pos, edges
 
     def __call__(self, phi):
-        n = self.model.n_variables
-        theta = np.zeros(self.model.n_params)
-        theta[self.node_pos], theta[self.edge_pos] = ising_to_binary(phi[:n], phi[n:], self.edges, n)
-        self.model.theta = theta
+        self.model.theta = _binary_theta(phi, self.model, self.node_pos, self.edge_pos, self.edges)
         mu = self.model.expected_statistics()
         return ising_statistics(mu[self.node_pos], mu[self.edge_pos], self.edges)
 
@@ -480,66 +147,57 @@ class _ExactSampleExpectation(_ExactExpectation):
         self.n_samples, self.rng = n_samples, rng
 
     def __call__(self, phi):
-        n = self.model.n_variables
-        theta = np.zeros(self.model.n_params)
-        theta[self.node_pos], theta[self.edge_pos] = ising_to_binary(phi[:n], phi[n:], self.edges, n)
-        self.model.theta = theta
+        self.model.theta = _binary_theta(phi, self.model, self.node_pos, self.edge_pos, self.edges)
         S = self.model.sample(self.n_samples, self.rng, method="exact").astype(np.float64)
-        e = self.edges
-        return ising_statistics(S.mean(axis=0), (S[:, e[:, 0]] * S[:, e[:, 1]]).mean(axis=0), e)
+        return _mean_statistics(S, self.edges)
 
 
-def _projected_gradient(
-    mean_stats, n_variables, expectation, project, lipschitz, ridge, n_iter, phi0=None, fit_fields=True, callback=None
-):
-    """Algorithm 1: projected gradient descent with step ``1 / L`` on ``{-1, +1}`` parameters.
+class _Positions(NamedTuple):
+    """Where a binary pairwise model keeps its unary and pair parameters, and its edges."""
 
-    Parameters
-    ----------
-    mean_stats : ndarray of shape (n_variables + n_edges,)
-        Empirical means ``t_bar`` of ``(x_i, x_i x_j)``.
-    n_variables : int
-    expectation : callable
-        ``expectation(phi)`` returns (an estimate of) ``E_phi[t(x)]``.
-    project : callable
-        Projection of the coupling part ``J`` onto the fast-mixing set.
-    lipschitz, ridge : float
-        ``L`` and ``lambda``.
-    n_iter : int
-        ``K``.
-    phi0 : ndarray, optional
-        Start (default zero, as in the paper).
-    fit_fields : bool, default=True
-        If False the fields stay at zero (the paper's Section 6 model).
-    callback : callable, optional
-        ``callback(k, phi_k, grad)`` after every step.
+    node_pos: np.ndarray
+    edge_pos: np.ndarray
+    edges: np.ndarray
 
-    Returns
-    -------
-    phi_last : ndarray
-        ``theta_K``.
-    phi_mean : ndarray
-        ``(1/K) sum_{k=1}^K theta_k``.
-    """
+
+def _pairwise_positions(layout):
+    """The :class:`_Positions` of a pairwise :class:`~skmrf.parametrisation.CliqueLayout`."""
+    sizes = np.array([len(c) for c in layout.cliques])
+    edge_blocks = np.flatnonzero(sizes == 2)
+    edges = np.array([layout.cliques[k] for k in edge_blocks], dtype=np.int64).reshape(-1, 2)
+    return _Positions(layout.block_offsets[np.flatnonzero(sizes == 1)], layout.block_offsets[edge_blocks], edges)
+
+
+def _check_work(schedule, n_variables):
+    """Refuse a schedule over :data:`~skmrf.estimators._fast_mixing.MAX_WORK` single-site updates."""
     n = n_variables
-    phi = np.zeros(len(mean_stats)) if phi0 is None else np.array(phi0, dtype=float)
-    total = np.zeros_like(phi)
-    for k in range(1, n_iter + 1):
-        grad = expectation(phi) - mean_stats + ridge * phi
-        if not fit_fields:
-            grad[:n] = 0.0
-        step = phi - grad / lipschitz
-        step[n:] = project(step[n:])
-        phi = step
-        total += phi
-        if callback is not None:
-            callback(k, phi, grad)
-    return phi, total / max(n_iter, 1)
+    work = float(schedule.n_iter) * schedule.n_samples * schedule.n_sweeps * n
+    if work > MAX_WORK:
+        raise ValueError(
+            f"The schedule K={schedule.n_iter} steps, M={schedule.n_samples} samples, v={schedule.n_sweeps} "
+            f"sweeps ({schedule.n_sweeps * n} single-site transitions) of {n} variables is K*M*v*n = {work:.3g} "
+            f"single-site updates, over the budget MAX_WORK={MAX_WORK:.3g}. "
+            "Increase eps or alpha, lower lipschitz (the paper uses L well below Theorem 1's bound), "
+            "or give n_iter, n_samples and n_sweeps explicitly."
+        )
+
+
+def _report(log, n_variables, k, phi, grad):
+    """Algorithm 1's progress line: the step, the gradient norm and the largest coupling."""
+    log(
+        "Iteration %d, |grad| = %.4f, max |J| = %.4f", k, np.linalg.norm(grad), np.abs(phi[n_variables:]).max(initial=0)
+    )
+
+
+def _project_couplings(phi, n_variables, project):
+    """Project the couplings ``J = phi[n_variables:]`` of ``phi = (h, J)``; the fields are free."""
+    return np.concatenate([phi[:n_variables], project(phi[n_variables:])])
 
 
 # ---------------------------------------------------------------------------
 # The estimator
 # ---------------------------------------------------------------------------
+@fill_doc
 class MCMCMaxLikelihood(BaseDiscreteMRF):
     """Maximum likelihood by projected gradient with MCMC gradients in a fast-mixing set.
 
@@ -553,21 +211,21 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
 
     Parameters
     ----------
-    {graph}
+    %(graph)s
         Pairwise only: every factor must be a node or an edge.
     max_coupling : float, default=None
-        Size of the fast-mixing set, on the ``{{-1, +1}}`` couplings ``J``
+        Size of the fast-mixing set, on the ``{-1, +1}`` couplings ``J``
         (``theta_ij = 4 J_ij``): the bound ``beta`` on ``|J_ij|`` (box) or the
         bound ``c < 1`` on ``||R(J)||_2`` (spectral). None takes
         ``artanh(0.8 / max_degree)`` (box) or ``0.8`` (spectral).
-    projection : {{"box", "spectral"}}, default="box"
+    projection : {"box", "spectral"}, default="box"
         The fast-mixing set. ``"box"``: ``|J_ij| <= beta`` with
         ``max_degree * tanh(beta) < 1`` (Dobrushin, Section 3.1), projected by
         clipping. ``"spectral"``: ``||R(J)||_2 <= c`` with ``R_ij = |J_ij|``
         (Eq. 4, Domke & Liu 2013), projected by Dykstra's algorithm
         (``O(n_features^3)`` per step).
     alpha : float, default=0.0
-        Ridge penalty ``alpha / 2 * ||theta||^2`` on the ``{{-1, +1}}``
+        Ridge penalty ``alpha / 2 * ||theta||^2`` on the ``{-1, +1}``
         parameters, added to the negative mean log-likelihood: the paper's
         ``lambda``. ``alpha > 0`` selects the strongly convex analysis
         (Corollary 9), ``alpha = 0`` the convex one (Theorem 5).
@@ -585,7 +243,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         ``alpha > 0``) or ``eps_f`` (objective, ``alpha = 0``).
     delta : float, default=0.1
         Allowed probability of missing ``eps``.
-    init : {{"uniform", "data"}}, default="uniform"
+    init : {"uniform", "data"}, default="uniform"
         Start distribution ``r`` of the chains: uniform (the paper), or
         training rows (contrastive divergence).
     persistent : bool, default=False
@@ -595,7 +253,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     average : bool, default=True
         Return the average of the iterates ``(1/K) sum theta_k`` (Theorem 2's
         output); False returns the last iterate ``theta_K`` (Corollary 9's).
-    {score_method}
+    %(score_method)s
     max_bytes : int, default=None
         Memory budget of one junction-tree calibration for exact scoring.
     random_state : int, RandomState instance or None, default=None
@@ -613,14 +271,14 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     n_states_ : ndarray of shape (n_features,)
         All 2.
     model_ : DiscreteMRF
-        The fitted model in the package's ``{{0, 1}}`` parametrisation.
+        The fitted model in the package's ``{0, 1}`` parametrisation.
     theta_ : ndarray of shape (n_params,)
         Alias of ``model_.theta``.
     edges_ : ndarray of shape (n_edges, 2)
     ising_fields_ : ndarray of shape (n_features,)
-        Fitted ``{{-1, +1}}`` fields ``h``.
+        Fitted ``{-1, +1}`` fields ``h``.
     ising_couplings_ : ndarray of shape (n_edges,)
-        Fitted ``{{-1, +1}}`` couplings ``J`` (inside the fast-mixing set).
+        Fitted ``{-1, +1}`` couplings ``J`` (inside the fast-mixing set).
     schedule_ : FastMixingSchedule
         ``(n_iter, n_samples, n_sweeps)`` used.
     schedule_auto_ : FastMixingSchedule or None
@@ -650,8 +308,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     Notes
     -----
     **Coordinates.** The paper's model (Section 3.1) is the Ising model over
-    ``x in {{-1, +1}}``, ``p(x) ~ exp(sum J_ij x_i x_j + sum h_i x_i)``. With
-    ``x = 2 s - 1`` it is the package's model over ``s in {{0, 1}}`` with
+    ``x in {-1, +1}``, ``p(x) ~ exp(sum J_ij x_i x_j + sum h_i x_i)``. With
+    ``x = 2 s - 1`` it is the package's model over ``s in {0, 1}`` with
     ``theta_ij = 4 J_ij`` and ``theta_i = 2 h_i - 2 sum_j J_ij``. The fast-mixing
     sets, ``R2`` (``|x_i|, |x_i x_j| <= 1``) and the Lipschitz bound are
     defined on ``(h, J)``, so the optimisation, the projection and the ridge
@@ -663,9 +321,9 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
 
     .. math::
 
-        f(\\phi) = A(\\phi) - \\phi\\cdot\\bar t + \\frac{{\\lambda}}{{2}}\\|\\phi\\|^2,\\qquad
-        \\phi_{{k}} = \\Pi_\\Theta\\Bigl[\\phi_{{k-1}} - \\frac1L\\Bigl(\\frac1M\\sum_i t(x_i)
-            - \\bar t + \\lambda\\phi_{{k-1}}\\Bigr)\\Bigr].
+        f(\\phi) = A(\\phi) - \\phi\\cdot\\bar t + \\frac{\\lambda}{2}\\|\\phi\\|^2,\\qquad
+        \\phi_{k} = \\Pi_\\Theta\\Bigl[\\phi_{k-1} - \\frac1L\\Bigl(\\frac1M\\sum_i t(x_i)
+            - \\bar t + \\lambda\\phi_{k-1}\\Bigr)\\Bigr].
 
     **Schedule.** ``C = n_features`` and ``alpha = exp(-(1 - rho) / n_features)``
     with ``rho = max_degree tanh(beta)`` (box) or ``c`` (spectral). ``D`` bounds
@@ -681,7 +339,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     transitions: under the Dobrushin condition a systematic sweep contracts by
     at least ``rho <= exp(-(1 - rho))`` (Dyer, Goldberg and Jerrum 2009).
     Fits whose work ``n_iter * n_samples * n_sweeps * n_features`` exceeds
-    :data:`MAX_WORK` single-site updates are refused.
+    :data:`~skmrf.estimators._fast_mixing.MAX_WORK` single-site updates are refused.
 
     Each step costs ``n_samples * n_sweeps`` sweeps, vectorised over chains
     and colour classes; the projection is ``O(n_edges)`` (box).
@@ -791,40 +449,6 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 "variables. Give the graph as a list of edges or a networkx graph."
             )
 
-    def _set_geometry(self, n, edges, max_degree):
-        """Resolve the fast-mixing set: ``max_coupling_``, ``C``, ``alpha`` and the projection."""
-        if self.projection == "box":
-            if self.max_coupling is None:
-                beta = math.atanh(DEFAULT_MIXING_MARGIN / max_degree) if max_degree > 0 else 1.0
-            else:
-                beta = float(self.max_coupling)
-            if max_degree > 0:
-                C, a_mix = dobrushin_mixing_constants(n, max_degree, beta)
-            else:
-                C, a_mix = float(n), math.exp(-1 / n)
-            return beta, C, a_mix, lambda J: project_box(J, beta)
-        c = DEFAULT_MIXING_MARGIN if self.max_coupling is None else float(self.max_coupling)
-        C, a_mix = spectral_mixing_constants(n, c)
-        return c, C, a_mix, lambda J: project_spectral(J, edges, n, c)
-
-    def _distance_bound(self, mean_x, n_edges, max_degree, beta):
-        """``D >= ||phi_0 - phi*||_2`` with ``phi_0 = 0`` (see Notes)."""
-        n = len(mean_x)
-        if self.projection == "box":
-            # Paper's convention: the diameter 2 beta per edge; a field's
-            # neighbours move its conditional mean by at most max_degree * beta.
-            coupling_sq, neighbour = n_edges * (2 * beta) ** 2, max_degree * beta
-        else:
-            # ||J||_F^2 <= ||R||_F^2 / 2 <= n c^2 / 2 (diameter: twice that norm);
-            # a row of R has l1 norm <= sqrt(max_degree) c.
-            coupling_sq, neighbour = 2 * n * beta**2, math.sqrt(max_degree) * beta
-        with np.errstate(divide="ignore"):
-            field = np.arctanh(np.abs(mean_x)) + neighbour
-        bound = math.sqrt(coupling_sq + float(np.sum(field**2)))
-        if self.alpha > 0:
-            bound = min(bound, math.sqrt(2 * n * math.log(2) / self.alpha))
-        return bound
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit by Algorithm 1 (projected gradient with MCMC gradients).
@@ -845,33 +469,47 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         ValueError
             For non-binary data or non-pairwise graphs, a ``max_coupling``
             outside the fast-mixing range, or a schedule whose work exceeds
-            :data:`MAX_WORK`.
+            :data:`~skmrf.estimators._fast_mixing.MAX_WORK`.
         """
+        log = ProgressLog(type(self).__name__, self.verbose)
         Xi = self._validate_fit_data(X)
         self._check_binary_pairwise(Xi)
-        model = self.model_
-        n = Xi.shape[1]
-        lay = model.layout
-        sizes = np.array([len(c) for c in lay.cliques])
-        node_pos = lay.block_offsets[np.flatnonzero(sizes == 1)]
-        edge_blocks = np.flatnonzero(sizes == 2)
-        edge_pos = lay.block_offsets[edge_blocks]
-        edges = np.array([lay.cliques[k] for k in edge_blocks], dtype=np.int64).reshape(-1, 2)
-        n_edges = len(edges)
-        max_degree = self.graph_.max_degree
-        beta, C, a_mix, project = self._set_geometry(n, edges, max_degree)
+        positions = _pairwise_positions(self.model_.layout)
+        n, edges = Xi.shape[1], positions.edges
+        geometry = fast_mixing_set(self.projection, self.max_coupling, n, edges, self.graph_.max_degree)
+        mean_stats = _mean_statistics(Xi.astype(np.float64), edges)
+        auto, sched, L, R2, D = self._schedule(mean_stats[:n], len(edges), geometry)
+        self.schedule_auto_, self.schedule_, self.edges_ = auto, sched, edges
+        self.max_coupling_, self.mixing_constant_, self.mixing_rate_ = geometry[:3]
+        self.lipschitz_, self.suff_stat_bound_, self.distance_bound_ = L, R2, D
 
-        X01 = Xi.astype(np.float64)
-        mean_stats = ising_statistics(X01.mean(axis=0), (X01[:, edges[:, 0]] * X01[:, edges[:, 1]]).mean(axis=0), edges)
+        rng = check_generator(self.random_state)
+        with Parallel(n_jobs=self.n_jobs, verbose=max(0, self.verbose - 1)) as parallel:
+            last, mean = projected_gradient(
+                self._expectation(Xi, positions, sched, rng, parallel),
+                mean_stats,
+                partial(_project_couplings, n_variables=n, project=geometry.project),
+                lipschitz=L,
+                ridge=self.alpha,
+                n_iter=sched.n_iter,
+                callback=partial(_report, log, n) if self.verbose else None,
+            )
+        self.n_iter_ = sched.n_iter
+        self._set_parameters(mean if self.average else last, geometry.project, positions)
+        self._resolve_score_method(self.random_state)
+        return self
+
+    def _schedule(self, mean_x, n_edges, geometry):
+        """``(schedule_auto, schedule, L, R2, D)``: the given or theoretical K/M/v and its inputs."""
+        n = len(mean_x)
         R2 = math.sqrt(n + n_edges)
         L = float(self.lipschitz) if self.lipschitz is not None else 4 * R2**2 + self.alpha
-        D = self._distance_bound(mean_stats[:n], n_edges, max_degree, beta)
-
+        D = distance_bound(self.projection, geometry.bound, mean_x, n_edges, self.graph_.max_degree, self.alpha)
         given = (self.n_iter, self.n_samples, self.n_sweeps)
         auto = None
         if any(isinstance(g, str) for g in given):
             if not np.isfinite(D):
-                j = int(np.argmax(np.abs(mean_stats[:n])))
+                j = int(np.argmax(np.abs(mean_x)))
                 raise ValueError(
                     f"The schedule needs a bound on ||theta_0 - theta*||, but column {j} is constant, so "
                     "with alpha=0 its field has no finite optimum. Set alpha > 0, drop the column, or give "
@@ -881,74 +519,41 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 self.eps,
                 lipschitz=L,
                 suff_stat_bound=R2,
-                mixing_constant=C,
-                mixing_rate=a_mix,
+                mixing_constant=geometry.mixing_constant,
+                mixing_rate=geometry.mixing_rate,
                 distance_bound=D,
                 ridge=self.alpha,
                 delta=self.delta,
                 n_variables=n,
             )
         sched = FastMixingSchedule(*(a if isinstance(g, str) else int(g) for g, a in zip(given, auto or given)))
-        work = float(sched.n_iter) * sched.n_samples * sched.n_sweeps * n
-        if work > MAX_WORK:
-            raise ValueError(
-                f"The schedule K={sched.n_iter} steps, M={sched.n_samples} samples, v={sched.n_sweeps} sweeps "
-                f"({sched.n_sweeps * n} single-site transitions) of {n} variables is K*M*v*n = {work:.3g} "
-                "single-site updates, over the budget MAX_WORK={MAX_WORK:.3g}. "
-                "Increase eps or alpha, lower lipschitz (the paper uses L well below Theorem 1's bound), "
-                "or give n_iter, n_samples and n_sweeps explicitly."
-            )
-        self.schedule_auto_ = auto
-        self.schedule_ = sched
-        self.edges_ = edges
-        self.max_coupling_ = beta
-        self.mixing_constant_, self.mixing_rate_ = C, a_mix
-        self.lipschitz_ = L
-        self.suff_stat_bound_ = R2
-        self.distance_bound_ = D
+        _check_work(sched, n)
+        return auto, sched, L, R2, D
 
-        rng = check_generator(self.random_state)
-        name = type(self).__name__
-        start_time = time.perf_counter()
+    def _expectation(self, Xi, positions, sched, rng, parallel):
+        """The estimate of ``E_phi[t(x)]`` each step uses: Gibbs chains, or a test reference."""
+        if self._gradient == "exact":
+            return _ExactExpectation(self.model_, *positions)
+        if self._gradient == "exact-samples":
+            return _ExactSampleExpectation(self.model_, *positions, sched.n_samples, rng)
+        colours = colour_classes(self.graph_)
+        return _MCMCExpectation(
+            Xi, positions.edges, colours, sched.n_samples, sched.n_sweeps, self.init, self.persistent, rng, parallel
+        )
 
-        def report(k, phi, grad):
-            if self.verbose:
-                print(
-                    "[%s] Iteration %d, |grad| = %.4f, max |J| = %.4f, time = %.2fs"
-                    % (name, k, np.linalg.norm(grad), np.abs(phi[n:]).max(initial=0), time.perf_counter() - start_time)
-                )
-
-        with Parallel(n_jobs=self.n_jobs, verbose=max(0, self.verbose - 1)) as parallel:
-            if self._gradient == "exact":
-                expectation = _ExactExpectation(model, node_pos, edge_pos, edges)
-            elif self._gradient == "exact-samples":
-                expectation = _ExactSampleExpectation(model, node_pos, edge_pos, edges, sched.n_samples, rng)
-            else:
-                colours = colour_classes(self.graph_)
-                expectation = _MCMCExpectation(
-                    Xi, edges, colours, sched.n_samples, sched.n_sweeps, self.init, self.persistent, rng, parallel
-                )
-            last, mean = _projected_gradient(
-                mean_stats, n, expectation, project, L, self.alpha, sched.n_iter, callback=report
-            )
-        phi = mean if self.average else last
+    def _set_parameters(self, phi, project, positions):
+        """Store ``phi = (h, J)`` as ``ising_fields_``, ``ising_couplings_`` and, in ``{0, 1}``, ``model_``."""
+        n = self.model_.n_variables
         if self.average and self.projection == "spectral":
             # The set is convex, so the average is inside it; project away round-off.
             phi[n:] = project(phi[n:])
         self.ising_fields_, self.ising_couplings_ = phi[:n].copy(), phi[n:].copy()
-        theta = np.zeros(model.n_params)
-        theta[node_pos], theta[edge_pos] = ising_to_binary(phi[:n], phi[n:], edges, n)
-        model.theta = theta
-        self.n_iter_ = sched.n_iter
+        theta = _binary_theta(phi, self.model_, *positions)
+        self.model_.theta = theta
         if not np.all(np.isfinite(theta)):
-            warnings.warn(
-                f"{name} diverged: non-finite parameters after {sched.n_iter} steps. Increase lipschitz "
-                "(smaller steps) or alpha.",
-                ConvergenceWarning,
-                stacklevel=3,
+            warn_not_converged(
+                type(self).__name__,
+                f"in {self.n_iter_} steps: the parameters diverged (non-finite)",
+                "Increase lipschitz (smaller steps) or alpha.",
+                stacklevel=4,
             )
-        self._resolve_score_method(self.random_state)
-        return self
-
-
-MCMCMaxLikelihood.__doc__ = MCMCMaxLikelihood.__doc__.format(graph=GRAPH_DOC, score_method=SCORE_METHOD_DOC)

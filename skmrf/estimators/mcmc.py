@@ -463,6 +463,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         Returns
         -------
         self : MCMCMaxLikelihood
+            The fitted estimator.
 
         Raises
         ------

@@ -265,6 +265,10 @@ def resolve_graph(graph, n_features: int, feature_names=None) -> MRFGraph:
     Returns
     -------
     MRFGraph
+        The resolved structure: variables numbered ``0..n_features-1`` in
+        column order, the maximal factors, their closure and the neighbour
+        sets. An ``MRFGraph`` given as ``graph`` is returned as it is, after
+        checking its number of variables.
 
     Raises
     ------
@@ -399,7 +403,25 @@ def _from_edges(n: int, edges) -> nx.Graph:
 
 
 def grid_graph(rows: int, cols: int) -> nx.Graph:
-    """A ``rows x cols`` 4-neighbour grid; node ``r * cols + c`` is cell ``(r, c)``."""
+    """A ``rows x cols`` 4-neighbour grid; node ``r * cols + c`` is cell ``(r, c)``.
+
+    Parameters
+    ----------
+    rows : int
+        Number of rows of cells.
+    cols : int
+        Number of columns of cells.
+
+    Returns
+    -------
+    networkx.Graph
+        The grid with nodes ``0..rows * cols - 1``, each cell joined to the
+        cells above, below, left and right of it (no wrap-around).
+
+    See Also
+    --------
+    lattice_graph : The same for any number of dimensions.
+    """
     return lattice_graph((rows, cols))
 
 
@@ -407,6 +429,17 @@ def lattice_graph(shape) -> nx.Graph:
     """A hyper-cubic lattice of any dimension with ``2 * d`` neighbours (no wrap).
 
     Nodes are the C-order (row-major) indices of the cells.
+
+    Parameters
+    ----------
+    shape : sequence of int
+        Number of cells along each of the ``d`` axes.
+
+    Returns
+    -------
+    networkx.Graph
+        The lattice with nodes ``0..prod(shape) - 1``, each cell joined to
+        the cells one step away along one axis (no wrap-around).
     """
     shape = tuple(int(s) for s in shape)
     idx = np.arange(int(np.prod(shape))).reshape(shape)
@@ -426,6 +459,20 @@ def chimera_graph(m: int, n: int | None = None, t: int = 4) -> nx.Graph:
     cell ``(i, j)``; side-0 nodes couple to the same node of the cells above and
     below, side-1 nodes to the cells left and right (the numbering of
     ``dwave_networkx.chimera_graph``).
+
+    Parameters
+    ----------
+    m : int
+        Number of rows of unit cells.
+    n : int, optional
+        Number of columns of unit cells; ``m`` if omitted.
+    t : int, default=4
+        Number of nodes on each side of a unit cell.
+
+    Returns
+    -------
+    networkx.Graph
+        The Chimera graph with ``2 * m * n * t`` nodes.
     """
     n = m if n is None else n
 
@@ -445,12 +492,38 @@ def chimera_graph(m: int, n: int | None = None, t: int = 4) -> nx.Graph:
 
 
 def chain_graph(n: int) -> nx.Graph:
-    """A chain ``0 - 1 - ... - (n-1)``."""
+    """A chain ``0 - 1 - ... - (n-1)``.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes.
+
+    Returns
+    -------
+    networkx.Graph
+        The path with nodes ``0..n-1`` and the ``n - 1`` edges ``(i, i + 1)``.
+    """
     return _from_edges(n, [(i, i + 1) for i in range(n - 1)])
 
 
 def skip_chain_graph(n: int, skips=(2,)) -> nx.Graph:
-    """A chain plus an edge ``(i, i + s)`` for every ``s`` in ``skips``."""
+    """A chain plus an edge ``(i, i + s)`` for every ``s`` in ``skips``.
+
+    Parameters
+    ----------
+    n : int
+        Number of nodes.
+    skips : int or sequence of int, default=(2,)
+        The skip lengths ``s``; each adds the edges ``(i, i + s)`` for
+        ``i = 0..n-s-1``.
+
+    Returns
+    -------
+    networkx.Graph
+        The graph with nodes ``0..n-1``, the chain edges ``(i, i + 1)`` and
+        the skip edges.
+    """
     if np.ndim(skips) == 0:
         skips = (skips,)
     edges = [(i, i + 1) for i in range(n - 1)]

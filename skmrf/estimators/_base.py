@@ -119,11 +119,13 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Integer states.
+            Integer states ``0..K-1`` within the fitted ``n_states_``.
 
         Returns
         -------
         ndarray of shape (n_samples,)
+            The score of each row: its log-likelihood, or its log
+            pseudo-likelihood when ``score_method_ == "pseudo"``.
         """
         Xi = self._validate_score_data(X)
         if self.score_method_ in ("exact", "ais"):
@@ -136,6 +138,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         Parameters
         ----------
         n_samples : int, default=1
+            Number of samples to draw.
         random_state : int, RandomState instance or None, default=None
             Seeds the draws (independently of the estimator's own state).
         method : {"auto", "exact", "gibbs"}, default="auto"
@@ -146,6 +149,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_features)
+            Integer states (int64), one sample per row.
         """
         check_is_fitted(self)
         if method == "auto":

@@ -162,21 +162,14 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
 
     Attributes
     ----------
-    graph_ : MRFGraph
-        The resolved graph.
-    n_states_ : ndarray of shape (n_features,)
-    model_ : DiscreteMRF
-        The fitted model; ``model_.theta`` holds the parameters.
-    theta_ : ndarray of shape (n_params,)
-        Alias of ``model_.theta``.
+    %(discrete_model_)s
     log_partition_ : float
         ``log Z`` at the fitted parameters.
-    score_method_ : str
+    %(score_method_)s
     n_iter_ : int
         L-BFGS iterations plus Newton polishing steps run.
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined only when X has string column names.
+    %(n_features_in_)s
+    %(feature_names_in_)s
 
     See Also
     --------
@@ -243,19 +236,11 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y=None):
         """Fit the parameters by exact maximum likelihood.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Integer states ``0..K-1``; never modified.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : ExactMaxLikelihood
+        %(fit_states)s
         """
         Xi = self._validate_fit_data(X)
         model = self.model_

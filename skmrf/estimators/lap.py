@@ -250,24 +250,15 @@ class LAPEstimator(BaseDiscreteMRF):
         backend, and ``backend="dask"`` runs the chunks on a Dask cluster,
         whose workers receive only local counts.
     %(score_method)s
-    max_bytes : int, default=None
-        Memory budget of the junction tree used for exact scoring.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the AIS estimate of ``log Z`` when ``score_method="ais"``;
-        unused otherwise (the fit is deterministic).
+    %(max_bytes_scoring)s
+    %(random_state_ais)s
     verbose : int, default=0
         Progress lines per structure group when positive; ``> 1`` also
         joblib's.
 
     Attributes
     ----------
-    graph_ : MRFGraph
-        The resolved graph.
-    n_states_ : ndarray of shape (n_features,)
-    model_ : DiscreteMRF
-        The fitted model; ``model_.theta`` holds the parameters.
-    theta_ : ndarray of shape (n_params,)
-        Alias of ``model_.theta``.
+    %(discrete_model_)s
     subproblems_ : list of LAPSubproblem
         Every auxiliary problem solved: clique, 1-neighbourhood, number of
         free parameters, whether profiled, Newton iterations, convergence.
@@ -279,15 +270,10 @@ class LAPEstimator(BaseDiscreteMRF):
         Distinct auxiliary structures (batches).
     n_iter_ : int
         Largest number of Newton iterations of any auxiliary problem.
-    log_partition_ : float or None
-        ``log Z`` when scoring is exact, its AIS estimate when it is
-        ``"ais"``, None for ``"pseudo"``.
-    log_partition_std_ : float
-        Standard error of the AIS estimate (only with ``score_method="ais"``).
-    score_method_ : str
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined only when X has string column names.
+    %(log_partition_ais_)s
+    %(score_method_)s
+    %(n_features_in_)s
+    %(feature_names_in_)s
 
     Raises
     ------
@@ -393,20 +379,11 @@ class LAPEstimator(BaseDiscreteMRF):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y=None):
         """Fit the parameters by LAP (LAP paper, Algorithm 1).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Integer states ``0..K-1``; never modified.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : LAPEstimator
-            The fitted estimator.
+        %(fit_states)s
         """
         log = ProgressLog(type(self).__name__, self.verbose)
         Xi = self._validate_fit_data(X, keep_dtype=True)

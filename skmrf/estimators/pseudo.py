@@ -161,23 +161,14 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         hundreds of times, so only a thread pool, opened once per fit, pays
         off; a user's ``joblib.parallel_config`` still applies.
     %(score_method)s
-    max_bytes : int, default=None
-        Memory budget of the junction tree used for exact scoring.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the AIS estimate of ``log Z`` when ``score_method="ais"``;
-        unused otherwise (the fit is deterministic).
+    %(max_bytes_scoring)s
+    %(random_state_ais)s
     verbose : int, default=0
         Print one line per iteration when positive.
 
     Attributes
     ----------
-    graph_ : MRFGraph
-        The resolved graph.
-    n_states_ : ndarray of shape (n_features,)
-    model_ : DiscreteMRF
-        The fitted model; ``model_.theta`` holds the parameters.
-    theta_ : ndarray of shape (n_params,)
-        Alias of ``model_.theta``.
+    %(discrete_model_)s
     n_iter_ : int
         L-BFGS iterations run.
     pseudo_log_likelihood_ : float
@@ -185,15 +176,10 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
     n_records_ : int
         Distinct (variable, Markov-blanket configuration) pairs the data were
         compressed to.
-    log_partition_ : float or None
-        ``log Z`` when scoring is exact, its AIS estimate when it is
-        ``"ais"``, None for ``"pseudo"``.
-    log_partition_std_ : float
-        Standard error of the AIS estimate (only with ``score_method="ais"``).
-    score_method_ : str
-    n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Defined only when X has string column names.
+    %(log_partition_ais_)s
+    %(score_method_)s
+    %(n_features_in_)s
+    %(feature_names_in_)s
 
     See Also
     --------
@@ -268,19 +254,11 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         self.verbose = verbose
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y=None):
         """Fit the parameters by maximum pseudo-likelihood.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Integer states ``0..K-1``; never modified.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : PseudoLikelihoodEstimator
+        %(fit_states)s
         """
         Xi = self._validate_fit_data(X)
         model = self.model_

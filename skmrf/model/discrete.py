@@ -12,6 +12,7 @@ from ..inference.conditionals import ConditionalPlan
 from ..inference.gibbs import GibbsSampler
 from ..inference.junction_tree import JunctionTree
 from ..parametrisation import CliqueLayout
+from ..utils._docstrings import fill_doc
 from ..utils.validation import check_generator
 
 __all__ = ["DiscreteMRF"]
@@ -81,14 +82,17 @@ class DiscreteMRF:
     # -- structure ---------------------------------------------------------
     @property
     def cliques(self):
+        """The potential blocks (``graph.cliques``), in parameter order."""
         return self.graph.cliques
 
     @property
     def n_variables(self) -> int:
+        """Number of variables (``len(n_states)``)."""
         return len(self.n_states)
 
     @property
     def n_params(self) -> int:
+        """Number of parameters: the length of :attr:`theta`."""
         return self.layout.n_params
 
     def _clique_index(self, clique) -> int:
@@ -105,7 +109,21 @@ class DiscreteMRF:
     def potential(self, clique):
         """The parameter block of ``clique``, axes in sorted variable order.
 
-        Returns a view: writing into it changes :attr:`theta`.
+        Parameters
+        ----------
+        clique : sequence of int
+            The variables of one of :attr:`cliques`, in any order.
+
+        Returns
+        -------
+        ndarray of shape (K_i - 1 for i in sorted(clique))
+            A view of the block in :attr:`theta` over the non-zero states:
+            writing into it changes :attr:`theta`.
+
+        Raises
+        ------
+        ValueError
+            If ``clique`` is not a clique of this model.
         """
         k = self._clique_index(clique)
         lo, hi = self.layout.block_offsets[k], self.layout.block_offsets[k + 1]
@@ -114,9 +132,21 @@ class DiscreteMRF:
     def get_junction_tree(self, max_bytes=None):
         """The :class:`~skmrf.inference.JunctionTree` of this structure, built once.
 
-        Raises :class:`~skmrf.inference.TreewidthError` (a ``ValueError``)
-        when exact inference would exceed ``max_bytes`` (default 2 GiB); on a
-        graph far too wide this is found early in the elimination.
+        Parameters
+        ----------
+        max_bytes : int, optional
+            Memory budget of one calibration; 2 GiB if omitted.
+
+        Returns
+        -------
+        skmrf.inference.JunctionTree
+            The junction tree, cached on the model after the first call.
+
+        Raises
+        ------
+        skmrf.inference.TreewidthError
+            A ``ValueError``, when exact inference would exceed ``max_bytes``;
+            on a graph far too wide this is found early in the elimination.
         """
         tree = self.__dict__.get("_junction_tree")
         if tree is None:
@@ -136,8 +166,20 @@ class DiscreteMRF:
         return self.junction_tree.treewidth
 
     # -- statistics --------------------------------------------------------
+    @fill_doc
     def sufficient_statistics(self, X):
-        """Feature counts ``sum_n phi(x_n)`` of integer data X (int64, one pass)."""
+        """Feature counts ``sum_n phi(x_n)`` of integer data X, in one pass.
+
+        Parameters
+        ----------
+        %(model_X)s
+
+        Returns
+        -------
+        ndarray of int64 of shape (n_params,)
+            For every parameter (in :attr:`theta` order), the number of rows
+            in which its clique takes its joint state.
+        """
         X = np.asarray(X)
         return self.layout.table_counts(X)[self.layout.theta_pos]
 
@@ -145,20 +187,48 @@ class DiscreteMRF:
     def calibrate(self, evidence=None, max_bytes=None):
         """Calibrate the junction tree at the current parameters.
 
+        Parameters
+        ----------
+        evidence : dict {variable: state}, optional
+            Observed values; the calibration is then conditioned on them and
+            its ``log_z`` is the log of the unnormalised evidence mass.
+        max_bytes : int, optional
+            Memory budget of the calibration; 2 GiB if omitted.
+
         Returns
         -------
         skmrf.inference.junction_tree.Calibration
+            ``log Z`` (``log_z``), the clique marginals and exact sampling.
+
+        Raises
+        ------
+        skmrf.inference.TreewidthError
+            When the calibration would exceed ``max_bytes``.
         """
         return self.get_junction_tree(max_bytes).calibrate(
             self.layout.full_tables(self.theta), self.layout, evidence=evidence, max_bytes=max_bytes
         )
 
     def log_partition(self) -> float:
-        """``log Z`` by the junction tree."""
+        """``log Z`` by the junction tree.
+
+        Returns
+        -------
+        float
+            The log partition function at the current :attr:`theta`.
+        """
         return self.calibrate().log_z
 
     def marginals(self) -> dict:
-        """Joint marginal table of every clique, ``{clique: array of shape (K_i for i in c)}``."""
+        """Joint marginal table of every clique, by the junction tree.
+
+        Returns
+        -------
+        dict
+            ``{clique: ndarray of shape (K_i for i in clique)}`` for every
+            clique of :attr:`cliques`: the probabilities of its joint states,
+            axes in sorted variable order.
+        """
         flat = self.calibrate().clique_marginals()
         lay = self.layout
         return {
@@ -167,16 +237,46 @@ class DiscreteMRF:
         }
 
     def expected_statistics(self):
-        """Model expectation of the features, ``E[phi(x)]`` (the gradient of ``log Z``)."""
+        """Model expectation of the features, ``E[phi(x)]`` (the gradient of ``log Z``).
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            The probability of the joint state of every parameter's clique,
+            in :attr:`theta` order.
+        """
         return self.calibrate().clique_marginals()[self.layout.theta_pos]
 
+    @fill_doc
     def log_prob(self, X):
-        """Exact log-probability of every row of integer data X."""
+        """Exact log-probability of every row of integer data X.
+
+        Parameters
+        ----------
+        %(model_X)s
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``log p(x)`` of each row, with ``log Z`` by the junction tree.
+        """
         X = np.asarray(X)
         return self.layout.energy(X, self.theta) - self.log_partition()
 
+    @fill_doc
     def log_pseudo_likelihood(self, X):
-        """``sum_i log p(x_i | x_-i)`` for every row of integer data X (Besag)."""
+        """``sum_i log p(x_i | x_-i)`` for every row of integer data X (Besag).
+
+        Parameters
+        ----------
+        %(model_X)s
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            The log pseudo-likelihood of each row (not a log-likelihood: no
+            partition function is involved).
+        """
         X = np.asarray(X)
         plan = ConditionalPlan(self.layout, np.arange(self.n_variables))
         return plan.log_conditionals(self.layout.full_tables(self.theta), X).sum(axis=1)
@@ -187,7 +287,9 @@ class DiscreteMRF:
         Parameters
         ----------
         n_samples : int
+            Number of samples to draw.
         random_state : int, RandomState or Generator, optional
+            Seeds the draws; fresh OS entropy if omitted.
         method : {"gibbs", "exact"}
             ``"exact"``: forward sampling on the calibrated junction tree
             (independent exact draws). ``"gibbs"``: ``n_samples`` independent
@@ -199,6 +301,7 @@ class DiscreteMRF:
         Returns
         -------
         ndarray of shape (n_samples, n_variables), dtype int64
+            One sampled state of every variable per row.
         """
         rng = check_generator(random_state)
         if method == "exact":

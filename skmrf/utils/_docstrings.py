@@ -1,12 +1,26 @@
-"""Docstring text shared by several estimators, filled in by ``%``-substitution.
+"""Text shared by several docstrings, filled in by ``%``-substitution.
 
-A class docstring writes ``%(graph)s`` where the shared entry goes; :func:`fill_doc`
+A docstring writes ``%(graph)s`` where the shared entry goes; :func:`fill_doc`
 substitutes it once at import. Literal percent signs in such a docstring are written ``%%``.
+:func:`fill_doc` decorates methods too.
+
+An entry's first line takes the indentation of the ``%(key)s`` it replaces; its later
+lines carry their own: 4 spaces (names) and 8 (descriptions) for the class docstrings'
+parameters and attributes, 8 and 12 for the method docstrings' (``fit_*``, ``model_X``).
 """
 
 from __future__ import annotations
 
 __all__ = ["DOCS", "fill_doc"]
+
+# The end of the ``fit`` sections, after the description of X (discrete or real data).
+_FIT_Y_RETURNS = """y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator."""
 
 DOCS = {
     "graph": """graph : networkx.Graph, list of tuples, array-like, sparse matrix or str, default="chain"
@@ -31,6 +45,50 @@ DOCS = {
         ``"auto"``: ``"exact"`` when the junction tree fits, else
         ``"pseudo"`` (AIS is random and costs ``10^5`` Gibbs sweeps, so it is
         only used when asked for).""",
+    "max_bytes_scoring": """max_bytes : int, default=None
+        Memory budget of the junction tree used for exact scoring.""",
+    "random_state_ais": """random_state : int, RandomState instance or None, default=None
+        Seeds the AIS estimate of ``log Z`` when ``score_method="ais"``;
+        unused otherwise (the fit is deterministic).""",
+    # -- attributes of the discrete estimators
+    "discrete_model_": """graph_ : MRFGraph
+        The resolved graph.
+    n_states_ : ndarray of shape (n_features,)
+        Number of states of each variable (``n_states`` resolved in ``fit``).
+    model_ : DiscreteMRF
+        The fitted model; ``model_.theta`` holds the parameters.
+    theta_ : ndarray of shape (n_params,)
+        Alias of ``model_.theta``.""",
+    "log_partition_ais_": """log_partition_ : float or None
+        ``log Z`` when scoring is exact, its AIS estimate when it is
+        ``"ais"``, None for ``"pseudo"``.
+    log_partition_std_ : float
+        Standard error of the AIS estimate (only with ``score_method="ais"``).""",
+    "score_method_": """score_method_ : str
+        How :meth:`score_samples` scores: ``score_method`` with ``"auto"``
+        resolved in ``fit``.""",
+    # -- attributes of every estimator (set by scikit-learn's data validation)
+    "n_features_in_": """n_features_in_ : int
+        Number of features seen during fit.""",
+    "feature_names_in_": """feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit. Defined only when X has feature
+        names that are all strings.""",
+    # -- the Parameters and Returns sections of ``fit`` (method docstrings)
+    "fit_states": """Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Integer states ``0..K-1``; never modified.
+        """
+    + _FIT_Y_RETURNS,
+    "fit_real": """Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (finite real values).
+        """
+    + _FIT_Y_RETURNS,
+    # -- the data of the DiscreteMRF methods (method docstrings)
+    "model_X": """X : array-like of int of shape (n_samples, n_variables)
+            States ``0..K_i-1`` of each variable, one row per sample.""",
 }
 
 

@@ -160,10 +160,13 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Observations (finite real values); distances are measured from
+            ``location_``.
 
         Returns
         -------
         dist : ndarray of shape (n_samples,)
+            Squared Mahalanobis distance of each row.
             Negative values are possible only if ``is_positive_definite_`` is False.
         """
         return self._quadratic(self._centred(X))
@@ -181,10 +184,12 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Observations to score (finite real values).
 
         Returns
         -------
         ndarray of shape (n_samples,)
+            The log-density of each row.
 
         Raises
         ------
@@ -209,7 +214,10 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         Parameters
         ----------
         comp_cov : array-like of shape (n_features, n_features)
+            The covariance to compare with.
         norm : {"frobenius", "spectral"}, default="frobenius"
+            The norm of the difference ``comp_cov - covariance_``: the
+            Frobenius norm, or the spectral norm (largest singular value).
         scaling : bool, default=True
             Divide the squared norm by ``n_features``.
         squared : bool, default=True
@@ -218,6 +226,13 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         Returns
         -------
         float
+            The (squared, scaled) norm of ``comp_cov - covariance_``.
+
+        Raises
+        ------
+        ValueError
+            If ``comp_cov`` is not ``n_features x n_features`` or
+            ``covariance_`` was not stored.
         """
         check_is_fitted(self)
         comp_cov = np.asarray(comp_cov, dtype=np.float64)

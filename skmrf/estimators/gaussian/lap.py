@@ -13,6 +13,7 @@ from numbers import Integral
 
 import numpy as np
 
+from ...utils._docstrings import fill_doc
 from ...utils._sklearn_compat import StrOptions, _fit_context
 from ...utils._verbose import ProgressLog
 from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF
@@ -22,6 +23,7 @@ from .spd import logdet_spd, shrink_to_pd
 __all__ = ["GaussianLAP"]
 
 
+@fill_doc
 class GaussianLAP(_BaseGaussianMRF):
     """Precision of a Gaussian MRF with a known zero pattern, by LAP.
 
@@ -130,12 +132,9 @@ class GaussianLAP(_BaseGaussianMRF):
         The largest ``|A|``; ``fit`` needs more samples than this (plus one
         when centring) unless ``shrinkage > 0``.
 
-    n_features_in_ : int
-        Number of features seen during fit.
+    %(n_features_in_)s
 
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of features seen during fit. Defined only when X has feature
-        names that are all strings.
+    %(feature_names_in_)s
 
     See Also
     --------
@@ -303,20 +302,11 @@ class GaussianLAP(_BaseGaussianMRF):
         return precision, is_pd, logdet
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y=None):
         """Estimate the precision from X.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (finite real values).
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : GaussianLAP
-            The fitted estimator.
+        %(fit_real)s
 
         Raises
         ------

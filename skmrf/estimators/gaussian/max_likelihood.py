@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ...solvers import warn_not_converged
+from ...utils._docstrings import fill_doc
 from ...utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ...utils._verbose import ProgressLog
 from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF
@@ -23,6 +24,7 @@ from .spd import logdet_spd, logdet_spd_dense
 __all__ = ["GaussianMaxLikelihood"]
 
 
+@fill_doc
 class GaussianMaxLikelihood(_BaseGaussianMRF):
     """Maximum-likelihood precision of a Gaussian MRF with a known zero pattern.
 
@@ -98,12 +100,9 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     n_iter_ : int
         Newton iterations or regression sweeps run.
 
-    n_features_in_ : int
-        Number of features seen during fit.
+    %(n_features_in_)s
 
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of features seen during fit. Defined only when X has feature
-        names that are all strings.
+    %(feature_names_in_)s
 
     See Also
     --------
@@ -288,20 +287,11 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         return is_pd, logdet
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc
     def fit(self, X, y=None):
         """Compute the maximum-likelihood precision.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (finite real values).
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : GaussianMaxLikelihood
-            The fitted estimator.
+        %(fit_real)s
 
         Raises
         ------

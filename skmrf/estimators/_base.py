@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral
 
 import networkx as nx
@@ -16,13 +17,17 @@ from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, valid
 from ..utils.validation import check_generator, check_states
 from ._score import MeanScoreMixin
 
-__all__ = ["AIS_CHAINS", "AIS_STEPS", "BaseDiscreteMRF", "MAX_TABLE_SIZE"]
+__all__ = ["AIS_CHAINS", "AIS_STEPS", "BaseDiscreteMRF", "EstimatedLikelihoodWarning", "MAX_TABLE_SIZE"]
 
 #: Largest joint-state table of a single clique (entries) before ``fit`` refuses.
 MAX_TABLE_SIZE = 1 << 24
 
 #: Chains and annealing steps of ``score_method="ais"``.
 AIS_CHAINS, AIS_STEPS = 100, 1000
+
+
+class EstimatedLikelihoodWarning(UserWarning):
+    """``score`` is a log-likelihood with an estimated (not exact) ``log Z``."""
 
 
 class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
@@ -89,14 +94,14 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         return check_states(X, self.n_states_, self._feature_names())
 
     def _resolve_score_method(self, random_state=None):
-        """Set ``score_method_`` and, for exact or AIS scoring, ``log_partition_``."""
+        """Set ``score_method_`` and, for a log-likelihood score, ``log_partition_``.
+
+        ``"auto"`` is exact where the junction tree fits within ``max_bytes``, else AIS
+        seeded by ``random_state``; a pseudo-likelihood only when asked for by name.
+        """
         method = self.score_method
         self.__dict__.pop("log_partition_std_", None)  # from an earlier fit with "ais"
-        if method == "ais":
-            res = annealed_importance_sampling(self.model_, AIS_CHAINS, AIS_STEPS, random_state)
-            self.score_method_ = "ais"
-            self.log_partition_, self.log_partition_std_ = res.log_z, res.std_err
-            return
+        self.__dict__.pop("_estimate_announced", None)
         if method in ("auto", "exact"):
             try:
                 self.log_partition_ = self.model_.calibrate(max_bytes=self.max_bytes).log_z
@@ -105,16 +110,37 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
             except TreewidthError:
                 if method == "exact":
                     raise
+        if method in ("auto", "ais"):
+            res = annealed_importance_sampling(self.model_, AIS_CHAINS, AIS_STEPS, random_state)
+            self.score_method_ = "ais"
+            self.log_partition_, self.log_partition_std_ = res.log_z, res.std_err
+            return
         self.score_method_ = "pseudo"
         self.log_partition_ = None
+
+    def _announce_estimate(self):
+        """Warn once per fit that ``score_method="auto"`` scores with an estimated ``log Z``."""
+        if self.score_method_ != "ais" or self.score_method != "auto" or self.__dict__.get("_estimate_announced"):
+            return
+        self._estimate_announced = True
+        warnings.warn(
+            f"{type(self).__name__}(score_method='auto') scores with log Z estimated by annealed "
+            f"importance sampling ({AIS_CHAINS} chains, {AIS_STEPS} steps): log Z = "
+            f"{self.log_partition_:.6g} with standard error {self.log_partition_std_:.3g} "
+            "(log_partition_std_), because the junction tree of this graph exceeds max_bytes. The "
+            "scores are log-likelihood estimates; set score_method='ais' to silence this warning.",
+            EstimatedLikelihoodWarning,
+            stacklevel=3,
+        )
 
     # -- scoring and sampling ----------------------------------------------
     def score_samples(self, X):
         """Log-likelihood of each row under the fitted model.
 
         Exact (junction tree) when ``score_method_ == "exact"``; with the AIS
-        estimate of ``log Z`` when it is ``"ais"``; the log pseudo-likelihood
-        ``sum_i log p(x_i | x_-i)`` when it is ``"pseudo"``.
+        estimate of ``log Z`` when it is ``"ais"`` (with ``score_method="auto"``
+        the first call warns that the score is an estimate); the log
+        pseudo-likelihood ``sum_i log p(x_i | x_-i)`` when it is ``"pseudo"``.
 
         Parameters
         ----------
@@ -128,6 +154,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
             pseudo-likelihood when ``score_method_ == "pseudo"``.
         """
         Xi = self._validate_score_data(X)
+        self._announce_estimate()
         if self.score_method_ in ("exact", "ais"):
             return self.model_.layout.energy(Xi, self.model_.theta) - self.log_partition_
         return self.model_.log_pseudo_likelihood(Xi)

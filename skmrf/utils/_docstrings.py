@@ -42,13 +42,16 @@ DOCS = {
         estimated by annealed importance sampling (100 chains, 1000 steps,
         seeded by ``random_state``; standard error in
         ``log_partition_std_``), for graphs too wide for the junction tree.
-        ``"auto"``: ``"exact"`` when the junction tree fits, else
-        ``"pseudo"`` (AIS is random and costs ``10^5`` Gibbs sweeps, so it is
-        only used when asked for).""",
+        ``"auto"``: ``"exact"`` when the junction tree fits, else ``"ais"``
+        (``log Z`` estimated once in ``fit``; the first score warns that it
+        is an estimate). A pseudo-likelihood is only given when asked for by
+        name, so ``score`` never silently changes meaning.""",
     "max_bytes_scoring": """max_bytes : int, default=None
         Memory budget of the junction tree used for exact scoring.""",
     "random_state_ais": """random_state : int, RandomState instance or None, default=None
-        Seeds the AIS estimate of ``log Z`` when ``score_method="ais"``;
+        Seeds the AIS estimate of ``log Z`` when scoring uses it
+        (``score_method="ais"``, or ``"auto"`` on a graph too wide for the
+        junction tree);
         unused otherwise (the fit is deterministic).""",
     # -- attributes of the discrete estimators
     "discrete_model_": """graph_ : MRFGraph
@@ -63,7 +66,8 @@ DOCS = {
         ``log Z`` when scoring is exact, its AIS estimate when it is
         ``"ais"``, None for ``"pseudo"``.
     log_partition_std_ : float
-        Standard error of the AIS estimate (only with ``score_method="ais"``).""",
+        Standard error of the AIS estimate (only when ``score_method_`` is
+        ``"ais"``).""",
     "score_method_": """score_method_ : str
         How :meth:`score_samples` scores: ``score_method`` with ``"auto"``
         resolved in ``fit``.""",

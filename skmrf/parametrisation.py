@@ -17,6 +17,7 @@ over rows.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -99,6 +100,36 @@ class CliqueLayout:
         full[self.theta_pos] = theta
         return full
 
+    def normalise(self, full):
+        """The parameters ``theta`` of arbitrary (finite) log-potential tables of the cliques.
+
+        ``full`` holds one table per clique (flat, as :meth:`full_tables` lays them out) with
+        any entries; the model ``sum_c full_c(x_c)`` equals the one of the returned ``theta``
+        up to a constant (the normalisation with respect to zero, LAP paper Theorem 2). Each
+        table is split by Moebius inversion: its part on a sub-clique ``S`` at an assignment
+        with every variable of ``S`` non-zero is
+        ``sum_{U subset of S} (-1)^{|S \\ U|} T(x_U, 0_{c \\ U})``.
+        ``normalise(full_tables(theta)) == theta``.
+        """
+        full = np.asarray(full, dtype=np.float64)
+        index = {c: k for k, c in enumerate(self.cliques)}
+        theta = np.zeros(self.n_params)
+        for k, c in enumerate(self.cliques):
+            T = full[self.table_offsets[k] : self.table_offsets[k + 1]].reshape(self.table_shapes[k])
+            if not T.any():
+                continue
+            for r in range(1, len(c) + 1):
+                for S in itertools.combinations(range(len(c)), r):
+                    b = index[tuple(c[p] for p in S)]
+                    part = sum(
+                        (-1) ** (r - u) * T[_corner(len(c), S, U)]
+                        for u in range(r + 1)
+                        for U in itertools.combinations(S, u)
+                    )
+                    lo, hi = self.block_offsets[b], self.block_offsets[b + 1]
+                    theta[lo:hi] += np.broadcast_to(part, self.block_shapes[b]).ravel()
+        return theta
+
     def split_unary(self, theta):
         """``(theta_unary, theta_interaction)``: ``theta`` split into its single-variable blocks
         and the rest (zeros elsewhere in each), with ``theta_unary + theta_interaction == theta``."""
@@ -143,3 +174,8 @@ class CliqueLayout:
         for _, codes in self.iter_codes(X):
             out += full[codes].sum(axis=1)
         return out
+
+
+def _corner(m, S, U):
+    """Index of ``T(x_U, 0_{c \\ U})`` for the axes of ``S`` (length-1 axes for ``S \\ U``)."""
+    return tuple(slice(1, None) if p in U else slice(0, 1) if p in S else 0 for p in range(m))

@@ -1,11 +1,14 @@
+import itertools
+import re
 import warnings
 
 import networkx as nx
 import numpy as np
 import pytest
 
-from skmrf import ExactMaxLikelihood, chain_graph, grid_graph
+from skmrf import ExactMaxLikelihood, LAPEstimator, PseudoLikelihoodEstimator, chain_graph, grid_graph
 from skmrf.datasets import make_random_mrf, sample_random_mrf
+from skmrf.estimators._existence import NoFiniteEstimateWarning
 from skmrf.inference import TreewidthError
 
 from . import brute_force as bf
@@ -137,7 +140,7 @@ def test_states_out_of_range():
         ExactMaxLikelihood(n_states=5000).fit(X)
 
 
-def test_constant_column_and_single_row_give_a_clipped_estimate_with_a_warning():
+def test_constant_column_and_single_row_give_the_extended_mle_with_a_warning():
     rng = np.random.default_rng(0)
     X = rng.integers(0, 2, size=(200, 4))
     X[:, 2] = 0
@@ -145,8 +148,10 @@ def test_constant_column_and_single_row_give_a_clipped_estimate_with_a_warning()
     with pytest.warns(UserWarning, match=r"does not exist: for cliques \[\(2,\), \(1, 2\), \(2, 3\)\]"):
         est = ExactMaxLikelihood().fit(X)
     np.testing.assert_array_equal(X, Xc)
-    assert np.all(np.isfinite(est.theta_)) and -30 <= est.model_.potential((2,))[0] < -10
+    # The extended MLE: state 1 of column 2 gets probability zero (60 nats below state 0).
+    assert np.all(np.isfinite(est.theta_)) and est.model_.potential((2,))[0] < -50
     assert np.isfinite(est.score(X))
+    assert est.model_.marginals()[(2,)][1] < 1e-20
     # With a ridge the estimate is finite and no warning is raised.
     with warnings.catch_warnings():
         warnings.simplefilter("error")
@@ -190,3 +195,90 @@ def test_exact_hessian_is_the_feature_covariance():
     mu = F.T @ p
     cov = (F * p[:, None]).T @ F - np.outer(mu, mu)
     np.testing.assert_allclose(exact_hessian(model, model.theta), cov, atol=1e-13)
+
+
+# -- the extended MLE (#10, item 2) ------------------------------------------------------------
+def _ipf_by_enumeration(states, p_hat, factors, n_sweeps=20000, tol=1e-13):
+    """Textbook IPF on the full joint table (independent of the package): the extended MLE."""
+    p = np.full(len(states), 1.0 / len(states))
+    for _ in range(n_sweeps):
+        worst = 0.0
+        for f in factors:
+            keys = np.ravel_multi_index(states[:, f].T, [2] * len(f))
+            model = np.bincount(keys, p, minlength=2 ** len(f))
+            data = np.bincount(keys, p_hat, minlength=2 ** len(f))
+            worst = max(worst, np.abs(model - data).max())
+            ratio = np.divide(data, model, out=np.zeros_like(data), where=model > 0)
+            p = p * ratio[keys]
+        if worst < tol:
+            break
+    return p
+
+
+def _table_data(counts, n_variables):
+    states = np.array(list(itertools.product([0, 1], repeat=n_variables)))
+    return states, np.repeat(states, counts, axis=0)
+
+
+def test_saturated_model_with_an_empty_cell_reaches_the_entropy_supremum():
+    """A real 2^6 table with one empty cell: the saturated model's log-likelihood supremum is the
+    empirical negative entropy; the fit must reach it to 1e-8 (float64 rounding is ~1e-15)."""
+    counts = np.random.default_rng(0).integers(1, 20, size=64)
+    counts[37] = 0
+    states, X = _table_data(counts, 6)
+    with pytest.warns(NoFiniteEstimateWarning, match=r"cliques \[\(0, 1, 2, 3, 4, 5\)\].*extended MLE"):
+        est = ExactMaxLikelihood([tuple(range(6))]).fit(X)
+    p_hat = counts / counts.sum()
+    supremum = float(np.sum(p_hat[p_hat > 0] * np.log(p_hat[p_hat > 0])))
+    assert abs(est.score(X) - supremum) < 1e-8
+    p_ipf = _ipf_by_enumeration(states, p_hat, [list(range(6))])
+    np.testing.assert_allclose(np.exp(est.model_.log_prob(states)), p_ipf, atol=1e-12)
+    # The old behaviour (L-BFGS stopped in the box) was measurably short of it:
+    assert np.all(np.isfinite(est.theta_))
+
+
+def test_non_decomposable_model_with_empty_cells_matches_textbook_ipf():
+    """Three pairwise factors on a triangle (no closed form) with an empty pair cell: the fit's
+    likelihood equals the limit of IPF on the full joint table to 1e-8."""
+    rng = np.random.default_rng(1)
+    counts = rng.integers(1, 15, size=8)
+    counts[[0, 1]] = 0  # the pair (x0, x1) = (0, 0) never occurs
+    states, X = _table_data(counts, 3)
+    factors = [(0, 1), (0, 2), (1, 2)]
+    with pytest.warns(NoFiniteEstimateWarning, match="extended MLE"):
+        est = ExactMaxLikelihood(factors, tol=1e-12, max_iter=5000).fit(X)
+    p_hat = counts / counts.sum()
+    p_ipf = _ipf_by_enumeration(states, p_hat, [list(f) for f in factors])
+    keep = p_hat > 0
+    supremum = float(np.sum(p_hat[keep] * np.log(p_ipf[keep])))
+    assert abs(est.score(X) - supremum) < 1e-8
+    np.testing.assert_allclose(np.exp(est.model_.log_prob(states)), p_ipf, atol=1e-8)
+
+
+@pytest.mark.parametrize("cls", [PseudoLikelihoodEstimator, LAPEstimator])
+def test_pl_and_lap_warn_like_exact_ml_when_no_finite_estimate_exists(cls):
+    X = np.random.default_rng(0).integers(0, 2, size=(200, 4))
+    X[:, 2] = 0
+    with pytest.warns(NoFiniteEstimateWarning, match=r"for cliques \[\(2,\), \(1, 2\), \(2, 3\)\].*within \+-30"):
+        cls(n_states=2, alpha=0.0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoFiniteEstimateWarning)
+        cls(n_states=2, alpha=0.01).fit(X)
+
+
+def test_slow_extended_mle_says_how_far_it_stopped_from_the_supremum():
+    """With an empty joint cell that no pair table shows (110 here), the limit needs parameters
+    that diverge in a coordinated way and IPF approaches it slowly: the warning must quote the
+    remaining gap, and the quoted bound must really cover the distance to the limit."""
+    counts = np.random.default_rng(1).integers(1, 15, size=8)
+    counts[[0, 1, 6]] = 0
+    states, X = _table_data(counts, 3)
+    factors = [(0, 1), (0, 2), (1, 2)]
+    with pytest.warns(NoFiniteEstimateWarning, match=r"stopped after max_iter=200 sweeps") as record:
+        est = ExactMaxLikelihood(factors, tol=1e-12, max_iter=200).fit(X)
+    quoted = float(re.search(r"up to about ([0-9.e+-]+) nats", str(record[0].message)).group(1))
+    p_hat = counts / counts.sum()
+    p_ipf = _ipf_by_enumeration(states, p_hat, [list(f) for f in factors], n_sweeps=20000)
+    keep = p_hat > 0
+    supremum = float(np.sum(p_hat[keep] * np.log(p_ipf[keep])))
+    assert 0 < supremum - est.score(X) <= quoted

@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 
 from ..solvers import THETA_BOUND, minimize_in_box, projected_max, warn_if_not_converged
+from ..solvers.ipf import ZERO_LOG_GAP, extended_max_likelihood
 from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
 from ._base import BaseDiscreteMRF
+from ._existence import empty_cell_cliques, warn_no_finite_estimate
 
 __all__ = ["ExactMaxLikelihood", "exact_hessian", "fit_max_likelihood"]
 
@@ -112,23 +113,6 @@ def exact_hessian(model, theta, max_bytes=None):
     return 0.5 * (H + H.T)
 
 
-def _warn_if_no_mle(model, counts):
-    """Warn when an empirical clique table has an empty cell: no MLE exists then."""
-    lay = model.layout
-    empty = np.add.reduceat(counts == 0, lay.table_offsets[:-1]) > 0
-    if empty.any():
-        cliques = [model.cliques[b] for b in np.flatnonzero(empty)]
-        warnings.warn(
-            f"The maximum-likelihood estimate does not exist: for cliques {cliques[:10]}"
-            f"{'...' if len(cliques) > 10 else ''} some state (combination) never occurs in the "
-            f"data (e.g. a constant column), so their parameters diverge; they are returned "
-            f"where the fit stopped, within +-{THETA_BOUND:g}. Set alpha > 0 for a finite "
-            "regularised estimate.",
-            UserWarning,
-            stacklevel=4,
-        )
-
-
 @fill_doc
 class ExactMaxLikelihood(BaseDiscreteMRF):
     """Maximum-likelihood MRF parameters with exact junction-tree inference.
@@ -184,10 +168,15 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
     empirical one (moment matching).
 
     When the estimate does not exist (with ``alpha = 0``, a state or
-    combination of states never observed, e.g. a constant column), a warning
-    names the cliques; their parameters diverge and are returned where the
-    fit stopped, within ``+-30``. Set
-    ``alpha > 0`` for a finite, regularised estimate.
+    combination of states never observed, e.g. a constant column), a
+    ``NoFiniteEstimateWarning`` names the cliques and the *extended* MLE is
+    returned: the limit the likelihood approaches, in which the cells no row
+    shows have probability zero, computed by iterative proportional fitting
+    on the junction tree (:func:`skmrf.solvers.ipf.extended_max_likelihood`;
+    ``n_iter_`` then counts its sweeps). Probability zero is represented by
+    log-potentials 60 nats below the rest of their table, so such parameters
+    exceed ``+-30``; the log-likelihood is at its supremum to about 1e-12.
+    Set ``alpha > 0`` for a finite, regularised estimate.
 
     Each iteration costs one calibration, ``O(sum of junction-tree table
     sizes)``, exponential in the treewidth.
@@ -246,18 +235,46 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
         model = self.model_
         model.get_junction_tree(self.max_bytes)
         counts = model.layout.table_counts(Xi)
-        diverges = self.alpha == 0 and bool(np.any(counts == 0))
-        if diverges:
-            _warn_if_no_mle(model, counts)
+        empty = empty_cell_cliques(model, counts) if self.alpha == 0 else []
+        if empty:
+            self._fit_extended(counts, empty)
+        else:
+            self._fit_lbfgs(counts[model.layout.theta_pos] / Xi.shape[0])
+        self._resolve_score_method()
+        return self
+
+    def _fit_lbfgs(self, mean_stats):
+        """L-BFGS-B and the Newton polish: the finite maximiser of the (penalised) likelihood."""
         log = ProgressLog(type(self).__name__, self.verbose)
 
         def report(it, f, g):
             log("Iteration %d, negative log-likelihood = %.8f, max |grad| = %.2e", it, f, g)
 
-        mean_stats = counts[model.layout.theta_pos] / Xi.shape[0]
         self.n_iter_, gmax = fit_max_likelihood(
-            model, mean_stats, self.alpha, self.max_iter, self.tol, self.max_bytes, report
+            self.model_, mean_stats, self.alpha, self.max_iter, self.tol, self.max_bytes, report
         )
-        warn_if_not_converged(type(self).__name__, self.n_iter_, gmax, self.tol, self.max_iter, diverges, stacklevel=3)
-        self._resolve_score_method()
-        return self
+        warn_if_not_converged(type(self).__name__, self.n_iter_, gmax, self.tol, self.max_iter, stacklevel=4)
+
+    def _fit_extended(self, counts, empty):
+        """No finite MLE (alpha=0, empty cells): the extended MLE by iterative proportional fitting."""
+        model = self.model_
+        graph = self.graph_
+        covered = {v for f in graph.factors for v in f}
+        factors = [model.cliques.index(f) for f in graph.factors]
+        factors += [model.cliques.index((v,)) for v in range(graph.n_variables) if v not in covered]
+        self.n_iter_, gap, gain = extended_max_likelihood(
+            model, counts, factors, self.max_iter, self.tol, self.max_bytes
+        )
+        outcome = (
+            "Returned the extended MLE, the limit the likelihood approaches, computed by iterative "
+            f"proportional fitting: the cells no row shows get probability zero (log-potentials "
+            f"{ZERO_LOG_GAP:g} nats below the rest, so some parameters exceed +-{THETA_BOUND:g})."
+        )
+        if gap > self.tol:
+            outcome += (
+                f" It stopped after max_iter={self.max_iter} sweeps with a largest marginal gap of "
+                f"{gap:.2e} > tol={self.tol:g}: the last sweep raised the mean log-likelihood by "
+                f"{gain:.2e}, and IPF can approach this limit as slowly as 1/sweeps, so the fit may be "
+                f"up to about {self.n_iter_ * gain:.2e} nats per row below its supremum. Increase max_iter."
+            )
+        warn_no_finite_estimate(type(self).__name__, empty, outcome, stacklevel=4)

@@ -30,6 +30,7 @@ from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context
 from ..utils._threads import single_blas_thread
 from ..utils._verbose import ProgressLog
 from ._base import BaseDiscreteMRF
+from ._existence import warn_if_unbounded
 from ._lap_structure import AuxiliaryStructure, NeighbourhoodTooLargeError, auxiliary_factors, group_by_structure
 
 __all__ = ["LAPEstimator", "LAPSubproblem", "NeighbourhoodTooLargeError", "auxiliary_factors"]
@@ -388,6 +389,8 @@ class LAPEstimator(BaseDiscreteMRF):
         log = ProgressLog(type(self).__name__, self.verbose)
         Xi = self._validate_fit_data(X, keep_dtype=True)
         graph, model = self.graph_, self.model_
+        if self.alpha == 0:
+            warn_if_unbounded(self, Xi)
         # Transposed once: counting gathers whole rows of XT (contiguous).
         XT = transposed_states(Xi, int(self.n_states_.max()))
         del Xi

@@ -24,6 +24,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, Parallel, _fit_context, delayed
 from ..utils._verbose import ProgressLog
 from ._base import BaseDiscreteMRF
+from ._existence import warn_if_unbounded
 
 __all__ = ["PseudoLikelihoodEstimator", "PseudoLikelihoodObjective"]
 
@@ -262,6 +263,8 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         """
         Xi = self._validate_fit_data(X)
         model = self.model_
+        if self.alpha == 0:
+            warn_if_unbounded(self, Xi)
         n_jobs = effective_n_jobs(self.n_jobs)
         obj = PseudoLikelihoodObjective(model.layout, self.graph_, Xi, self.alpha, n_chunks=n_jobs)
         self.n_records_ = obj.n_records

@@ -1,0 +1,55 @@
+"""When the maximum-likelihood estimate does not exist: empty cells of the data's clique tables."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ..solvers.box import THETA_BOUND
+
+__all__ = ["NoFiniteEstimateWarning", "empty_cell_cliques", "warn_if_unbounded", "warn_no_finite_estimate"]
+
+
+class NoFiniteEstimateWarning(UserWarning):
+    """With ``alpha=0`` the data leave some parameters without a finite optimum."""
+
+
+def empty_cell_cliques(model, counts):
+    """The cliques of ``model`` whose empirical table (``counts``, flat) has an empty cell."""
+    lay = model.layout
+    empty = np.add.reduceat(counts == 0, lay.table_offsets[:-1]) > 0
+    return [model.cliques[b] for b in np.flatnonzero(empty)]
+
+
+def warn_no_finite_estimate(name, cliques, outcome, stacklevel=2):
+    """Warn that ``name``'s objective has no finite optimum because of ``cliques``' empty cells.
+
+    ``outcome`` says what the estimator returns instead; ``stacklevel`` counts from the caller.
+    """
+    listed = f"{cliques[:10]}{'...' if len(cliques) > 10 else ''}"
+    warnings.warn(
+        f"The maximum-likelihood estimate does not exist: for cliques {listed} some state "
+        f"(combination) never occurs in the data (e.g. a constant column), so with alpha=0 the "
+        f"objective of {name} has no finite optimum. {outcome} Set alpha > 0 for a finite "
+        "regularised estimate.",
+        NoFiniteEstimateWarning,
+        stacklevel=stacklevel + 1,
+    )
+
+
+def warn_if_unbounded(estimator, X):
+    """For estimators without an extended estimate (LAP, PL): warn when ``X`` leaves cliques empty.
+
+    Their parameters then diverge and stop at the box ``|theta| <= THETA_BOUND``. Called from
+    ``fit`` with ``alpha=0``; costs one count of the clique tables.
+    """
+    model = estimator.model_
+    empty = empty_cell_cliques(model, model.layout.table_counts(X))
+    if empty:
+        warn_no_finite_estimate(
+            type(estimator).__name__,
+            empty,
+            f"Their parameters diverge and are returned where the fit stopped, within +-{THETA_BOUND:g}.",
+            stacklevel=4,
+        )

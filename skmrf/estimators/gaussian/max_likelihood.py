@@ -10,15 +10,16 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ...solvers import warn_not_converged
 from ...utils._docstrings import fill_doc
 from ...utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ...utils._verbose import ProgressLog
-from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF
+from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF, _column_name
 from .covariance_selection import dense_covariance, newton_covsel, regression_covsel
-from .lap_kernel import LapPlan, assemble_symmetric, lap_from_covariance
+from .lap_kernel import _SINGULAR_RTOL, LapPlan, assemble_symmetric, lap_from_covariance
 from .spd import logdet_spd, logdet_spd_dense
 
 __all__ = ["GaussianMaxLikelihood"]
@@ -209,7 +210,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         return solver
 
     def _sample_covariance(self, XT, n_div, mu):
-        """The dense (shrunk) sample covariance, after checking the samples suffice."""
+        """The dense (shrunk) sample covariance, after checking the samples suffice and no edge is collinear."""
         p, n = XT.shape
         degree = np.diff(self.adjacency_.indptr)
         max_nb = int(degree.max()) + 1 if p else 0
@@ -218,26 +219,89 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         if np.any(np.diag(S) <= 0):
             j = int(np.flatnonzero(np.diag(S) <= 0)[0])
             raise ValueError(f"Column {j} has zero variance; remove constant columns or set shrinkage > 0.")
+        self._check_collinear_edges(S)
         return S
 
-    @staticmethod
-    def _newton_start(S, adjacency):
-        """The LAP estimate when it is positive definite (usually close to the optimum), else ``diag(1 / S_ii)``."""
+    def _check_collinear_edges(self, S):
+        """Raise when two neighbours are (numerically) collinear: no maximum-likelihood estimate.
+
+        ``[inv(Theta)]_ij = S_ij`` on an edge needs the 2 x 2 block of ``S`` on
+        ``{i, j}`` (a clique of the graph) to be positive definite; with
+        ``|corr(x_i, x_j)| = 1`` the likelihood is unbounded. Same relative
+        threshold as the singular blocks of GaussianLAP.
+        """
+        upper = sp.triu(self.adjacency_, k=1, format="coo")
+        i, j = upper.row.astype(np.int64), upper.col.astype(np.int64)
+        d = np.diag(S)
+        bad = ~(d[i] * d[j] - S[i, j] ** 2 > _SINGULAR_RTOL * d[i] * d[j])
+        if not bad.any():
+            return
+        names = getattr(self, "feature_names_in_", None)
+        pairs = [f"({_column_name(a, names)}, {_column_name(b, names)})" for a, b in zip(i[bad][:10], j[bad][:10])]
+        k = int(np.flatnonzero(bad)[0])
+        corr = S[i[k], j[k]] / np.sqrt(d[i[k]] * d[j[k]])
+        raise ValueError(
+            f"GaussianMaxLikelihood: the sample covariance of neighbouring columns "
+            f"{', '.join(pairs)}{', ...' if bad.sum() > 10 else ''} is singular (the first pair has "
+            f"correlation {corr:.17g}): one is (numerically) a multiple of the other in this sample, so "
+            "the likelihood is unbounded and has no maximum. Remove duplicated or collinear columns, "
+            "collect more samples, or set shrinkage > 0."
+        )
+
+    def _newton_start(self, S, adjacency):
+        """The LAP estimate when it is positive definite (usually close to the optimum), else ``diag(1 / S_ii)``.
+
+        A singular 1-neighbourhood block is remembered in ``self._singular``
+        (the error GaussianLAP would raise) to explain a failure of Newton's method.
+        """
         try:
             plan = LapPlan(adjacency)
             lap = assemble_symmetric(plan.ti, plan.tj, lap_from_covariance(S, plan), S.shape[0])
             if logdet_spd(lap)[0]:
                 return lap.toarray()
-        except (ValueError, np.linalg.LinAlgError):
+        except ValueError as exc:
+            self._singular = exc
+        except np.linalg.LinAlgError:
             pass
         return np.diag(1.0 / np.diag(S))
+
+    def _singular_neighbourhood(self, S):
+        """The GaussianLAP error naming a singular 1-neighbourhood block of ``S``, or None."""
+        if self._singular is None:
+            try:
+                plan = LapPlan(self.adjacency_)
+                lap_from_covariance(S, plan)
+            except ValueError as exc:
+                self._singular = exc
+        return self._singular
+
+    def _fail(self, S, what):
+        """Raise the error explaining a failed fit: a singular neighbourhood if there is one."""
+        singular = self._singular_neighbourhood(S)
+        if singular is not None:
+            raise ValueError(
+                f"GaussianMaxLikelihood: {what}, and the maximum-likelihood estimate probably does not "
+                f"exist: {singular}"
+            ) from None
+        raise ValueError(
+            f"GaussianMaxLikelihood: {what}; the maximum-likelihood estimate probably does not exist "
+            f"with this sample (n = {self._n_samples}). Collect more samples or set shrinkage > 0."
+        )
 
     def _fit_newton(self, S, rows, cols, log):
         """Newton's method; return ``(Theta, covariance, residual)``."""
         theta0 = self._newton_start(S, self.adjacency_)
-        Theta, W, self.n_iter_, resid = newton_covsel(
-            S, rows, cols, theta0, tol=self.tol, max_iter=self.max_iter, log=log
-        )
+        with warnings.catch_warnings():
+            # An ill-conditioned Hessian is a symptom of a likelihood without a maximum,
+            # diagnosed below from the result.
+            warnings.simplefilter("ignore", sla.LinAlgWarning)
+            Theta, W, self.n_iter_, resid = newton_covsel(
+                S, rows, cols, theta0, tol=self.tol, max_iter=self.max_iter, log=log
+            )
+        if not (np.all(np.isfinite(Theta)) and np.all(np.isfinite(W)) and np.isfinite(resid)):
+            self._fail(S, "Newton's method diverged")
+        if resid > self.tol and self._singular_neighbourhood(S) is not None:
+            self._fail(S, f"Newton's method did not converge in {self.n_iter_} iterations")
         return Theta, 0.5 * (W + W.T), resid
 
     def _fit_regression(self, S, n, log):
@@ -245,15 +309,16 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         adj = self.adjacency_
         neighbours = [adj.indices[adj.indptr[i] : adj.indptr[i + 1]] for i in range(S.shape[0])]
         try:
-            Theta, _, self.n_iter_, resid = regression_covsel(
-                S, neighbours, tol=self.tol, max_iter=self.max_iter, log=log
-            )
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                Theta, _, self.n_iter_, resid = regression_covsel(
+                    S, neighbours, tol=self.tol, max_iter=self.max_iter, log=log
+                )
         except np.linalg.LinAlgError:
-            raise ValueError(
-                "The regression solver met a singular neighbourhood system: the maximum-"
-                f"likelihood estimate probably does not exist with n = {n} samples. Collect more "
-                "samples or set shrinkage > 0."
-            ) from None
+            self._fail(S, "the regression solver met a singular neighbourhood system")
+        if not (np.all(np.isfinite(Theta)) and np.isfinite(resid)):
+            self._fail(S, "the regression solver diverged")
+        if resid > self.tol and self._singular_neighbourhood(S) is not None:
+            self._fail(S, f"the regression solver did not converge in {self.n_iter_} sweeps")
         return Theta, None, resid
 
     def _warn_if_not_converged(self, resid):
@@ -305,6 +370,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         p, n = XT.shape
         rows, cols = self._unknowns()
         solver = self._choose_solver(len(rows), p)
+        self._singular, self._n_samples = None, n
         S = self._sample_covariance(XT, n_div, mu)
         del XT
         self.solver_ = solver

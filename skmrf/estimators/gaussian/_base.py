@@ -83,19 +83,21 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         so :meth:`_store` maps the standardised fit back exactly. ``mu`` is the
         shrinkage target in standardised units: the covariance-scale target
         ``mean(diag(S)) I`` becomes ``mean(diag(S)) / scale_**2`` on the
-        diagonal, so ``shrinkage`` means what it does on the covariance scale.
+        diagonal, so ``shrinkage`` means what it does on the covariance scale
+        (with shrinkage, ``scale_`` is the shrunk standard deviation).
         """
         X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
         n, p = X.shape
         names = getattr(self, "feature_names_in_", None)
         self.adjacency_ = resolve_adjacency(self.graph, p, names)
         self.location_ = np.zeros(p) if self.assume_centered else X.mean(axis=0)
+        if not self.assume_centered:
+            # The rounded mean of a constant column c can differ from c, which would
+            # leave a constant residue c - mean(c) (variance zero) in the centred data.
+            const = np.ptp(X, axis=0) == 0
+            self.location_[const] = X[0, const]
         XT = X.T.copy()  # one row per variable: the kernels gather variables
         XT -= self.location_[:, None]
-        if not self.assume_centered:
-            # A constant column is centred to a constant rounding residue (c - mean(c)),
-            # not always to zero; it has zero variance.
-            XT[np.ptp(XT, axis=1) == 0] = 0.0
         self.scale_, mu = self._standardise(XT, n, names)
         return XT, float(n), mu
 
@@ -105,37 +107,39 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         Returns ``(scale, mu)``: the standard deviations (computed through the
         largest absolute value, so they neither under- nor overflow) and the
         per-variable shrinkage target in standardised units (1.0 without
-        shrinkage). Raises when a column has zero variance, unless
-        ``shrinkage > 0`` (its standardised row stays zero and its scale is
-        the root mean variance, so its shrunk variance is ``shrinkage`` in
-        standardised units and ``shrinkage * mean(diag(S))`` on the original scale).
+        shrinkage). With ``shrinkage > 0`` the unit of column ``j`` is its
+        shrunk standard deviation instead (see the comment below). Raises
+        when a column has zero variance, unless ``shrinkage > 0``.
         """
         peak = np.max(np.abs(XT), axis=1) if n else np.zeros(XT.shape[0])
         zero = ~(peak > 0)
         if zero.any() and (not self.shrinkage or zero.all()):
             cols = np.flatnonzero(zero)
             which = ", ".join(_column_name(j, names) for j in cols[:10]) + (", ..." if len(cols) > 10 else "")
+            many = len(cols) > 1
+            about = "" if self.assume_centered else (" about their mean" if many else " about its mean")
             raise ValueError(
-                f"{type(self).__name__}: column{'s' if len(cols) > 1 else ''} {which} "
-                f"{'have' if len(cols) > 1 else 'has'} zero variance"
-                f"{' (about their mean)' if not self.assume_centered else ''}; remove constant "
-                "columns or set shrinkage > 0."
+                f"{type(self).__name__}: column{'s' if many else ''} {which} {'have' if many else 'has'} "
+                f"zero variance{about}; remove constant columns or set shrinkage > 0."
             )
         peak[zero] = 1.0
         XT /= peak[:, None]
         rms = np.sqrt(np.einsum("ij,ij->i", XT, XT) / n)
         rms[zero] = 1.0
         XT /= rms[:, None]
-        scale = peak * rms
         if not self.shrinkage:
-            return scale, 1.0
-        # mean(diag(S)) / scale_j**2 with scale_ relative to its largest entry (no overflow).
-        top = float(np.max(scale[~zero]))
-        w2 = np.where(zero, 0.0, (scale / top) ** 2)
+            return peak * rms, 1.0
+        # With shrinkage a, the unit is the shrunk standard deviation sqrt((1 - a) v_j + a mu),
+        # mu = mean(v), computed relative to the largest sd (no overflow). The shrunk covariance
+        # then has a unit diagonal and the ridge target of column j is mu / its shrunk variance,
+        # at most 1 / a: columns far below the others are pure ridge, as on the covariance scale.
+        sd = np.where(zero, 0.0, peak * rms)
+        top = float(np.max(sd))
+        w2 = (sd / top) ** 2
         mean_w2 = float(np.mean(w2))
-        scale[zero] = top * np.sqrt(mean_w2)
-        w2[zero] = mean_w2
-        return scale, mean_w2 / np.maximum(w2, _TINY)
+        shrunk = (1.0 - self.shrinkage) * w2 + self.shrinkage * mean_w2
+        XT *= (np.sqrt(w2 / shrunk))[:, None]
+        return top * np.sqrt(shrunk), mean_w2 / shrunk
 
     def _check_enough_samples(self, n, max_size, what, bias_correction=False):
         """Raise when the largest block needs more samples (only with ``shrinkage == 0``).

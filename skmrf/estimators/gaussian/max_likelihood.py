@@ -300,8 +300,6 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             )
         if not (np.all(np.isfinite(Theta)) and np.all(np.isfinite(W)) and np.isfinite(resid)):
             self._fail(S, "Newton's method diverged")
-        if resid > self.tol and self._singular_neighbourhood(S) is not None:
-            self._fail(S, f"Newton's method did not converge in {self.n_iter_} iterations")
         return Theta, 0.5 * (W + W.T), resid
 
     def _fit_regression(self, S, n, log):
@@ -317,9 +315,32 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             self._fail(S, "the regression solver met a singular neighbourhood system")
         if not (np.all(np.isfinite(Theta)) and np.isfinite(resid)):
             self._fail(S, "the regression solver diverged")
-        if resid > self.tol and self._singular_neighbourhood(S) is not None:
-            self._fail(S, f"the regression solver did not converge in {self.n_iter_} sweeps")
         return Theta, None, resid
+
+    def _check_solution(self, S, Theta, resid, is_pd):
+        """Refuse a solution that is numerically singular, or failed where a neighbourhood is singular.
+
+        With ``inv(Theta)_ii = S_ii`` at the optimum, ``Theta_ii S_ii`` is
+        ``1 / (1 - R_i^2)`` for the fitted regression of ``x_i`` on the
+        others: at ``1 / _SINGULAR_RTOL`` (GaussianLAP's threshold) ``x_i`` is
+        (numerically) a linear combination of the others and the likelihood
+        has no maximum.
+        """
+        ratio = np.diag(Theta) * np.diag(S)
+        bad = np.flatnonzero(~(ratio < 1.0 / _SINGULAR_RTOL))
+        if len(bad):
+            names = getattr(self, "feature_names_in_", None)
+            cols = ", ".join(_column_name(int(j), names) for j in bad[:10]) + (", ..." if len(bad) > 10 else "")
+            self._fail(
+                S,
+                f"the fitted precision makes column{'s' if len(bad) > 1 else ''} {cols} (numerically) a "
+                "linear combination of the others (Theta_ii * S_ii above 1e10)",
+            )
+        if resid > self.tol or not is_pd:
+            if self._singular_neighbourhood(S) is not None:
+                solver = "Newton's method" if self.solver_ == "newton" else "the regression solver"
+                how = "did not converge" if resid > self.tol else "ended at a matrix that is not positive definite"
+                self._fail(S, f"{solver} {how} in {self.n_iter_} iterations")
 
     def _warn_if_not_converged(self, resid):
         """ConvergenceWarning when the solver stopped above ``tol``."""
@@ -378,6 +399,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             Theta, covariance, resid = self._fit_newton(S, rows, cols, log)
         else:
             Theta, covariance, resid = self._fit_regression(S, n, log)
+        self._check_solution(S, Theta, resid, logdet_spd_dense(Theta)[0])
         self._warn_if_not_converged(resid)
         is_pd, logdet = self._positive_definite(Theta)
         self._store(assemble_symmetric(rows, cols, Theta[rows, cols], p), is_pd, logdet, covariance)

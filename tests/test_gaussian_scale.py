@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 import pytest
 
-from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood, NotPositiveDefiniteWarning, _base
+from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood, NotPositiveDefiniteWarning, ScaleWarning
 
 P = 6
 RTOL = 1e-11
@@ -103,7 +103,7 @@ def test_uniform_scale_equivariance(Est, params, scale):
     caught = check_equivariant(Est, params, np.full(P, scale))
     # Precisions near 1e-400 do not exist in float64: said, not silent.
     underflow = scale > 1e150
-    assert any(issubclass(w.category, _base.ScaleWarning) for w in caught) == underflow
+    assert any(issubclass(w.category, ScaleWarning) for w in caught) == underflow
 
 
 @pytest.mark.parametrize("Est, params", [p for p in ESTIMATORS if "shrinkage" not in p.id])
@@ -212,7 +212,7 @@ def test_constant_column_named(Est, value):
 def test_score_never_nan_or_inf(Est, params, d):
     X = chain_data(n=40, seed=3) * d
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", _base.ScaleWarning)
+        warnings.simplefilter("ignore", ScaleWarning)
         est = Est("chain", **params).fit(X)
     assert np.all(np.isfinite(est.precision_.data))
     assert np.isfinite(est.score(X))

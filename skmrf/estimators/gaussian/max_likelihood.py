@@ -62,10 +62,11 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         Maximum Newton iterations or regression sweeps.
 
     tol : float, default=1e-10
-        Newton: stop when ``max |inv(Theta) - S|`` over the diagonal and the
-        edges is at most ``tol * max_i S_ii``. Regression: stop when a sweep
-        changes no entry of the working covariance by more than
-        ``tol * max_i S_ii``.
+        Measured in standardised units (``|A_ij| / (scale_i scale_j)``, see
+        ``scale_``), so that every entry converges whatever the scales of the
+        columns. Newton: stop when ``max |inv(Theta) - S|`` over the diagonal
+        and the edges is at most ``tol``. Regression: stop when a sweep
+        changes no entry of the working covariance by more than ``tol``.
 
     store_covariance : bool or "auto", default="auto"
         Keep ``covariance_ = inv(precision_)`` (dense). ``"auto"``: for at
@@ -94,6 +95,18 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
 
     log_partition_ : float
         ``(p log(2 pi) - log det precision_) / 2``.
+
+    scale_ : ndarray of shape (n_features,)
+        The unit of each column in the fit: its standard deviation (about
+        ``location_``), or with ``shrinkage > 0`` the square root of its shrunk
+        variance. The fit runs on ``(X - location_) / scale_``, which makes it
+        scale-equivariant and free of under- and overflow.
+
+    standardized_precision_ : scipy.sparse.csr_array of shape (n_features, n_features)
+        The precision in those units: ``precision_ = standardized_precision_ /
+        outer(scale_, scale_)``. ``score``, ``score_samples`` and
+        ``mahalanobis`` use it, so they stay exact when ``precision_`` under-
+        or overflows float64 (a :class:`ScaleWarning` says so at ``fit``).
 
     solver_ : str
         The solver used (``"newton"`` or ``"regression"``).
@@ -125,6 +138,12 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     ``n > p``; for sparse graphs often much earlier); otherwise the
     iterations diverge and a :class:`~sklearn.exceptions.ConvergenceWarning`
     is raised.
+
+    The fit runs on standardised columns (``scale_``) and is mapped back
+    exactly: the estimate for ``X D`` (``D`` diagonal) is
+    ``D^{-1} Theta D^{-1}``. With ``shrinkage`` the covariance-scale target
+    ``mean(diag(S)) I`` is kept; it is not equivariant under per-column
+    scaling (only under a common factor).
 
     Newton starts from the LAP estimate when that is positive definite
     (usually close, so few iterations are needed) and from
@@ -347,9 +366,9 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         if resid <= self.tol:
             return
         measure = (
-            "the optimality residual max |inv(Theta) - S| over the pattern (relative to max S_ii) is"
+            "the optimality residual max |inv(Theta) - S| over the pattern (in standardised units) is"
             if self.solver_ == "newton"
-            else "the largest change of the working covariance in the last sweep (relative to max S_ii) is"
+            else "the largest change of the working covariance in the last sweep (in standardised units) is"
         )
         warn_not_converged(
             f"GaussianMaxLikelihood (solver={self.solver_!r})",
@@ -384,7 +403,12 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         ValueError
             NaN or infinite values; a graph that does not match X; too few
             samples for the neighbourhood regressions (with ``shrinkage=0``);
-            a problem too large for the dense solvers.
+            a problem too large for the dense solvers; a column of zero
+            variance (with ``shrinkage=0``); collinear columns that leave the
+            likelihood without a maximum (neighbours whose correlation is
+            numerically 1, or a solution making a column a linear combination
+            of the others), named in the message; a precision that overflows
+            float64 in the units of X.
         """
         log = ProgressLog("GaussianMaxLikelihood", self.verbose)
         XT, n_div, mu = self._prepare(X)

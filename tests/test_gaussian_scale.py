@@ -24,7 +24,13 @@ import warnings
 import numpy as np
 import pytest
 
-from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood, NotPositiveDefiniteWarning, ScaleWarning
+from skmrf.estimators.gaussian import (
+    GaussianLAP,
+    GaussianMaxLikelihood,
+    NotPositiveDefiniteWarning,
+    ScaleWarning,
+    lap_kernel,
+)
 
 P = 6
 RTOL = 1e-11
@@ -112,6 +118,21 @@ def test_per_column_scale_equivariance(Est, params, name):
     # Shrinkage towards mean(diag(S)) * I is not equivariant under per-column scaling by
     # definition (see test_shrinkage_keeps_its_covariance_scale_meaning), so only shrinkage=0.
     check_equivariant(Est, params, PER_COLUMN[name])
+
+
+@pytest.mark.parametrize("shrinkage", [0.0, 0.1])
+def test_lap_cluster_gram_path_agrees_at_extreme_scales(shrinkage, monkeypatch):
+    # The per-variable shrinkage target is gathered per block on this path.
+    X = chain_data() * PER_COLUMN["mixed-extreme"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ScaleWarning)
+        dense = GaussianLAP("chain", shrinkage=shrinkage).fit(X)
+        monkeypatch.setattr(lap_kernel, "_DENSE_GRAM_MAX_FEATURES", 0)
+        gram = GaussianLAP("chain", shrinkage=shrinkage).fit(X)
+    np.testing.assert_allclose(
+        gram.standardized_precision_.toarray(), dense.standardized_precision_.toarray(), rtol=RTOL, atol=RTOL
+    )
+    assert np.isfinite(gram.score(X))
 
 
 @pytest.mark.parametrize("Est", [GaussianLAP, GaussianMaxLikelihood])

@@ -34,8 +34,8 @@ Large problems stay sparse: no ``p x p`` dense matrix is formed by
 covariance is only evaluated on the blocks that LAP needs.
 """
 
-from ._base import NotPositiveDefiniteWarning
+from ._base import NotPositiveDefiniteWarning, ScaleWarning
 from .lap import GaussianLAP
 from .max_likelihood import GaussianMaxLikelihood
 
-__all__ = ["GaussianLAP", "GaussianMaxLikelihood", "NotPositiveDefiniteWarning"]
+__all__ = ["GaussianLAP", "GaussianMaxLikelihood", "NotPositiveDefiniteWarning", "ScaleWarning"]

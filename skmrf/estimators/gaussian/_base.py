@@ -11,6 +11,7 @@ centring, the sample-size checks and the scikit-learn covariance-estimator API
 
 from __future__ import annotations
 
+import warnings
 from numbers import Real
 
 import networkx as nx
@@ -23,7 +24,20 @@ from ...utils._sklearn_compat import Interval, StrOptions, check_is_fitted, vali
 from .._score import MeanScoreMixin
 from .lap_kernel import CHUNK_ENTRIES
 
-__all__ = ["DENSE_MAX_FEATURES", "NotPositiveDefiniteWarning"]
+__all__ = ["DENSE_MAX_FEATURES", "NotPositiveDefiniteWarning", "ScaleWarning"]
+
+# Entries of a standardised quantity mapped back below this are reported as underflowing.
+_TINY = np.finfo(np.float64).tiny
+
+
+def _column_name(j, names=None):
+    """``"3"``, or ``"3 ('height')"`` when the columns have names."""
+    return f"{j}" if names is None else f"{j} ({names[j]!r})"
+
+
+class ScaleWarning(UserWarning):
+    """A fitted quantity in the data's units under- or overflows float64."""
+
 
 #: Largest number of variables for which ``store_covariance="auto"`` keeps the
 #: dense covariance.
@@ -60,16 +74,72 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
 
     # -- fit ----------------------------------------------------------------
     def _prepare(self, X):
-        """Validate X, resolve the pattern, centre; return ``(XT, n_div, mu)``."""
+        """Validate X, resolve the pattern, centre and standardise; return ``(XT, n_div, mu)``.
+
+        The fit works in standardised units: every column is divided by its
+        standard deviation ``scale_`` (after centring), so the estimates are
+        scale-equivariant and no product of the data under- or overflows.
+        The precision of ``X D`` is ``D^{-1} Theta D^{-1}`` for both estimators,
+        so :meth:`_store` maps the standardised fit back exactly. ``mu`` is the
+        shrinkage target in standardised units: the covariance-scale target
+        ``mean(diag(S)) I`` becomes ``mean(diag(S)) / scale_**2`` on the
+        diagonal, so ``shrinkage`` means what it does on the covariance scale
+        (with shrinkage, ``scale_`` is the shrunk standard deviation).
+        """
         X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
         n, p = X.shape
         names = getattr(self, "feature_names_in_", None)
         self.adjacency_ = resolve_adjacency(self.graph, p, names)
         self.location_ = np.zeros(p) if self.assume_centered else X.mean(axis=0)
+        if not self.assume_centered:
+            # The rounded mean of a constant column c can differ from c, which would
+            # leave a constant residue c - mean(c) (variance zero) in the centred data.
+            const = np.ptp(X, axis=0) == 0
+            self.location_[const] = X[0, const]
         XT = X.T.copy()  # one row per variable: the kernels gather variables
         XT -= self.location_[:, None]
-        mu = float(np.einsum("ij,ij->", XT, XT)) / (n * p) if self.shrinkage else 1.0
+        self.scale_, mu = self._standardise(XT, n, names)
         return XT, float(n), mu
+
+    def _standardise(self, XT, n, names):
+        """Divide the rows of the centred ``XT`` by their standard deviations, in place.
+
+        Returns ``(scale, mu)``: the standard deviations (computed through the
+        largest absolute value, so they neither under- nor overflow) and the
+        per-variable shrinkage target in standardised units (1.0 without
+        shrinkage). With ``shrinkage > 0`` the unit of column ``j`` is its
+        shrunk standard deviation instead (see the comment below). Raises
+        when a column has zero variance, unless ``shrinkage > 0``.
+        """
+        peak = np.max(np.abs(XT), axis=1) if n else np.zeros(XT.shape[0])
+        zero = ~(peak > 0)
+        if zero.any() and (not self.shrinkage or zero.all()):
+            cols = np.flatnonzero(zero)
+            which = ", ".join(_column_name(j, names) for j in cols[:10]) + (", ..." if len(cols) > 10 else "")
+            many = len(cols) > 1
+            about = "" if self.assume_centered else (" about their mean" if many else " about its mean")
+            raise ValueError(
+                f"{type(self).__name__}: column{'s' if many else ''} {which} {'have' if many else 'has'} "
+                f"zero variance{about}; remove constant columns or set shrinkage > 0."
+            )
+        peak[zero] = 1.0
+        XT /= peak[:, None]
+        rms = np.sqrt(np.einsum("ij,ij->i", XT, XT) / n)
+        rms[zero] = 1.0
+        XT /= rms[:, None]
+        if not self.shrinkage:
+            return peak * rms, 1.0
+        # With shrinkage a, the unit is the shrunk standard deviation sqrt((1 - a) v_j + a mu),
+        # mu = mean(v), computed relative to the largest sd (no overflow). The shrunk covariance
+        # then has a unit diagonal and the ridge target of column j is mu / its shrunk variance,
+        # at most 1 / a: columns far below the others are pure ridge, as on the covariance scale.
+        sd = np.where(zero, 0.0, peak * rms)
+        top = float(np.max(sd))
+        w2 = (sd / top) ** 2
+        mean_w2 = float(np.mean(w2))
+        shrunk = (1.0 - self.shrinkage) * w2 + self.shrinkage * mean_w2
+        XT *= (np.sqrt(w2 / shrunk))[:, None]
+        return top * np.sqrt(shrunk), mean_w2 / shrunk
 
     def _check_enough_samples(self, n, max_size, what, bias_correction=False):
         """Raise when the largest block needs more samples (only with ``shrinkage == 0``).
@@ -102,20 +172,63 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
             )
 
     def _store(self, precision, is_pd, logdet, covariance=None):
+        """Store the fit, mapping it back from standardised units.
+
+        ``precision``, ``logdet`` and ``covariance`` are those of the
+        standardised data; ``precision_ = D^{-1} precision D^{-1}`` and
+        ``log det precision_ = logdet - 2 sum(log scale_)`` with
+        ``D = diag(scale_)``. Raises when ``precision_`` would overflow and
+        warns (:class:`ScaleWarning`) when some of its entries underflow or
+        ``covariance_`` would overflow; scoring uses the standardised
+        precision, so it is unaffected by either.
+        """
         p = precision.shape[0]
+        scale = self.scale_
+        self.standardized_precision_ = precision
+        precision = precision.copy()
+        rows = np.repeat(np.arange(p), np.diff(precision.indptr))
+        cols = precision.indices
+        with np.errstate(over="ignore", under="ignore"):  # dividing in one order keeps the symmetry exact
+            precision.data = precision.data / scale[np.minimum(rows, cols)] / scale[np.maximum(rows, cols)]
+        name = type(self).__name__
+        span = f"column standard deviations from {scale.min():.3g} to {scale.max():.3g}"
+        if not np.all(np.isfinite(precision.data)):
+            raise ValueError(
+                f"{name}: the precision in the units of X overflows float64 ({span}; its entries "
+                "are about 1 / (scale_i scale_j)). Multiply X by a constant (the estimate of "
+                "X * c is precision / c**2)."
+            )
+        notes = []
+        lost = (np.abs(precision.data) < _TINY) & (self.standardized_precision_.data != 0)
+        if lost.any():
+            notes.append(f"{int(lost.sum())} entries of precision_ underflow float64 (to zero or subnormal numbers)")
         self.precision_ = precision
         self.is_positive_definite_ = bool(is_pd)
+        logdet = logdet - 2.0 * float(np.sum(np.log(scale)))
         self.log_partition_ = 0.5 * (p * np.log(2 * np.pi) - logdet) if is_pd else np.nan
         store = self.store_covariance
         if store == "auto":
             store = p <= DENSE_MAX_FEATURES
+        self.covariance_ = None
         if store and is_pd:
             if covariance is None:
-                covariance = np.linalg.inv(precision.toarray())
+                covariance = np.linalg.inv(self.standardized_precision_.toarray())
                 covariance = 0.5 * (covariance + covariance.T)
-            self.covariance_ = covariance
-        else:
-            self.covariance_ = None
+            with np.errstate(over="ignore", under="ignore"):
+                covariance = covariance * scale[:, None] * scale[None, :]
+                covariance = np.triu(covariance) + np.triu(covariance, 1).T
+            if np.all(np.isfinite(covariance)):
+                self.covariance_ = covariance
+            else:
+                notes.append("covariance_ overflows float64 and is not stored")
+        if notes:
+            warnings.warn(
+                f"{name}: at the scale of X ({span}), " + " and ".join(notes) + ". score, "
+                "score_samples and mahalanobis work in standardised units and are exact; "
+                "precision_ = standardized_precision_ / outer(scale_, scale_).",
+                ScaleWarning,
+                stacklevel=4,  # fit's caller
+            )
 
     # -- the covariance-estimator API ----------------------------------------
     def get_precision(self):
@@ -130,22 +243,26 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         return self.precision_
 
     def _centred(self, X):
-        """Validated, centred X transposed: one row per variable."""
+        """Validated X, centred and standardised (divided by ``scale_``), transposed: one row per variable."""
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         XT = X.T.copy()
         XT -= self.location_[:, None]
+        with np.errstate(over="ignore", under="ignore"):
+            XT /= self.scale_[:, None]
         return XT
 
     def _quadratic(self, XT):
-        """``x^T Theta x`` for every column of ``XT``, with the sparse precision.
+        """``x^T Theta x`` for every column of ``XT`` (standardised), with the sparse precision.
 
-        Works through blocks of rows of the precision, so the temporary
-        memory is bounded; ``O(nnz(Theta) n)`` time.
+        ``z^T Theta_std z`` with ``z = (x - location_) / scale_``, which equals
+        ``(x - location_)^T precision_ (x - location_)`` and stays finite when
+        ``precision_`` under- or overflows. Works through blocks of rows of the
+        precision, so the temporary memory is bounded; ``O(nnz(Theta) n)`` time.
         """
         p, n = XT.shape
         out = np.zeros(n)
-        P = self.precision_
+        P = self.standardized_precision_
         step = max(1, CHUNK_ENTRIES // max(1, n))
         for s in range(0, p, step):
             out += np.einsum("ij,ij->j", P[s : s + step] @ XT, XT[s : s + step])

@@ -26,13 +26,13 @@ def dense_covariance(XT, n_div, shrinkage=0.0, mu=1.0):
         Divisor (the number of samples).
     shrinkage : float, default=0.0
         Weight of the ridge target.
-    mu : float, default=1.0
-        Ridge target (the mean sample variance).
+    mu : float or ndarray of shape (n_features,), default=1.0
+        Ridge target (the mean sample variance), or one per variable.
 
     Returns
     -------
     S : ndarray of shape (n_features, n_features)
-        ``(1 - shrinkage) * XT XT^T / n_div + shrinkage * mu * I``.
+        ``(1 - shrinkage) * XT XT^T / n_div + shrinkage * diag(mu)``.
     """
     p = XT.shape[0]
     S = XT @ XT.T

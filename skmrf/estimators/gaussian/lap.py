@@ -128,6 +128,18 @@ class GaussianLAP(_BaseGaussianMRF):
         ``(p log(2 pi) - log det precision_) / 2``, the log normaliser of the
         density; NaN if the precision is not positive definite.
 
+    scale_ : ndarray of shape (n_features,)
+        The unit of each column in the fit: its standard deviation (about
+        ``location_``), or with ``shrinkage > 0`` the square root of its shrunk
+        variance. The fit runs on ``(X - location_) / scale_``, which makes it
+        scale-equivariant and free of under- and overflow.
+
+    standardized_precision_ : scipy.sparse.csr_array of shape (n_features, n_features)
+        The precision in those units: ``precision_ = standardized_precision_ /
+        outer(scale_, scale_)``. ``score``, ``score_samples`` and
+        ``mahalanobis`` use it, so they stay exact when ``precision_`` under-
+        or overflows float64 (a :class:`ScaleWarning` says so at ``fit``).
+
     max_neighbourhood_size_ : int
         The largest ``|A|``; ``fit`` needs more samples than this (plus one
         when centring) unless ``shrinkage > 0``.
@@ -196,6 +208,13 @@ class GaussianLAP(_BaseGaussianMRF):
     ordering; dense Cholesky for a few hundred variables); the repair needs
     one Lanczos estimate of the smallest eigenvalue and one more
     factorisation.
+
+    The blocks are formed from standardised columns (``scale_``) and the
+    estimate is mapped back exactly: each entry is an entry of the inverse of
+    a block of ``S``, so the estimate for ``X D`` (``D`` diagonal) is
+    ``D^{-1} Theta D^{-1}``. With ``shrinkage`` the covariance-scale target
+    ``mean(diag(S)) I`` is kept; it is not equivariant under per-column
+    scaling (only under a common factor).
 
     LAP estimates read off marginals of few variables, so with few samples
     they are more accurate than estimators that fit many more parameters
@@ -315,8 +334,9 @@ class GaussianLAP(_BaseGaussianMRF):
             samples than the largest 1-neighbourhood needs (with
             ``shrinkage=0``; three more than its size with
             ``bias_correction=True``, two more with ``assume_centered``); a
-            singular neighbourhood covariance (constant or collinear
-            columns).
+            singular neighbourhood covariance (collinear columns); a column
+            of zero variance (with ``shrinkage=0``); a precision that
+            overflows float64 in the units of X.
         """
         log = ProgressLog("GaussianLAP", self.verbose)
         XT, n_div, mu = self._prepare(X)

@@ -340,8 +340,10 @@ def _lap_chunk(XT, n_div, shrinkage, mu, cl_ptr, cl_idx, task_cluster, a_ptr, a_
         Centred data, one row per variable.
     n_div : float
         Divisor of the Gram matrices (``n`` samples).
-    shrinkage, mu : float
-        Blocks are ``(1 - shrinkage) * C + shrinkage * mu * I``.
+    shrinkage : float
+        Blocks are ``(1 - shrinkage) * C + shrinkage * diag(mu)``.
+    mu : float or ndarray of shape (n_features,)
+        The ridge target of every variable (a scalar: the same for all).
     cl_ptr, cl_idx, task_cluster, a_ptr, a_idx, ti, tj : ndarray
         From :meth:`LapPlan.chunk_args`.
     bias_dof : float or None
@@ -370,7 +372,8 @@ def _lap_chunk(XT, n_div, shrinkage, mu, cl_ptr, cl_idx, task_cluster, a_ptr, a_
         C /= n_div
         if shrinkage:
             C *= 1.0 - shrinkage
-            C[:, np.arange(m), np.arange(m)] += shrinkage * mu
+            target = mu if np.ndim(mu) == 0 else mu[np.take_along_axis(a_idx[idx], perm, axis=1)]
+            C[:, np.arange(m), np.arange(m)] += shrinkage * target
         return C
 
     return _solve_tasks(sizes, ti, tj, a_ptr, a_idx, gather, n_div, bias_dof)
@@ -421,8 +424,10 @@ def lap_from_data(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0
         The plan of the graph.
     n_div : float
         The number of samples.
-    shrinkage, mu : float
-        Blocks are ``(1 - shrinkage) * C + shrinkage * mu * I``.
+    shrinkage : float
+        Blocks are ``(1 - shrinkage) * C + shrinkage * diag(mu)``.
+    mu : float or ndarray of shape (n_features,)
+        The ridge target of every variable (a scalar: the same for all).
     n_jobs : int, optional
         Number of joblib jobs for the chunks.
     verbose : int, default=0
@@ -448,9 +453,7 @@ def lap_from_data(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0
     chunks = plan.chunks(n, min_chunks=4 * n_workers if n_workers > 1 else 1)
     with single_blas_thread():
         results = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1), prefer="threads")(
-            delayed(_lap_chunk)(
-                XT, float(n_div), float(shrinkage), float(mu), **plan.chunk_args(*ch), bias_dof=bias_dof
-            )
+            delayed(_lap_chunk)(XT, float(n_div), float(shrinkage), mu, **plan.chunk_args(*ch), bias_dof=bias_dof)
             for ch in chunks
         )
     return np.concatenate(results) if results else np.empty(0)

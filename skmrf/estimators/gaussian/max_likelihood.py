@@ -10,15 +10,16 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ...solvers import warn_not_converged
 from ...utils._docstrings import fill_doc
 from ...utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ...utils._verbose import ProgressLog
-from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF
+from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF, _column_name
 from .covariance_selection import dense_covariance, newton_covsel, regression_covsel
-from .lap_kernel import LapPlan, assemble_symmetric, lap_from_covariance
+from .lap_kernel import _SINGULAR_RTOL, LapPlan, assemble_symmetric, lap_from_covariance
 from .spd import logdet_spd, logdet_spd_dense
 
 __all__ = ["GaussianMaxLikelihood"]
@@ -61,10 +62,11 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         Maximum Newton iterations or regression sweeps.
 
     tol : float, default=1e-10
-        Newton: stop when ``max |inv(Theta) - S|`` over the diagonal and the
-        edges is at most ``tol * max_i S_ii``. Regression: stop when a sweep
-        changes no entry of the working covariance by more than
-        ``tol * max_i S_ii``.
+        Measured in standardised units (``|A_ij| / (scale_i scale_j)``, see
+        ``scale_``), so that every entry converges whatever the scales of the
+        columns. Newton: stop when ``max |inv(Theta) - S|`` over the diagonal
+        and the edges is at most ``tol``. Regression: stop when a sweep
+        changes no entry of the working covariance by more than ``tol``.
 
     store_covariance : bool or "auto", default="auto"
         Keep ``covariance_ = inv(precision_)`` (dense). ``"auto"``: for at
@@ -93,6 +95,18 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
 
     log_partition_ : float
         ``(p log(2 pi) - log det precision_) / 2``.
+
+    scale_ : ndarray of shape (n_features,)
+        The unit of each column in the fit: its standard deviation (about
+        ``location_``), or with ``shrinkage > 0`` the square root of its shrunk
+        variance. The fit runs on ``(X - location_) / scale_``, which makes it
+        scale-equivariant and free of under- and overflow.
+
+    standardized_precision_ : scipy.sparse.csr_array of shape (n_features, n_features)
+        The precision in those units: ``precision_ = standardized_precision_ /
+        outer(scale_, scale_)``. ``score``, ``score_samples`` and
+        ``mahalanobis`` use it, so they stay exact when ``precision_`` under-
+        or overflows float64 (a :class:`ScaleWarning` says so at ``fit``).
 
     solver_ : str
         The solver used (``"newton"`` or ``"regression"``).
@@ -124,6 +138,12 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     ``n > p``; for sparse graphs often much earlier); otherwise the
     iterations diverge and a :class:`~sklearn.exceptions.ConvergenceWarning`
     is raised.
+
+    The fit runs on standardised columns (``scale_``) and is mapped back
+    exactly: the estimate for ``X D`` (``D`` diagonal) is
+    ``D^{-1} Theta D^{-1}``. With ``shrinkage`` the covariance-scale target
+    ``mean(diag(S)) I`` is kept; it is not equivariant under per-column
+    scaling (only under a common factor).
 
     Newton starts from the LAP estimate when that is positive definite
     (usually close, so few iterations are needed) and from
@@ -209,7 +229,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         return solver
 
     def _sample_covariance(self, XT, n_div, mu):
-        """The dense (shrunk) sample covariance, after checking the samples suffice."""
+        """The dense (shrunk) sample covariance, after checking the samples suffice and no edge is collinear."""
         p, n = XT.shape
         degree = np.diff(self.adjacency_.indptr)
         max_nb = int(degree.max()) + 1 if p else 0
@@ -218,26 +238,87 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         if np.any(np.diag(S) <= 0):
             j = int(np.flatnonzero(np.diag(S) <= 0)[0])
             raise ValueError(f"Column {j} has zero variance; remove constant columns or set shrinkage > 0.")
+        self._check_collinear_edges(S)
         return S
 
-    @staticmethod
-    def _newton_start(S, adjacency):
-        """The LAP estimate when it is positive definite (usually close to the optimum), else ``diag(1 / S_ii)``."""
+    def _check_collinear_edges(self, S):
+        """Raise when two neighbours are (numerically) collinear: no maximum-likelihood estimate.
+
+        ``[inv(Theta)]_ij = S_ij`` on an edge needs the 2 x 2 block of ``S`` on
+        ``{i, j}`` (a clique of the graph) to be positive definite; with
+        ``|corr(x_i, x_j)| = 1`` the likelihood is unbounded. Same relative
+        threshold as the singular blocks of GaussianLAP.
+        """
+        upper = sp.triu(self.adjacency_, k=1, format="coo")
+        i, j = upper.row.astype(np.int64), upper.col.astype(np.int64)
+        d = np.diag(S)
+        bad = ~(d[i] * d[j] - S[i, j] ** 2 > _SINGULAR_RTOL * d[i] * d[j])
+        if not bad.any():
+            return
+        names = getattr(self, "feature_names_in_", None)
+        pairs = [f"({_column_name(a, names)}, {_column_name(b, names)})" for a, b in zip(i[bad][:10], j[bad][:10])]
+        k = int(np.flatnonzero(bad)[0])
+        corr = S[i[k], j[k]] / np.sqrt(d[i[k]] * d[j[k]])
+        raise ValueError(
+            f"GaussianMaxLikelihood: the sample covariance of neighbouring columns "
+            f"{', '.join(pairs)}{', ...' if bad.sum() > 10 else ''} is singular (the first pair has "
+            f"correlation {corr:.17g}): one is (numerically) a multiple of the other in this sample, so "
+            "the likelihood is unbounded and has no maximum. Remove duplicated or collinear columns, "
+            "collect more samples, or set shrinkage > 0."
+        )
+
+    def _newton_start(self, S, adjacency):
+        """The LAP estimate when it is positive definite (usually close to the optimum), else ``diag(1 / S_ii)``.
+
+        A singular 1-neighbourhood block is remembered in ``self._singular``
+        (the error GaussianLAP would raise) to explain a failure of Newton's method.
+        """
         try:
             plan = LapPlan(adjacency)
             lap = assemble_symmetric(plan.ti, plan.tj, lap_from_covariance(S, plan), S.shape[0])
             if logdet_spd(lap)[0]:
                 return lap.toarray()
-        except (ValueError, np.linalg.LinAlgError):
+        except ValueError as exc:
+            self._singular = exc
+        except np.linalg.LinAlgError:
             pass
         return np.diag(1.0 / np.diag(S))
+
+    def _singular_neighbourhood(self, S):
+        """The GaussianLAP error naming a singular 1-neighbourhood block of ``S``, or None."""
+        if self._singular is None:
+            try:
+                plan = LapPlan(self.adjacency_)
+                lap_from_covariance(S, plan)
+            except ValueError as exc:
+                self._singular = exc
+        return self._singular
+
+    def _fail(self, S, what):
+        """Raise the error explaining a failed fit: a singular neighbourhood if there is one."""
+        singular = self._singular_neighbourhood(S)
+        if singular is not None:
+            raise ValueError(
+                f"GaussianMaxLikelihood: {what}, and the maximum-likelihood estimate probably does not "
+                f"exist: {singular}"
+            ) from None
+        raise ValueError(
+            f"GaussianMaxLikelihood: {what}; the maximum-likelihood estimate probably does not exist "
+            f"with this sample (n = {self._n_samples}). Collect more samples or set shrinkage > 0."
+        )
 
     def _fit_newton(self, S, rows, cols, log):
         """Newton's method; return ``(Theta, covariance, residual)``."""
         theta0 = self._newton_start(S, self.adjacency_)
-        Theta, W, self.n_iter_, resid = newton_covsel(
-            S, rows, cols, theta0, tol=self.tol, max_iter=self.max_iter, log=log
-        )
+        with warnings.catch_warnings():
+            # An ill-conditioned Hessian is a symptom of a likelihood without a maximum,
+            # diagnosed below from the result.
+            warnings.simplefilter("ignore", sla.LinAlgWarning)
+            Theta, W, self.n_iter_, resid = newton_covsel(
+                S, rows, cols, theta0, tol=self.tol, max_iter=self.max_iter, log=log
+            )
+        if not (np.all(np.isfinite(Theta)) and np.all(np.isfinite(W)) and np.isfinite(resid)):
+            self._fail(S, "Newton's method diverged")
         return Theta, 0.5 * (W + W.T), resid
 
     def _fit_regression(self, S, n, log):
@@ -245,25 +326,49 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         adj = self.adjacency_
         neighbours = [adj.indices[adj.indptr[i] : adj.indptr[i + 1]] for i in range(S.shape[0])]
         try:
-            Theta, _, self.n_iter_, resid = regression_covsel(
-                S, neighbours, tol=self.tol, max_iter=self.max_iter, log=log
-            )
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                Theta, _, self.n_iter_, resid = regression_covsel(
+                    S, neighbours, tol=self.tol, max_iter=self.max_iter, log=log
+                )
         except np.linalg.LinAlgError:
-            raise ValueError(
-                "The regression solver met a singular neighbourhood system: the maximum-"
-                f"likelihood estimate probably does not exist with n = {n} samples. Collect more "
-                "samples or set shrinkage > 0."
-            ) from None
+            self._fail(S, "the regression solver met a singular neighbourhood system")
+        if not (np.all(np.isfinite(Theta)) and np.isfinite(resid)):
+            self._fail(S, "the regression solver diverged")
         return Theta, None, resid
+
+    def _check_solution(self, S, Theta, resid, is_pd):
+        """Refuse a solution that is numerically singular, or failed where a neighbourhood is singular.
+
+        With ``inv(Theta)_ii = S_ii`` at the optimum, ``Theta_ii S_ii`` is
+        ``1 / (1 - R_i^2)`` for the fitted regression of ``x_i`` on the
+        others: at ``1 / _SINGULAR_RTOL`` (GaussianLAP's threshold) ``x_i`` is
+        (numerically) a linear combination of the others and the likelihood
+        has no maximum.
+        """
+        ratio = np.diag(Theta) * np.diag(S)
+        bad = np.flatnonzero(~(ratio < 1.0 / _SINGULAR_RTOL))
+        if len(bad):
+            names = getattr(self, "feature_names_in_", None)
+            cols = ", ".join(_column_name(int(j), names) for j in bad[:10]) + (", ..." if len(bad) > 10 else "")
+            self._fail(
+                S,
+                f"the fitted precision makes column{'s' if len(bad) > 1 else ''} {cols} (numerically) a "
+                "linear combination of the others (Theta_ii * S_ii above 1e10)",
+            )
+        if resid > self.tol or not is_pd:
+            if self._singular_neighbourhood(S) is not None:
+                solver = "Newton's method" if self.solver_ == "newton" else "the regression solver"
+                how = "did not converge" if resid > self.tol else "ended at a matrix that is not positive definite"
+                self._fail(S, f"{solver} {how} in {self.n_iter_} iterations")
 
     def _warn_if_not_converged(self, resid):
         """ConvergenceWarning when the solver stopped above ``tol``."""
         if resid <= self.tol:
             return
         measure = (
-            "the optimality residual max |inv(Theta) - S| over the pattern (relative to max S_ii) is"
+            "the optimality residual max |inv(Theta) - S| over the pattern (in standardised units) is"
             if self.solver_ == "newton"
-            else "the largest change of the working covariance in the last sweep (relative to max S_ii) is"
+            else "the largest change of the working covariance in the last sweep (in standardised units) is"
         )
         warn_not_converged(
             f"GaussianMaxLikelihood (solver={self.solver_!r})",
@@ -298,13 +403,19 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         ValueError
             NaN or infinite values; a graph that does not match X; too few
             samples for the neighbourhood regressions (with ``shrinkage=0``);
-            a problem too large for the dense solvers.
+            a problem too large for the dense solvers; a column of zero
+            variance (with ``shrinkage=0``); collinear columns that leave the
+            likelihood without a maximum (neighbours whose correlation is
+            numerically 1, or a solution making a column a linear combination
+            of the others), named in the message; a precision that overflows
+            float64 in the units of X.
         """
         log = ProgressLog("GaussianMaxLikelihood", self.verbose)
         XT, n_div, mu = self._prepare(X)
         p, n = XT.shape
         rows, cols = self._unknowns()
         solver = self._choose_solver(len(rows), p)
+        self._singular, self._n_samples = None, n
         S = self._sample_covariance(XT, n_div, mu)
         del XT
         self.solver_ = solver
@@ -312,6 +423,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             Theta, covariance, resid = self._fit_newton(S, rows, cols, log)
         else:
             Theta, covariance, resid = self._fit_regression(S, n, log)
+        self._check_solution(S, Theta, resid, logdet_spd_dense(Theta)[0])
         self._warn_if_not_converged(resid)
         is_pd, logdet = self._positive_definite(Theta)
         self._store(assemble_symmetric(rows, cols, Theta[rows, cols], p), is_pd, logdet, covariance)

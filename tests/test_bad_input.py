@@ -116,10 +116,35 @@ CATALOGUE = [
     *bad("zero-rows", ALL, fit(lambda k: data(k)[:0]), ValueError, r"0 sample\(s\)"),
     *bad("zero-columns", ALL, fit(lambda k: data(k)[:, :0]), ValueError, r"0 feature\(s\)"),
     # dtypes
-    *bad("strings", DISCRETE, fit(with_value(XB, 3, 2, "b")), ValueError, r"column 2 has 'b' at row 3"),
+    *bad(
+        "strings",
+        DISCRETE,
+        fit(with_value(XB, 3, 2, "b")),
+        ValueError,
+        r"column 2 has the non-numeric value 'b' at row 3",
+    ),
     *bad("strings", GAUSS, fit(with_value(XG, 3, 2, "b")), ValueError, "could not convert string to float: 'b'"),
-    *bad("none", DISCRETE, fit(with_value(XB, 3, 2, None)), ValueError, r"column 2 has None at row 3"),
-    *bad("object-dict", DISCRETE, fit(with_value(XB, 3, 2, {"a": 1})), TypeError, r"column 2 has \{'a': 1\} at row 3"),
+    *bad(
+        "none",
+        DISCRETE,
+        fit(with_value(XB, 3, 2, None)),
+        ValueError,
+        r"column 2 has the non-numeric value None at row 3 \(a missing value\)",
+    ),
+    *bad(
+        "numpy-strings",
+        DISCRETE,
+        fit(np.where(XB == 1, "yes", "no")),
+        ValueError,
+        r"column 0 has the non-numeric value '(yes|no)' at row 0",
+    ),
+    *bad(
+        "object-dict",
+        DISCRETE,
+        fit(with_value(XB, 3, 2, {"a": 1})),
+        TypeError,
+        r"column 2 has the non-numeric value \{'a': 1\} at row 3",
+    ),
     *bad("complex", ALL, fit(lambda k: data(k) + 1j), ValueError, "Complex data not supported"),
     # values
     *bad("nan", DISCRETE, fit(with_value(XB, 5, 1, np.nan)), ValueError, r"column 1 has nan at row 5"),

@@ -138,7 +138,8 @@ def check_states(X, n_states=None, feature_names=None, allow_nan=False, keep_dty
         bad = _first_non_numeric(X)
         if bad is not None:
             r, j, v = bad
-            where = f"{_label(j, feature_names)} has {v!r} at row {r}"
+            shown = repr(str(v)) if isinstance(v, (str, np.str_, bytes)) else repr(v)
+            where = f"{_label(j, feature_names)} has the non-numeric value {shown} at row {r}"
             if v is not None and not isinstance(v, str):  # a dict, a list, ...: numpy's TypeError
                 raise TypeError(
                     f"X must hold integer-coded states 0..K-1, but {where}: float() argument must be a "

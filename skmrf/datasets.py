@@ -2,10 +2,28 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
+import numpy as np
+
 from .model import DiscreteMRF
 from .utils.validation import check_generator
 
-__all__ = ["make_random_mrf", "sample_random_mrf"]
+__all__ = ["RandomMRFSample", "make_random_mrf", "sample_random_mrf"]
+
+
+class RandomMRFSample(NamedTuple):
+    """What :func:`sample_random_mrf` returns: the data and the model that drew it.
+
+    It unpacks as ``X, model = sample_random_mrf(...)``; ``sample_random_mrf(...).X``
+    is the data. Passing the pair itself to an estimator's ``fit`` raises a
+    ``TypeError`` that says so.
+    """
+
+    X: np.ndarray
+    """ndarray of shape (n_samples, n_variables): integer states, one row per sample."""
+    model: DiscreteMRF
+    """The model with random parameters that the rows were drawn from."""
 
 
 def make_random_mrf(graph, n_states=2, scale=1.0, n_variables=None, random_state=None) -> DiscreteMRF:
@@ -35,9 +53,12 @@ def sample_random_mrf(graph, n_samples, n_states=2, scale=1.0, n_variables=None,
 
     Returns
     -------
-    X : ndarray of shape (n_samples, n_variables)
-    model : DiscreteMRF
+    RandomMRFSample
+        A named tuple ``(X, model)``: ``X``, an int64 ndarray of shape
+        ``(n_samples, n_variables)``, and ``model``, the :class:`DiscreteMRF`
+        it was drawn from. Unpack it (``X, model = sample_random_mrf(...)``)
+        or take ``.X``; the pair itself is not data.
     """
     rng = check_generator(random_state)
     model = make_random_mrf(graph, n_states, scale, n_variables, rng)
-    return model.sample(n_samples, rng, method=method), model
+    return RandomMRFSample(model.sample(n_samples, rng, method=method), model)

@@ -120,9 +120,14 @@ def _index_factors(factors, n_variables, names):
     """Map factors given by labels (or indices) to sorted tuples of indices."""
     lookup = None if names is None else {name: i for i, name in enumerate(names)}
     out = []
-    for f in factors:
+    for k, f in enumerate(factors):
         if np.ndim(f) == 0 or isinstance(f, str):
             f = (f,)
+        if len(f) == 0:
+            raise ValueError(
+                f"Clique {k} of the graph is empty; every clique needs at least one variable "
+                "(node potentials are implicit, so leave the clique out)."
+            )
         idx = []
         for v in f:
             if lookup is not None and v in lookup:
@@ -146,7 +151,11 @@ def _index_factors(factors, n_variables, names):
                     + " Give cliques as column indices (or column names for a DataFrame)."
                 )
         if len(set(idx)) != len(idx):
-            raise ValueError(f"Clique {tuple(f)!r} repeats a variable.")
+            k = next(i for i, v in enumerate(idx) if idx.index(v) != i)
+            raise ValueError(
+                f"Clique {tuple(f)!r} repeats a variable: {f[k]!r} appears twice; a clique lists distinct variables "
+                "(node potentials are implicit, so leave self-loops out)."
+            )
         out.append(tuple(sorted(idx)))
     return out
 
@@ -171,24 +180,44 @@ def _from_string(spec: str, n_features: int) -> list:
 def _networkx_column_order(graph, n_features, names=None) -> list:
     """The nodes of a networkx graph in column order, after checking the graph against X.
 
-    Nodes map to columns by name when every node is one of ``names`` (the
+    Nodes map to columns by name when any node is one of ``names`` (the
     DataFrame's columns), else in ``list(graph.nodes)`` order. Raises a
-    ``ValueError`` for a directed or multi-graph, a self-loop, or a node
-    count that differs from ``n_features``.
+    ``ValueError`` for a directed or multi-graph, a self-loop, a node count
+    that differs from ``n_features``, or, when matching by name, nodes that
+    are not columns (naming them, and the columns without a node).
     """
     if graph.is_directed() or graph.is_multigraph():
-        raise ValueError("graph must be an undirected simple networkx.Graph.")
-    if any(True for _ in nx.selfloop_edges(graph)):
-        raise ValueError("The graph has a self-loop; remove it (node potentials are implicit).")
+        raise ValueError(
+            f"graph must be an undirected simple networkx.Graph; got a {type(graph).__name__}. "
+            "Convert it with G.to_undirected() (and nx.Graph(G) for a multigraph)."
+        )
+    loop = next(iter(nx.selfloop_edges(graph)), None)
+    if loop is not None:
+        raise ValueError(f"The graph has a self-loop at node {loop[0]!r}; remove it (node potentials are implicit).")
     nodes = list(graph.nodes)
-    if names is not None and all(v in set(names) for v in nodes):
-        if len(nodes) != n_features:
+    if names is not None:
+        columns = set(names)
+        named = [v for v in nodes if v in columns]
+        if named:  # matched by name: every node must be a column and every column a node
+            strangers = [v for v in nodes if v not in columns]
             missing = [c for c in names if c not in graph]
-            raise ValueError(
-                f"The graph has {len(nodes)} nodes but X has {n_features} columns; "
-                f"columns without a node: {missing[:10]}. Add them as isolated nodes."
-            )
-        return list(names)
+            if strangers:
+                raise ValueError(
+                    f"Graph nodes are matched to the DataFrame's columns by name, but nodes "
+                    f"{strangers[:10]}{'...' if len(strangers) > 10 else ''} are not columns of X"
+                    + (
+                        f", and columns {missing[:10]}{'...' if len(missing) > 10 else ''} have no node"
+                        if missing
+                        else ""
+                    )
+                    + ". Rename the nodes (nx.relabel_nodes) to the column names."
+                )
+            if missing:
+                raise ValueError(
+                    f"The graph has {len(nodes)} nodes but X has {n_features} columns; "
+                    f"columns without a node: {missing[:10]}. Add them as isolated nodes."
+                )
+            return list(names)
     if len(nodes) != n_features:
         raise ValueError(
             f"The networkx graph has {len(nodes)} nodes but X has {n_features} "
@@ -288,9 +317,9 @@ def resolve_graph(graph, n_features: int, feature_names=None) -> MRFGraph:
         if graph.n_variables != n_features:
             raise ValueError(f"The graph has {graph.n_variables} variables but X has {n_features} columns.")
         return graph
-    if isinstance(graph, str):
-        factors = _from_string(graph, n_features)
-    elif isinstance(graph, nx.Graph):
+    if isinstance(graph, str):  # the shorthands number columns, whatever their names
+        return MRFGraph(n_features, _maximal(_index_factors(_from_string(graph, n_features), n_features, None)), names)
+    if isinstance(graph, nx.Graph):
         node_names = tuple(_networkx_column_order(graph, n_features, names))
         factors = _index_factors(list(graph.edges), n_features, node_names)
         names = node_names

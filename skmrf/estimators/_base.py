@@ -14,13 +14,21 @@ from ..inference.ais import annealed_importance_sampling
 from ..inference.junction_tree import TreewidthError
 from ..model import DiscreteMRF
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
-from ..utils.validation import check_generator, check_states
+from ..utils.validation import MAX_STATES, check_n_states, check_states
 from ._score import MeanScoreMixin
 
 __all__ = ["AIS_CHAINS", "AIS_STEPS", "BaseDiscreteMRF", "EstimatedLikelihoodWarning", "MAX_TABLE_SIZE"]
 
 #: Largest joint-state table of a single clique (entries) before ``fit`` refuses.
-MAX_TABLE_SIZE = 1 << 24
+MAX_TABLE_SIZE = MAX_STATES
+
+#: ``n_jobs`` as scikit-learn reads it: None, a positive count, or -1, -2, ... (all CPUs, all
+#: but one, ...). 0 means nothing, so it is refused by name (as ``joblib.Parallel`` would, later).
+N_JOBS_CONSTRAINT = [
+    Interval(Integral, 1, None, closed="left"),
+    Interval(Integral, None, -1, closed="right"),
+    None,
+]
 
 #: Chains and annealing steps of ``score_method="ais"``.
 AIS_CHAINS, AIS_STEPS = 100, 1000
@@ -28,6 +36,15 @@ AIS_CHAINS, AIS_STEPS = 100, 1000
 
 class EstimatedLikelihoodWarning(UserWarning):
     """``score`` is a log-likelihood with an estimated (not exact) ``log Z``."""
+
+
+def _refuse_sample_tuple(X):
+    """A TypeError for ``fit(sample_random_mrf(...))``: the pair, not its data."""
+    if isinstance(X, tuple) and any(isinstance(v, DiscreteMRF) for v in X):
+        raise TypeError(
+            "X got a tuple holding a DiscreteMRF; sample_random_mrf returns (X, model): pass its "
+            "X (result.X, or X, model = sample_random_mrf(...))."
+        )
 
 
 class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
@@ -63,6 +80,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         The states are int64 unless ``keep_dtype`` and X is already integer
         (then X itself, in its own dtype).
         """
+        _refuse_sample_tuple(X)
         X = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False, ensure_min_samples=1)
         names = self._feature_names()
         Xi = check_states(X, feature_names=names, keep_dtype=keep_dtype)
@@ -71,10 +89,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         if isinstance(self.n_states, str):
             n_states = np.maximum(Xi.max(axis=0).astype(np.int64) + 1, 2)
         else:
-            n_states = np.broadcast_to(np.asarray(self.n_states, dtype=np.int64), (n_features,)).copy()
-            if np.any(n_states < 2):
-                j = int(np.argmin(n_states))
-                raise ValueError(f"n_states must be at least 2; got {n_states[j]} for column {j}.")
+            n_states = check_n_states(self.n_states, n_features)
             check_states(Xi, n_states, names, keep_dtype=True)  # range check only
         self.n_states_ = n_states
         for c in self.graph_.cliques:
@@ -90,6 +105,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
 
     def _validate_score_data(self, X):
         check_is_fitted(self)
+        _refuse_sample_tuple(X)
         X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
         return check_states(X, self.n_states_, self._feature_names())
 
@@ -179,9 +195,11 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
             Integer states (int64), one sample per row.
         """
         check_is_fitted(self)
+        if method not in ("auto", "exact", "gibbs"):
+            raise ValueError(f"method must be 'auto', 'exact' or 'gibbs'; got {method!r}.")
         if method == "auto":
             method = "exact" if self.score_method_ == "exact" else "gibbs"
-        return self.model_.sample(n_samples, check_generator(random_state), method=method, n_sweeps=n_sweeps)
+        return self.model_.sample(n_samples, random_state, method=method, n_sweeps=n_sweeps)
 
     @property
     def theta_(self):

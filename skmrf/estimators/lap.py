@@ -29,7 +29,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
 from ..utils._threads import single_blas_thread
 from ..utils._verbose import ProgressLog
-from ._base import BaseDiscreteMRF
+from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
 from ._existence import warn_if_unbounded
 from ._lap_structure import AuxiliaryStructure, NeighbourhoodTooLargeError, auxiliary_factors, group_by_structure
 
@@ -344,7 +344,7 @@ class LAPEstimator(BaseDiscreteMRF):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_neighbourhood_states": [Interval(Integral, 2, None, closed="left")],
-        "n_jobs": [Integral, None],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
     }
 

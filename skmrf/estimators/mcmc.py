@@ -31,7 +31,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
-from ._base import BaseDiscreteMRF
+from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
 from ._fast_mixing import MAX_WORK, FastMixingSchedule, distance_bound, fast_mixing_schedule, fast_mixing_set
 
 __all__ = ["MCMCMaxLikelihood"]
@@ -381,7 +381,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         "persistent": ["boolean"],
         "average": ["boolean"],
         "random_state": ["random_state"],
-        "n_jobs": [Integral, None],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
     }
 

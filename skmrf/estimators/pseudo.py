@@ -23,7 +23,7 @@ from ..solvers import minimize_in_box, projected_max, warn_if_not_converged
 from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, Parallel, _fit_context, delayed
 from ..utils._verbose import ProgressLog
-from ._base import BaseDiscreteMRF
+from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
 from ._existence import warn_if_unbounded
 
 __all__ = ["PseudoLikelihoodEstimator", "PseudoLikelihoodObjective"]
@@ -225,7 +225,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         "alpha": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
-        "n_jobs": [Integral, None],
+        "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
     }
 

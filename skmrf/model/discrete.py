@@ -13,7 +13,7 @@ from ..inference.gibbs import GibbsSampler
 from ..inference.junction_tree import JunctionTree
 from ..parametrisation import CliqueLayout
 from ..utils._docstrings import fill_doc
-from ..utils.validation import check_generator
+from ..utils.validation import check_generator, check_n_samples
 
 __all__ = ["DiscreteMRF"]
 
@@ -303,14 +303,19 @@ class DiscreteMRF:
         ndarray of shape (n_samples, n_variables), dtype int64
             One sampled state of every variable per row.
         """
+        n_samples = check_n_samples(n_samples)
+        if method not in ("gibbs", "exact"):
+            raise ValueError(f"method must be 'gibbs' or 'exact'; got {method!r}.")
+        if method == "gibbs" and (
+            isinstance(n_sweeps, (bool, np.bool_)) or not isinstance(n_sweeps, (int, np.integer)) or n_sweeps < 1
+        ):
+            raise ValueError(f"n_sweeps must be a positive integer; got {n_sweeps!r}.")
         rng = check_generator(random_state)
         if method == "exact":
             return self.calibrate().sample(n_samples, rng)
-        if method == "gibbs":
-            sampler = GibbsSampler(self)
-            states = sampler.random_states(n_samples, rng)
-            return sampler.run(states, n_sweeps, rng)
-        raise ValueError(f"method must be 'gibbs' or 'exact'; got {method!r}.")
+        sampler = GibbsSampler(self)
+        states = sampler.random_states(n_samples, rng)
+        return sampler.run(states, n_sweeps, rng)
 
     def __repr__(self):
         return f"DiscreteMRF(n_variables={self.n_variables}, n_cliques={len(self.cliques)}, n_params={self.n_params})"

@@ -23,6 +23,17 @@ _FIT_Y_RETURNS = """y : None
             The fitted estimator."""
 
 DOCS = {
+    "gaussian_scale_": """scale_ : ndarray of shape (n_features,)
+        The unit of each column in the fit: its standard deviation (about
+        ``location_``), or with ``shrinkage > 0`` the square root of its shrunk
+        variance. The fit runs on ``(X - location_) / scale_``, which makes it
+        scale-equivariant and free of under- and overflow.
+
+    standardized_precision_ : scipy.sparse.csr_array of shape (n_features, n_features)
+        The precision in those units: ``precision_ = standardized_precision_ /
+        outer(scale_, scale_)``. ``score``, ``score_samples`` and
+        ``mahalanobis`` use it, so they stay exact when ``precision_`` under-
+        or overflows float64 (a :class:`ScaleWarning` says so at ``fit``).""",
     "graph": """graph : networkx.Graph, list of tuples, array-like, sparse matrix or str, default="chain"
         The structure: a networkx graph (nodes map to columns in
         ``list(G.nodes)`` order, or by name for a DataFrame), a list of edges

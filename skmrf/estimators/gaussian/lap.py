@@ -128,17 +128,7 @@ class GaussianLAP(_BaseGaussianMRF):
         ``(p log(2 pi) - log det precision_) / 2``, the log normaliser of the
         density; NaN if the precision is not positive definite.
 
-    scale_ : ndarray of shape (n_features,)
-        The unit of each column in the fit: its standard deviation (about
-        ``location_``), or with ``shrinkage > 0`` the square root of its shrunk
-        variance. The fit runs on ``(X - location_) / scale_``, which makes it
-        scale-equivariant and free of under- and overflow.
-
-    standardized_precision_ : scipy.sparse.csr_array of shape (n_features, n_features)
-        The precision in those units: ``precision_ = standardized_precision_ /
-        outer(scale_, scale_)``. ``score``, ``score_samples`` and
-        ``mahalanobis`` use it, so they stay exact when ``precision_`` under-
-        or overflows float64 (a :class:`ScaleWarning` says so at ``fit``).
+    %(gaussian_scale_)s
 
     max_neighbourhood_size_ : int
         The largest ``|A|``; ``fit`` needs more samples than this (plus one

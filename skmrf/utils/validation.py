@@ -65,6 +65,18 @@ def _show(v):
     return repr(v)
 
 
+def _needs_scan(X, allow_nan):
+    """Whether an object/string array holds a None (when missing values are not allowed) or a
+    value that does not convert to float: both vectorised checks."""
+    if not allow_nan and np.equal(X, None).any():
+        return True
+    try:
+        np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        return True
+    return False
+
+
 def _first_non_numeric(X):
     """``(row, column, value)`` of the first entry of an object/string array that is not a number, or None."""
     for (r, j), v in np.ndenumerate(X):
@@ -135,7 +147,8 @@ def check_states(X, n_states=None, feature_names=None, allow_nan=False, keep_dty
     if X.dtype.kind in "OUS":  # objects or strings: name the first entry that is not a number
         if allow_nan:
             X = np.where(np.equal(X, None), np.nan, X)  # None is a missing value too
-        bad = _first_non_numeric(X)
+        # The per-entry scan (a Python loop) only runs when a value will not convert, to find it.
+        bad = _first_non_numeric(X) if _needs_scan(X, allow_nan) else None
         if bad is not None:
             r, j, v = bad
             shown = repr(str(v)) if isinstance(v, (str, np.str_, bytes)) else repr(v)

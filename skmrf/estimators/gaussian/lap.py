@@ -9,13 +9,13 @@ degree (Section 6.2). The kernel is in :mod:`.lap_kernel`.
 from __future__ import annotations
 
 import warnings
-from numbers import Integral
 
 import numpy as np
 
 from ...utils._docstrings import fill_doc
 from ...utils._sklearn_compat import StrOptions, _fit_context
 from ...utils._verbose import ProgressLog
+from .._base import N_JOBS_CONSTRAINT
 from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF
 from .lap_kernel import LapPlan, assemble_symmetric, lap_from_data
 from .spd import logdet_spd, shrink_to_pd
@@ -237,7 +237,7 @@ class GaussianLAP(_BaseGaussianMRF):
         **_BaseGaussianMRF._parameter_constraints,
         "bias_correction": ["boolean"],
         "repair": [StrOptions({"shrink"}), None],
-        "n_jobs": [Integral, None],
+        "n_jobs": N_JOBS_CONSTRAINT,
     }
 
     _pd_advice = "repair='shrink', more samples, or shrinkage > 0 (or GaussianMaxLikelihood)"

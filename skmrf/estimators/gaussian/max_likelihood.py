@@ -163,7 +163,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         **_BaseGaussianMRF._parameter_constraints,
         "solver": [StrOptions({"auto", "newton", "regression"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
-        "tol": [Interval(Real, 0, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
     }
 
     #: ``solver="auto"`` uses Newton up to this many unknowns.

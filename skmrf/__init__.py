@@ -1,6 +1,7 @@
 """skmrf: learn the parameters of Markov random fields, as scikit-learn estimators."""
 
 from .estimators import (
+    DecomposedEM,
     ExactMaxLikelihood,
     GaussianLAP,
     GaussianMaxLikelihood,
@@ -15,6 +16,7 @@ from .model import DiscreteMRF
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "DecomposedEM",
     "DiscreteMRF",
     "ExactMaxLikelihood",
     "GaussianLAP",

@@ -14,7 +14,7 @@ from .joint_states import c_order_strides, encode_rows
 __all__ = ["distinct_per_column", "distinct_projections"]
 
 # Integer codes of joint states must stay below this (int64 safety); wider subsets are
-# not compressed (one pattern per row).
+# compressed by sorting their rows (np.unique), which is slower.
 _MAX_CODE = 2**62
 # Rows x subsets coded per chunk.
 _CHUNK = 1 << 22
@@ -35,6 +35,8 @@ def distinct_per_column(codes):
         The first row (in a stable sort) holding that value in that column.
     count : ndarray of int64
         How many rows hold it.
+    inverse : ndarray of int64, shape (n_rows, n_columns)
+        The distinct value (index into the outputs above) at each entry of ``codes``.
     """
     n_rows = codes.shape[0]
     order = np.argsort(codes, axis=0, kind="stable")
@@ -45,10 +47,18 @@ def distinct_per_column(codes):
     flat_new = new.T.ravel()
     starts = np.flatnonzero(flat_new)
     counts = np.diff(np.append(starts, flat_new.size))
-    return starts // n_rows, order.T.ravel()[starts], counts
+    inverse = np.empty(codes.shape, dtype=np.int64)
+    np.put_along_axis(inverse, order, (np.cumsum(flat_new) - 1).reshape(new.T.shape).T, axis=0)
+    return starts // n_rows, order.T.ravel()[starts], counts, inverse
 
 
-def distinct_projections(X, subsets, n_states):
+def _distinct_rows(Xs):
+    """:func:`distinct_per_column` for one subset too wide to code: distinct rows by sorting."""
+    _, row, inverse, count = np.unique(Xs, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    return np.zeros(len(row), dtype=np.int64), row, count, inverse.reshape(-1, 1)
+
+
+def distinct_projections(X, subsets, n_states, return_inverse=False):
     """Distinct joint states of ``X`` projected on each subset of variables, with counts.
 
     Parameters
@@ -57,6 +67,8 @@ def distinct_projections(X, subsets, n_states):
     subsets : sequence of tuple of int
         The variable subsets (any sizes).
     n_states : ndarray of int, shape (n_variables,)
+    return_inverse : bool, default=False
+        Also return which pattern each row shows on each subset.
 
     Returns
     -------
@@ -66,16 +78,21 @@ def distinct_projections(X, subsets, n_states):
         A row of ``X`` holding the pattern on that subset.
     count : ndarray of float64, shape (n_patterns,)
         How many rows share it.
+    inverse : ndarray of int64, shape (n_rows, n_subsets)
+        Only with ``return_inverse``: the pattern (index into the outputs above) of each
+        row on each subset.
 
     Notes
     -----
     Subsets of equal size are coded together (:func:`~skmrf.data.encode_rows`) in chunks of
     about ``2^22`` codes and each column is sorted once: ``O(n_rows log n_rows)`` per subset,
-    no loop over rows. A subset with ``2^62`` joint states or more is not compressed.
+    no loop over rows. A subset with ``2^62`` joint states or more is compressed by sorting
+    its rows (``np.unique``), one subset at a time.
     """
     n_rows = X.shape[0]
     sizes = np.array([len(s) for s in subsets])
-    out_sub, out_row, out_cnt = [], [], []
+    out_sub, out_row, out_cnt, out_inv, out_cols = [], [], [], [], []
+    n_found = 0
     for s in np.unique(sizes):
         members = np.flatnonzero(sizes == s)
         var = np.array([subsets[m] for m in members], dtype=np.int64)
@@ -85,13 +102,25 @@ def distinct_projections(X, subsets, n_states):
         for a in range(0, len(members), step):
             b = slice(a, a + step)
             if total[b].max() < _MAX_CODE:
-                codes = encode_rows(X, var[b], strides[b])
-            else:  # too wide to code: no compression
-                codes = np.broadcast_to(np.arange(n_rows)[:, None], (n_rows, len(members[b])))
-            column, row, count = distinct_per_column(codes)
-            out_sub.append(members[b][column])
-            out_row.append(row)
-            out_cnt.append(count.astype(np.float64))
+                parts = [(members[b], distinct_per_column(encode_rows(X, var[b], strides[b])))]
+            else:
+                wide = range(a, min(a + step, len(members)))
+                parts = [(members[m : m + 1], _distinct_rows(X[:, var[m]])) for m in wide]
+            for cols, (column, row, count, inverse) in parts:
+                out_sub.append(cols[column])
+                out_row.append(row)
+                out_cnt.append(count.astype(np.float64))
+                out_inv.append(inverse + n_found)
+                out_cols.append(cols)
+                n_found += len(row)
     sub = np.concatenate(out_sub)
     order = np.argsort(sub, kind="stable")
-    return sub[order], np.concatenate(out_row)[order], np.concatenate(out_cnt)[order]
+    result = sub[order], np.concatenate(out_row)[order], np.concatenate(out_cnt)[order]
+    if not return_inverse:
+        return result
+    position = np.empty(len(order), dtype=np.int64)
+    position[order] = np.arange(len(order))
+    inverse = np.empty((n_rows, len(subsets)), dtype=np.int64)
+    for cols, inv in zip(out_cols, out_inv):
+        inverse[:, cols] = position[inv]
+    return (*result, inverse)

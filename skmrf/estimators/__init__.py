@@ -1,6 +1,7 @@
 """scikit-learn estimators of MRF parameters."""
 
 from ._fast_mixing import fast_mixing_schedule
+from .em import DecomposedEM
 from .exact import ExactMaxLikelihood
 from .gaussian import GaussianLAP, GaussianMaxLikelihood
 from .lap import LAPEstimator
@@ -8,6 +9,7 @@ from .mcmc import MCMCMaxLikelihood
 from .pseudo import PseudoLikelihoodEstimator
 
 __all__ = [
+    "DecomposedEM",
     "ExactMaxLikelihood",
     "GaussianLAP",
     "GaussianMaxLikelihood",

@@ -47,6 +47,13 @@ def _refuse_sample_tuple(X):
         )
 
 
+def _masked_to_nan(X):
+    """A masked array as floats with NaN at the masked entries (a new array); anything else as is."""
+    if isinstance(X, np.ma.MaskedArray):
+        return np.ma.filled(X.astype(np.float64), np.nan)
+    return X
+
+
 class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     """Base class: validation, ``score``, ``score_samples`` and ``sample``.
 
@@ -74,23 +81,26 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         names = getattr(self, "feature_names_in_", None)
         return None if names is None else list(names)
 
-    def _validate_fit_data(self, X, keep_dtype=False):
+    def _validate_fit_data(self, X, keep_dtype=False, allow_nan=False):
         """Validate X, resolve the graph and states; build ``model_``; return int X.
 
         The states are int64 unless ``keep_dtype`` and X is already integer
-        (then X itself, in its own dtype).
+        (then X itself, in its own dtype). With ``allow_nan``, missing entries
+        (NaN, None, pandas NA, masked) are returned as ``-1``.
         """
         _refuse_sample_tuple(X)
+        X = _masked_to_nan(X)
         X = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False, ensure_min_samples=1)
         names = self._feature_names()
-        Xi = check_states(X, feature_names=names, keep_dtype=keep_dtype)
+        Xi = check_states(X, feature_names=names, allow_nan=allow_nan, keep_dtype=keep_dtype)
         n_features = Xi.shape[1]
         self.graph_ = resolve_graph(self.graph, n_features, names)
         if isinstance(self.n_states, str):
             n_states = np.maximum(Xi.max(axis=0).astype(np.int64) + 1, 2)
         else:
             n_states = check_n_states(self.n_states, n_features)
-            check_states(Xi, n_states, names, keep_dtype=True)  # range check only
+            # Range check only (of X itself when missing entries became -1 in Xi).
+            check_states(X if allow_nan else Xi, n_states, names, allow_nan=allow_nan, keep_dtype=True)
         self.n_states_ = n_states
         for c in self.graph_.cliques:
             size = int(np.prod(n_states[list(c)], dtype=np.float64))
@@ -103,11 +113,11 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         self.model_ = DiscreteMRF(self.graph_, n_states)
         return Xi
 
-    def _validate_score_data(self, X):
+    def _validate_score_data(self, X, allow_nan=False):
         check_is_fitted(self)
         _refuse_sample_tuple(X)
-        X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
-        return check_states(X, self.n_states_, self._feature_names())
+        X = validate_data(self, _masked_to_nan(X), reset=False, dtype=None, ensure_all_finite=False)
+        return check_states(X, self.n_states_, self._feature_names(), allow_nan=allow_nan)
 
     def _resolve_score_method(self, random_state=None):
         """Set ``score_method_`` and, for a log-likelihood score, ``log_partition_``.

@@ -180,19 +180,19 @@ def check_states(X, n_states=None, feature_names=None, allow_nan=False, keep_dty
             "values, or use an estimator for incomplete data."
         )
     ok = ~nan
-    frac = ok & (xf != np.floor(np.where(ok, xf, 0)))
-    if frac.any():
-        r, j = np.argwhere(frac)[0]
-        raise ValueError(
-            f"States must be integers 0..K-1, but {_label(j, feature_names)} has the value "
-            f"{xf[r, j]:g} at row {r}. Encode categories with sklearn.preprocessing.OrdinalEncoder."
-        )
     neg = ok & (xf < 0)
     if neg.any():
         r, j = np.argwhere(neg)[0]
         raise ValueError(
             f"Negative values in data: {_label(j, feature_names)} has {xf[r, j]:g} at row {r}; "
             "states must be integers 0..K-1."
+        )
+    frac = ok & (xf != np.floor(np.where(ok, xf, 0)))
+    if frac.any():
+        r, j = np.argwhere(frac)[0]
+        raise ValueError(
+            f"States must be integers 0..K-1, but {_label(j, feature_names)} has the value "
+            f"{xf[r, j]:g} at row {r}. Encode categories with sklearn.preprocessing.OrdinalEncoder."
         )
     _check_not_huge(xf, np.where(ok, xf, 0), feature_names)
     if n_states is not None:

@@ -1,0 +1,121 @@
+"""One junction tree calibrated for many evidence patterns at once.
+
+Incomplete data needs, for every distinct observed pattern ``d``, the conditional log
+partition function ``log Z(d)`` and the clique marginals given ``d`` (Refaat and Darwiche,
+Eq. 1). The patterns of one (sub-)network share its structure, so they are calibrated
+together: every table carries a leading batch axis (one entry per pattern), each pattern
+brings its own log-potential tables (the always-observed variables already sliced in) and
+its own evidence on the other variables. The messages are the log-space Hugin updates of
+:class:`~skmrf.inference.JunctionTree`, vectorised over the batch; no loop over patterns.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .junction_tree import JunctionTree, _logsumexp
+
+__all__ = ["BatchedJunctionTree"]
+
+
+class BatchedJunctionTree:
+    """Junction tree over a few variables, calibrated for a batch of evidence patterns.
+
+    Parameters
+    ----------
+    n_states : array-like of int, shape (n_variables,)
+        States of the (local) variables.
+    scopes : sequence of tuple of int
+        Distinct sorted variable tuples that carry a log-potential table; every
+        variable must be in at least one.
+    max_bytes : int, optional
+        Memory budget of one calibration of the underlying tree (one pattern).
+
+    Attributes
+    ----------
+    tree : JunctionTree
+    scope_shapes : list of tuple
+        ``(K_v for v in scope)`` per scope.
+    """
+
+    def __init__(self, n_states, scopes, max_bytes=None):
+        self.n_states = np.asarray(n_states, dtype=np.int64)
+        self.scopes = [tuple(int(v) for v in s) for s in scopes]
+        self.tree = JunctionTree(self.n_states, self.scopes, max_bytes=max_bytes)
+        self.scope_shapes = [tuple(int(self.n_states[v]) for v in s) for s in self.scopes]
+        tree = self.tree
+        self._home = [next(k for k, nd in enumerate(tree.nodes) if v in nd) for v in range(len(self.n_states))]
+        # Axes of each scope inside its node, to sum a node marginal down to the scope.
+        self._scope_axes = [
+            tuple(1 + a for a, v in enumerate(tree.nodes[k]) if v not in set(s))
+            for s, k in zip(self.scopes, tree.assign)
+        ]
+
+    @property
+    def entries(self) -> int:
+        """Table entries of one calibration (per pattern)."""
+        return self.tree.table_entries
+
+    def calibrate(self, scope_tables, evidence):
+        """``log Z(d)`` and the scope marginals given ``d``, for every pattern ``d``.
+
+        Parameters
+        ----------
+        scope_tables : list of ndarray, one per scope, shape ``(P, *scope_shape)``
+            Log-potential table of each scope for each pattern.
+        evidence : ndarray of int, shape (P, n_variables)
+            Observed state of each variable in each pattern, ``-1`` where missing.
+
+        Returns
+        -------
+        log_z : ndarray of shape (P,)
+            ``log sum_x exp(sum_s table_s(x_s))`` over the states compatible with the evidence.
+        marginals : list of ndarray, one per scope, shape ``(P, *scope_shape)``
+            The conditional distribution of each scope's variables.
+        """
+        tree = self.tree
+        n_batch = evidence.shape[0]
+        beliefs = [np.zeros((n_batch,) + s) for s in tree.shapes]
+        for c, k in enumerate(tree.assign):
+            node, scope = tree.nodes[k], set(self.scopes[c])
+            shape = (n_batch,) + tuple(int(self.n_states[v]) if v in scope else 1 for v in node)
+            beliefs[k] += scope_tables[c].reshape(shape)
+        for v, k in enumerate(self._home):
+            state = evidence[:, v]
+            seen = state >= 0
+            if not seen.any():
+                continue
+            K = int(self.n_states[v])
+            mask = np.where(seen[:, None] & (np.arange(K)[None, :] != state[:, None]), -np.inf, 0.0)
+            shape = [n_batch] + [1] * len(tree.nodes[k])
+            shape[1 + tree.nodes[k].index(v)] = K
+            beliefs[k] += mask.reshape(shape)
+        up = [None] * len(tree.nodes)
+        log_z_root = {}
+        for k in tree.schedule:  # collect: children before parents
+            e = tree._edges[k]
+            if e is None:
+                log_z_root[k] = _logsumexp(beliefs[k], tuple(range(1, beliefs[k].ndim)))
+            else:
+                up[k] = _logsumexp(beliefs[k], tuple(1 + a for a in e[0])).reshape((n_batch,) + e[2])
+                beliefs[tree.parent[k]] += up[k]
+        for k in reversed(tree.schedule):  # distribute: parents are final first
+            e = tree._edges[k]
+            if e is None:
+                continue
+            _, par_sum, in_par, in_child = e
+            down = _logsumexp(beliefs[tree.parent[k]], tuple(1 + a for a in par_sum)).reshape((n_batch,) + in_par)
+            with np.errstate(invalid="ignore"):
+                # Hugin update; where the child's upward message is -inf so is its belief,
+                # and the 0 keeps it so instead of -inf - -inf.
+                msg = np.where(np.isneginf(up[k]), 0.0, down - up[k])
+            beliefs[k] += msg.reshape((n_batch,) + in_child)
+        log_z = sum(log_z_root.values())
+        node_marginals, marginals = {}, []
+        for c, k in enumerate(tree.assign):
+            if k not in node_marginals:
+                lz = log_z_root[tree.root_of[k]].reshape((n_batch,) + (1,) * len(tree.nodes[k]))
+                node_marginals[k] = np.exp(beliefs[k] - lz)
+            axes = self._scope_axes[c]
+            marginals.append(node_marginals[k].sum(axis=axes) if axes else node_marginals[k])
+        return log_z, marginals

@@ -33,10 +33,30 @@ from ..data import c_order_strides, distinct_projections, subnetworks
 from ..inference.evidence import BatchedJunctionTree
 from ..utils._sklearn_compat import delayed
 
-__all__ = ["IncompleteDataTerm"]
+__all__ = ["IncompleteDataTerm", "compatible_counts"]
 
 #: Floats (pattern x table entries) per batched calibration: one task of the E-step.
 CHUNK_FLOATS = 1 << 20
+
+
+def compatible_counts(layout, X):
+    """Rows compatible with each cell of each clique table (a missing entry matches any state).
+
+    A cell no row is compatible with must get probability zero at the supremum of the
+    likelihood, so with ``alpha=0`` there is no finite maximum (the check is sufficient, not
+    necessary). Returns flat tables in ``layout`` order; ``O(n_rows * n_table)``.
+    """
+    indicator = {}
+    for v in {v for c in layout.cliques for v in c}:
+        K = int(layout.n_states[v])
+        x = X[:, v]
+        indicator[v] = np.where((x < 0)[:, None], 1.0, x[:, None] == np.arange(K)[None, :])
+    out = np.zeros(layout.n_table)
+    for c, clique in enumerate(layout.cliques):
+        axes = "abcdefghijklmnopqrstuvwxy"[: len(clique)]
+        table = np.einsum(",".join("z" + a for a in axes) + "->" + axes, *(indicator[v] for v in clique))
+        out[layout.table_offsets[c] : layout.table_offsets[c + 1]] = table.ravel()
+    return out
 
 
 class _Group:

@@ -22,7 +22,8 @@ from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
 from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
-from ._incomplete import IncompleteDataTerm
+from ._existence import empty_cell_cliques, warn_no_finite_estimate
+from ._incomplete import IncompleteDataTerm, compatible_counts
 from .exact import fit_max_likelihood
 
 __all__ = ["DecomposedEM"]
@@ -133,8 +134,11 @@ class DecomposedEM(BaseDiscreteMRF):
 
     Notes
     -----
-    A row entirely missing contributes nothing to the likelihood and is
-    dropped; a column entirely missing is refused (no data identifies its
+    With ``alpha=0``, a clique state that no row shows, even with its
+    missing entries filled in, has no finite maximum-likelihood parameter:
+    ``fit`` warns (``NoFiniteEstimateWarning``) naming the cliques. A row
+    entirely missing contributes nothing to the likelihood and is dropped;
+    a column entirely missing is refused (no data identifies its
     parameters). Missing entries are ``np.nan`` (or ``None``) in a float or
     object array, masked entries of a ``numpy.ma.MaskedArray``, or pandas
     missing values.
@@ -226,6 +230,14 @@ class DecomposedEM(BaseDiscreteMRF):
         Xi = Xi[~(Xi < 0).all(axis=1)]  # an all-missing row contributes log Z(d) - log Z = 0
         model = self.model_
         tree = model.get_junction_tree(self.max_bytes)
+        if self.alpha == 0:
+            empty = empty_cell_cliques(model, compatible_counts(model.layout, Xi))
+            if empty:
+                outcome = (
+                    "(Here: no row, with its missing entries filled in any way, shows that state.) "
+                    f"Their parameters diverge and are returned where the fit stopped, within +-{THETA_BOUND:g}."
+                )
+                warn_no_finite_estimate(type(self).__name__, empty, outcome, stacklevel=3)
         data = IncompleteDataTerm(model.layout, Xi, decompose=self.decompose, max_bytes=self.max_bytes)
         self.n_subnetworks_ = len(data.networks)
         self.n_distinct_rows_ = data.n_patterns
@@ -270,7 +282,7 @@ class DecomposedEM(BaseDiscreteMRF):
         gmax = projected_max(theta, -self._penalised(theta, ll, grad)[1])
         self.n_iter_ = 0
         while gmax > self.tol and self.n_iter_ < self.max_iter:
-            fit_max_likelihood(model, stats, self.alpha, M_STEP_MAX_ITER, self.tol / 10, self.max_bytes)
+            fit_max_likelihood(model, stats, self.alpha, M_STEP_MAX_ITER, self.tol, self.max_bytes)
             theta = model.theta
             ll, grad, stats = evaluate(theta, pool)
             trace.append(ll)

@@ -1,0 +1,281 @@
+"""DecomposedEM against brute-force enumeration of the incomplete-data likelihood."""
+
+import itertools
+import warnings
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from skmrf import DecomposedEM, ExactMaxLikelihood, grid_graph
+from skmrf.datasets import sample_random_mrf
+from skmrf.estimators._existence import NoFiniteEstimateWarning
+from skmrf.estimators._incomplete import IncompleteDataTerm
+from skmrf.inference import TreewidthError
+from skmrf.model import DiscreteMRF
+
+
+def brute_force(model, X):
+    """Per-row ``log Z(d) - log Z`` and the gradient of their sum in theta, by enumeration."""
+    lay = model.layout
+    states = np.array(list(itertools.product(*[range(k) for k in model.n_states])))
+    energy = lay.energy(states, model.theta)
+    phi = np.zeros((len(states), lay.n_table))
+    for _, codes in lay.iter_codes(states):
+        np.add.at(phi, (np.arange(len(states))[:, None], codes), 1.0)
+    phi = phi[:, lay.theta_pos]
+    p = np.exp(energy - energy.max())
+    log_z = np.log(p.sum()) + energy.max()
+    mu = (p / p.sum()) @ phi
+    values, grad = [], np.zeros(lay.n_params)
+    for row in X:
+        ok = np.all((row < 0) | (states == row), axis=1)
+        e = energy[ok]
+        lz = np.log(np.exp(e - e.max()).sum()) + e.max()
+        values.append(lz - log_z)
+        grad += np.exp(e - lz) @ phi[ok] - mu
+    return np.array(values), grad
+
+
+def hide(X, rng, columns, rate=0.4):
+    """Float copy of X with entries of ``columns`` hidden at ``rate`` (NaN)."""
+    Xf = X.astype(float)
+    mask = (rng.random(X.shape) < rate) & np.isin(np.arange(X.shape[1]), columns)[None, :]
+    Xf[mask] = np.nan
+    return Xf
+
+
+def as_states(Xf):
+    return np.where(np.isnan(Xf), -1, Xf).astype(np.int64)
+
+
+def cases():
+    """(name, graph, n_states, X with NaN): binary, 3-state, triple clique, all-missing rows."""
+    rng = np.random.default_rng(0)
+    g = nx.cycle_graph(6)
+    g.add_edge(1, 4)
+    X, _ = sample_random_mrf(g, 150, n_states=2, random_state=1)
+    yield "binary-cycle", g, 2, hide(X, rng, [0, 2, 3])
+    ns = np.array([2, 3, 2, 3, 2, 2])
+    X, _ = sample_random_mrf(g, 150, n_states=ns, random_state=2)
+    yield "three-state", g, ns, hide(X, rng, [1, 3, 4])
+    tri = [(0, 1, 2), (2, 3), (3, 4, 5), (0, 5)]
+    X, _ = sample_random_mrf(tri, 150, n_states=2, n_variables=6, random_state=3)
+    Xf = hide(X, rng, [0, 2, 4], rate=0.5)
+    Xf[:5] = np.nan  # rows with everything missing
+    Xf[5:8, [1, 3, 5]] = np.nan  # and rows missing variables that are otherwise observed
+    yield "triple-clique", tri, 2, Xf
+    g4 = grid_graph(3, 3)
+    X, _ = sample_random_mrf(g4, 200, n_states=2, random_state=4)
+    yield "grid-few-missing", g4, 2, hide(X, rng, [4], rate=0.5)
+
+
+CASES = list(cases())
+IDS = [c[0] for c in CASES]
+
+
+@pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
+@pytest.mark.parametrize("decompose", [True, False])
+def test_data_term_and_gradient_equal_enumeration(name, graph, n_states, Xf, decompose):
+    rng = np.random.default_rng(5)
+    model = DiscreteMRF(graph, n_states if np.ndim(n_states) else np.full(Xf.shape[1], n_states))
+    model.theta = rng.normal(size=model.n_params)
+    X = as_states(Xf)
+    X = X[~(X < 0).all(axis=1)]
+    values, grad = brute_force(model, X)
+    lay = model.layout
+    full = lay.full_tables(model.theta)
+    term = IncompleteDataTerm(lay, X, decompose=decompose, keep_rows=True)
+    value, table_grad = term.evaluate(full)
+    cal = model.calibrate()
+    mu = cal.clique_marginals()[lay.theta_pos]
+    # Sums of ~150 log-probabilities of size ~5: agreement to 1e-10 relative is float64 rounding.
+    np.testing.assert_allclose(value - len(X) * cal.log_z, values.sum(), rtol=1e-10)
+    np.testing.assert_allclose(table_grad[lay.theta_pos] - len(X) * mu, grad, atol=1e-9)
+    np.testing.assert_allclose(term.row_log_evidence(full) - cal.log_z, values, atol=1e-10)
+
+
+@pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
+@pytest.mark.parametrize("method", ["em", "gradient"])
+def test_fit_is_a_stationary_point_of_the_brute_force_likelihood(name, graph, n_states, Xf, method):
+    est = DecomposedEM(graph, method=method, n_states=n_states, alpha=0.01, tol=1e-8).fit(Xf)
+    X = as_states(Xf)
+    values, grad = brute_force(est.model_, X)
+    n = (~(X < 0).all(axis=1)).sum()
+    penalised_grad = grad / n - est.alpha * est.theta_
+    assert est.converged_
+    assert np.abs(penalised_grad).max() < 1e-6
+    # The reported log-likelihood is the brute-force one (all-missing rows contribute 0).
+    assert est.log_likelihood_ == pytest.approx(values.sum() / n, abs=1e-10)
+    np.testing.assert_allclose(est.score_samples(Xf), values, atol=1e-10)
+
+
+@pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
+@pytest.mark.parametrize("method", ["em", "gradient"])
+def test_decompose_changes_nothing_but_the_cost(name, graph, n_states, Xf, method):
+    kw = dict(method=method, n_states=n_states, alpha=0.01, max_iter=15, tol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # 15 iterations on purpose: not converged
+        a = DecomposedEM(graph, decompose=True, **kw).fit(Xf)
+        b = DecomposedEM(graph, decompose=False, **kw).fit(Xf)
+    assert a.n_iter_ == b.n_iter_
+    # Same iterations from the same start; only the summation order differs (1e-8 is the
+    # issue's bar, the observed difference is ~1e-13).
+    np.testing.assert_allclose(a.theta_, b.theta_, atol=1e-8)
+    np.testing.assert_allclose(a.log_likelihood_trace_, b.log_likelihood_trace_, atol=1e-10)
+    assert b.n_subnetworks_ <= 1 and a.n_distinct_rows_.sum() >= 1
+
+
+@pytest.mark.filterwarnings("ignore:DecomposedEM did not converge")
+def test_decomposition_compresses_a_grid():
+    X, _ = sample_random_mrf(grid_graph(5, 5), 2000, n_states=2, random_state=0)
+    rng = np.random.default_rng(0)
+    Xf = hide(X, rng, [0, 8, 12, 24], rate=0.5)
+    a = DecomposedEM(grid_graph(5, 5), alpha=0.01, max_iter=2).fit(Xf)
+    b = DecomposedEM(grid_graph(5, 5), alpha=0.01, max_iter=2, decompose=False).fit(Xf)
+    assert a.n_subnetworks_ == 4  # the four hidden variables are not neighbours
+    # Each sub-network sees a variable and its <= 4 neighbours: at most 3 * 2^4 patterns.
+    assert a.n_distinct_rows_.max() <= 48
+    assert b.n_distinct_rows_[0] > 10 * a.n_distinct_rows_.sum()
+    assert a.inferences_per_iteration_ == a.n_distinct_rows_.sum() + 1
+
+
+def test_em_log_likelihood_never_decreases():
+    _, graph, n_states, Xf = CASES[1]
+    est = DecomposedEM(graph, n_states=n_states, tol=1e-9).fit(Xf)
+    trace = est.log_likelihood_trace_
+    assert len(trace) == est.n_iter_ + 1 > 3
+    # EM's monotonicity, up to the M-step's convergence tolerance (tol = 1e-9 on gradients).
+    assert np.all(np.diff(trace) >= -1e-12)
+
+
+def test_em_and_gradient_reach_the_same_optimum():
+    # Few entries missing and a ridge: the penalised likelihood has one maximum here.
+    _, graph, n_states, Xf = CASES[3]
+    a = DecomposedEM(graph, method="em", alpha=0.05, tol=1e-9).fit(Xf)
+    b = DecomposedEM(graph, method="gradient", alpha=0.05, tol=1e-9).fit(Xf)
+    # Both stop at gradient <= 1e-9; the Hessian's smallest eigenvalue is >= alpha = 0.05,
+    # so the parameters agree to about 1e-9 / 0.05 = 2e-8.
+    np.testing.assert_allclose(a.theta_, b.theta_, atol=1e-7)
+    # The unpenalised log-likelihood has gradient alpha * theta there (first order in the
+    # 1e-7 parameter difference, times ~10 parameters of size ~1): 1e-9.
+    assert a.log_likelihood_ == pytest.approx(b.log_likelihood_, abs=1e-9)
+
+
+@pytest.mark.parametrize("method", ["em", "gradient"])
+def test_complete_data_gives_exact_max_likelihood(method):
+    X, _ = sample_random_mrf(grid_graph(3, 3), 300, n_states=3, random_state=0)
+    a = DecomposedEM(grid_graph(3, 3), method=method, alpha=0.01, tol=1e-8).fit(X)
+    b = ExactMaxLikelihood(grid_graph(3, 3), alpha=0.01, tol=1e-8).fit(X)
+    assert a.n_subnetworks_ == 0
+    # Both stop at gradient <= 1e-8 with curvature >= alpha: parameters within ~1e-6, and
+    # the score (gradient alpha * theta ~ 0.01 in ~50 parameters) within ~1e-7.
+    np.testing.assert_allclose(a.theta_, b.theta_, atol=1e-6)
+    assert a.score(X) == pytest.approx(b.score(X), abs=1e-7)
+
+
+def test_missing_value_containers_agree():
+    pd = pytest.importorskip("pandas")
+    _, graph, n_states, Xf = CASES[0]
+    ref = DecomposedEM(graph, alpha=0.01).fit(Xf)
+    masked = np.ma.masked_invalid(Xf)
+    frame = pd.DataFrame(Xf).astype("Int64")  # nullable integers, pd.NA where missing
+    objects = np.where(np.isnan(Xf), None, Xf).astype(object)
+    for X in (masked, frame, objects):
+        est = DecomposedEM(graph, alpha=0.01).fit(X)
+        np.testing.assert_array_equal(est.theta_, ref.theta_)
+        np.testing.assert_array_equal(est.score_samples(X), ref.score_samples(Xf))
+
+
+def test_input_is_never_modified_and_all_missing_rows_score_zero():
+    _, graph, n_states, Xf = CASES[2]
+    before = Xf.copy()
+    est = DecomposedEM(graph, alpha=0.01).fit(Xf)
+    np.testing.assert_array_equal(Xf, before)
+    scores = est.score_samples(Xf)
+    np.testing.assert_array_equal(Xf, before)
+    empty = np.isnan(Xf).all(axis=1)
+    assert empty[:5].all() and np.all(scores[empty] == 0.0) and np.all(scores[~empty] < 0)
+
+
+@pytest.mark.filterwarnings("ignore:DecomposedEM did not converge")
+def test_init_options():
+    _, graph, n_states, Xf = CASES[0]
+    base = DecomposedEM(graph, alpha=0.01, tol=1e-9).fit(Xf)
+    warm = DecomposedEM(graph, alpha=0.01, init=base).fit(Xf)
+    assert warm.n_iter_ <= 1  # starts at the optimum
+    np.testing.assert_allclose(warm.theta_, base.theta_, atol=1e-6)
+    also = DecomposedEM(graph, alpha=0.01, init=base.model_).fit(Xf)
+    np.testing.assert_array_equal(also.theta_, warm.theta_)
+    complete = DecomposedEM(graph, alpha=0.01, init="complete_rows", tol=1e-9).fit(Xf)
+    # The same maximum from another start, both to gradient 1e-9 (curvature >= alpha = 0.01).
+    np.testing.assert_allclose(complete.theta_, base.theta_, atol=1e-6)
+    r1 = DecomposedEM(graph, alpha=0.01, init="random", random_state=3, max_iter=2).fit(Xf)
+    r2 = DecomposedEM(graph, alpha=0.01, init="random", random_state=3, max_iter=2).fit(Xf)
+    np.testing.assert_array_equal(r1.theta_, r2.theta_)
+    other = DecomposedEM(grid_graph(2, 3), alpha=0.01).fit(Xf)
+    with pytest.raises(ValueError, match="different structure"):
+        DecomposedEM(graph, init=other).fit(Xf)
+    no_complete = Xf.copy()
+    no_complete[:, 0] = np.where(np.isnan(no_complete[:, 0]), 0, np.nan)
+    no_complete[:, 2] = np.nan
+    no_complete[:3, 2] = 1.0
+    with pytest.raises(ValueError, match="init='complete_rows' needs rows without missing entries"):
+        DecomposedEM(graph, init="complete_rows").fit(no_complete)
+
+
+def test_n_jobs_gives_the_same_fit():
+    X, _ = sample_random_mrf(grid_graph(4, 4), 3000, n_states=2, random_state=0)
+    Xf = hide(X, np.random.default_rng(0), [1, 5, 6, 10], rate=0.5)
+    a = DecomposedEM(grid_graph(4, 4), alpha=0.01).fit(Xf)
+    b = DecomposedEM(grid_graph(4, 4), alpha=0.01, n_jobs=2).fit(Xf)
+    # Chunk sums are added in the same order whatever the number of workers.
+    np.testing.assert_array_equal(a.theta_, b.theta_)
+
+
+@pytest.mark.parametrize(
+    "mutate, exc, match",
+    [
+        (lambda X: X.__setitem__((slice(None), 2), np.nan), ValueError, r"no observed value in column 2"),
+        (lambda X: X.__setitem__((4, 1), np.inf), ValueError, r"column 1 has inf at row 4"),
+        (lambda X: X.__setitem__((4, 1), 0.5), ValueError, r"column 1 has the value 0.5 at row 4"),
+        (lambda X: X.__setitem__((4, 1), -1), ValueError, r"Negative values in data: column 1"),
+    ],
+    ids=["all-missing-column", "inf", "fraction", "negative"],
+)
+def test_bad_input_names_the_culprit(mutate, exc, match):
+    _, graph, n_states, Xf = CASES[0]
+    X = Xf.copy()
+    mutate(X)
+    with pytest.raises(exc, match=match):
+        DecomposedEM(graph).fit(X)
+
+
+def test_state_out_of_range_and_wide_graph():
+    _, graph, n_states, Xf = CASES[0]
+    X = Xf.copy()
+    X[7, 3] = 2
+    with pytest.raises(ValueError, match=r"[Cc]olumn 3 has state 2 at row 7, but the model has 2 states"):
+        DecomposedEM(graph, n_states=2).fit(X)
+    est = DecomposedEM(graph, alpha=0.01).fit(Xf)
+    with pytest.raises(ValueError, match=r"[Cc]olumn 3 has state 2 at row 7"):
+        est.score_samples(X)
+    wide, _ = sample_random_mrf(grid_graph(3, 3), 10, n_states=2, random_state=0)
+    with pytest.raises(TreewidthError, match="LAPEstimator"):
+        DecomposedEM(grid_graph(3, 3), max_bytes=1000).fit(wide)
+
+
+def test_unseen_state_warns_at_alpha_zero_naming_the_clique():
+    _, graph, n_states, Xf = CASES[0]
+    X = Xf.copy()
+    X[:, 1] = 0.0  # state 1 of variable 1 never observed, and never missing
+    with pytest.warns(
+        NoFiniteEstimateWarning, match=r"does not exist: for cliques \[\(1,\), \(0, 1\), \(1, 2\), \(1, 4\)\]"
+    ):
+        est = DecomposedEM(graph, max_iter=50).fit(X)
+    assert np.all(np.isfinite(est.theta_)) and np.abs(est.theta_).max() <= 30
+    X[:60, 1] = np.nan  # now rows could show every state: no warning (the check is sufficient only)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        warnings.simplefilter("error", NoFiniteEstimateWarning)
+        DecomposedEM(graph, max_iter=1).fit(X)

@@ -68,3 +68,22 @@ def max_likelihood(model, X, alpha=0.0):
 
     res = minimize(f, np.zeros(model.n_params), jac=True, method="BFGS", options={"gtol": 1e-11, "maxiter": 10000})
     return res.x
+
+
+def incomplete_log_likelihood(model, X):
+    """Per-row ``log p(observed part)`` and the gradient of their sum in theta, by enumeration.
+
+    ``X`` holds states with ``-1`` where missing; a row is summed over its completions.
+    """
+    xs = states(model.n_states)
+    e = energies(model, xs)
+    F = features(model, xs)
+    log_z = logsumexp(e)
+    mu = np.exp(e - log_z) @ F
+    values, grad = [], np.zeros(model.n_params)
+    for row in X:
+        ok = np.all((row < 0) | (xs == row), axis=1)
+        lz = logsumexp(e[ok])
+        values.append(lz - log_z)
+        grad += np.exp(e[ok] - lz) @ F[ok] - mu
+    return np.array(values), grad

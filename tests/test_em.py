@@ -1,6 +1,5 @@
-"""DecomposedEM against brute-force enumeration of the incomplete-data likelihood."""
+"""DecomposedEM against brute-force enumeration of the incomplete-data likelihood (tests/brute_force.py)."""
 
-import itertools
 import warnings
 
 import networkx as nx
@@ -14,27 +13,7 @@ from skmrf.estimators._incomplete import IncompleteDataTerm
 from skmrf.inference import TreewidthError
 from skmrf.model import DiscreteMRF
 
-
-def brute_force(model, X):
-    """Per-row ``log Z(d) - log Z`` and the gradient of their sum in theta, by enumeration."""
-    lay = model.layout
-    states = np.array(list(itertools.product(*[range(k) for k in model.n_states])))
-    energy = lay.energy(states, model.theta)
-    phi = np.zeros((len(states), lay.n_table))
-    for _, codes in lay.iter_codes(states):
-        np.add.at(phi, (np.arange(len(states))[:, None], codes), 1.0)
-    phi = phi[:, lay.theta_pos]
-    p = np.exp(energy - energy.max())
-    log_z = np.log(p.sum()) + energy.max()
-    mu = (p / p.sum()) @ phi
-    values, grad = [], np.zeros(lay.n_params)
-    for row in X:
-        ok = np.all((row < 0) | (states == row), axis=1)
-        e = energy[ok]
-        lz = np.log(np.exp(e - e.max()).sum()) + e.max()
-        values.append(lz - log_z)
-        grad += np.exp(e - lz) @ phi[ok] - mu
-    return np.array(values), grad
+from .brute_force import incomplete_log_likelihood
 
 
 def hide(X, rng, columns, rate=0.4):
@@ -82,7 +61,7 @@ def test_data_term_and_gradient_equal_enumeration(name, graph, n_states, Xf, dec
     model.theta = rng.normal(size=model.n_params)
     X = as_states(Xf)
     X = X[~(X < 0).all(axis=1)]
-    values, grad = brute_force(model, X)
+    values, grad = incomplete_log_likelihood(model, X)
     lay = model.layout
     full = lay.full_tables(model.theta)
     term = IncompleteDataTerm(lay, X, decompose=decompose, keep_rows=True)
@@ -100,7 +79,7 @@ def test_data_term_and_gradient_equal_enumeration(name, graph, n_states, Xf, dec
 def test_fit_is_a_stationary_point_of_the_brute_force_likelihood(name, graph, n_states, Xf, method):
     est = DecomposedEM(graph, method=method, n_states=n_states, alpha=0.01, tol=1e-8).fit(Xf)
     X = as_states(Xf)
-    values, grad = brute_force(est.model_, X)
+    values, grad = incomplete_log_likelihood(est.model_, X)
     n = (~(X < 0).all(axis=1)).sum()
     penalised_grad = grad / n - est.alpha * est.theta_
     assert est.converged_

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skmrf import (
+    DecomposedEM,
     ExactMaxLikelihood,
     GaussianLAP,
     GaussianMaxLikelihood,
@@ -28,7 +29,11 @@ DISCRETE = {
     "lap": lambda g: LAPEstimator(g, strategy="exact", random_state=0),
     "pl": lambda g: PseudoLikelihoodEstimator(g, random_state=0),
     "mcmc": lambda g: MCMCMaxLikelihood(g, n_iter=5, n_samples=30, n_sweeps=2, random_state=0),
+    "em": lambda g: DecomposedEM(g, alpha=0.01, max_iter=20),
+    "em_a0_gradient": lambda g: DecomposedEM(g, method="gradient", max_iter=50),
 }
+# Estimators for incomplete data: their problems get missing entries (NaN) too.
+INCOMPLETE = {"em", "em_a0_gradient"}
 GAUSSIAN = {"glap": GaussianLAP, "glap_shrink": lambda g: GaussianLAP(g, shrinkage=0.1), "gml": GaussianMaxLikelihood}
 
 
@@ -46,9 +51,11 @@ def discrete_problems(draw, binary=False):
     else:
         graph = "complete" if kind == "complete" else "chain"
     seed = draw(st.integers(0, 2**31 - 1))
-    X = np.random.default_rng(seed).integers(0, k, size=(n_rows, n_vars))
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, k, size=(n_rows, n_vars))
     dtype = draw(st.sampled_from([np.int64, np.uint8, np.float64]))
-    return graph, X.astype(dtype)
+    missing = draw(st.sampled_from([0.0, 0.2, 0.6]))
+    return graph, X.astype(dtype), np.where(rng.random(X.shape) < missing, np.nan, X)
 
 
 def _check_discrete(make, graph, X):
@@ -109,7 +116,9 @@ MANY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCh
 @FAST
 @given(problem=discrete_problems())
 def test_discrete_properties(name, problem):
-    graph, X = problem
+    graph, X, X_missing = problem
+    if name in INCOMPLETE:
+        X = X_missing
     if name == "mcmc":
         X = (X > 0).astype(X.dtype)
         graph = "chain" if not isinstance(graph, list) or any(len(c) > 2 for c in graph) else graph

@@ -92,16 +92,23 @@ def test_fit_is_a_stationary_point_of_the_brute_force_likelihood(name, graph, n_
 @pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
 @pytest.mark.parametrize("method", ["em", "gradient"])
 def test_decompose_changes_nothing_but_the_cost(name, graph, n_states, Xf, method):
-    kw = dict(method=method, n_states=n_states, alpha=0.01, max_iter=15, tol=1e-12)
+    # L-BFGS: 15 iterations, unconverged on purpose. EM's M-steps stop at a tolerance that
+    # follows the outer gradient, so a 1e-13 difference in the expected counts can move an
+    # inner stopping decision mid-run (5e-8 observed after 15 iterations): EM is compared at
+    # its fixed point instead, to the 1e-8.
+    unconverged = method == "gradient"
+    kw = dict(method=method, n_states=n_states, alpha=0.01, max_iter=15 if unconverged else 500)
+    kw["tol"] = 1e-12 if unconverged else 1e-10
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # 15 iterations on purpose: not converged
+        warnings.simplefilter("ignore")  # not converged, on purpose
         a = DecomposedEM(graph, decompose=True, **kw).fit(Xf)
         b = DecomposedEM(graph, decompose=False, **kw).fit(Xf)
-    assert a.n_iter_ == b.n_iter_
-    # Same iterations from the same start; only the summation order differs (1e-8 is the
-    # issue's bar, the observed difference is ~1e-13).
+    if unconverged:
+        assert a.n_iter_ == b.n_iter_
+        # Only the summation order differs (the observed difference is ~1e-13).
+        np.testing.assert_allclose(a.log_likelihood_trace_, b.log_likelihood_trace_, atol=1e-10)
     np.testing.assert_allclose(a.theta_, b.theta_, atol=1e-8)
-    np.testing.assert_allclose(a.log_likelihood_trace_, b.log_likelihood_trace_, atol=1e-10)
+    assert a.log_likelihood_ == pytest.approx(b.log_likelihood_, abs=1e-12)
     assert b.n_subnetworks_ <= 1 and a.n_distinct_rows_.sum() >= 1
 
 

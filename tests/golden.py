@@ -73,16 +73,21 @@ def _discrete_cases():
         cases.append((f"lap_a0/{key}", key, LAPEstimator(g, alpha=0.0, strategy="exact")))
     g = GRAPHS["bin_grid"]
     mcmc = dict(n_iter=15, n_samples=300, n_sweeps=3, random_state=0)
-    cases.append(("mcmc_box/bin_grid", "bin_grid", MCMCMaxLikelihood(g, **mcmc)))
+    unpenalised = dict(alpha=0.0, **mcmc)  # recorded before the default became "auto"
+    cases.append(("mcmc_box/bin_grid", "bin_grid", MCMCMaxLikelihood(g, **unpenalised)))
     cases.append(("mcmc_box_ridge/bin_grid", "bin_grid", MCMCMaxLikelihood(g, alpha=0.1, **mcmc)))
-    cases.append(("mcmc_spectral/bin_grid", "bin_grid", MCMCMaxLikelihood(g, projection="spectral", **mcmc)))
-    cases.append(("mcmc_pcd_data/bin_grid", "bin_grid", MCMCMaxLikelihood(g, persistent=True, init="data", **mcmc)))
+    cases.append(("mcmc_spectral/bin_grid", "bin_grid", MCMCMaxLikelihood(g, projection="spectral", **unpenalised)))
     cases.append(
-        ("mcmc_last_ais/bin_grid", "bin_grid", MCMCMaxLikelihood(g, average=False, score_method="ais", **mcmc))
+        ("mcmc_pcd_data/bin_grid", "bin_grid", MCMCMaxLikelihood(g, persistent=True, init="data", **unpenalised))
+    )
+    cases.append(
+        ("mcmc_last_ais/bin_grid", "bin_grid", MCMCMaxLikelihood(g, average=False, score_method="ais", **unpenalised))
     )
     w = GRAPHS["wide_grid"]
     cases.append(("lap_ais/wide_grid", "wide_grid", LAPEstimator(w, alpha=1e-4, score_method="ais", random_state=0)))
-    cases.append(("pl_ais/wide_grid", "wide_grid", PseudoLikelihoodEstimator(w, score_method="ais", random_state=1)))
+    cases.append(
+        ("pl_ais/wide_grid", "wide_grid", PseudoLikelihoodEstimator(w, alpha=0.0, score_method="ais", random_state=1))
+    )
     cases.append(("lap_pseudo/wide_grid", "wide_grid", LAPEstimator(w, alpha=1e-4, score_method="pseudo")))
     return cases
 

@@ -258,7 +258,7 @@ def test_unseen_state_warns_at_alpha_zero_naming_the_clique():
     with pytest.warns(
         NoFiniteEstimateWarning, match=r"does not exist: for cliques \[\(1,\), \(0, 1\), \(1, 2\), \(1, 4\)\]"
     ):
-        est = DecomposedEM(graph, max_iter=50).fit(X)
+        est = DecomposedEM(graph, alpha=0.0, max_iter=50).fit(X)
     assert np.all(np.isfinite(est.theta_)) and np.abs(est.theta_).max() <= 30
     X[:60, 1] = np.nan  # now rows could show every state: no warning (the check is sufficient only)
     with warnings.catch_warnings():

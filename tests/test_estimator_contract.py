@@ -181,3 +181,22 @@ def test_gaussian_lap_n_jobs_does_not_change_the_result(path, monkeypatch):
     two = GaussianLAP("grid:8x8", n_jobs=2).fit(X)
     # Each cluster's block is computed alone and assembled by position: bit-identical.
     np.testing.assert_array_equal(one.precision_.toarray(), two.precision_.toarray())
+
+
+@pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
+def test_one_alpha_default(cls):
+    # #10 item 6: every discrete estimator defaults to alpha="auto" = 1 / n_samples (the
+    # measurement behind it is quoted in the docstring), records it in alpha_, and with it a
+    # column that never takes its last state gives no "no finite estimate" warning.
+    assert inspect.signature(cls).parameters["alpha"].default == "auto"
+    assert "benchmarks/alpha_default.py" in cls.__doc__
+    X = data(cls)
+    X[:, 4] = 0  # column 4 constant: its other states never occur
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", category=Warning)
+        warnings.filterwarnings("ignore", category=DeprecationWarning)
+        states = {} if cls.__name__ in BINARY_ONLY else {"n_states": 3}  # MCMC is binary, no n_states
+        est = make(cls, **states).fit(X)
+    assert est.alpha_ == 1 / X.shape[0]
+    assert np.all(np.isfinite(est.theta_))
+    assert make(cls, alpha=0.25).fit(X).alpha_ == 0.25

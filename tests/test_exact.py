@@ -17,7 +17,7 @@ from . import brute_force as bf
 def test_moment_matching_and_brute_force_ml():
     cliques = [(0, 1, 2), (2, 3), (3, 4), (4, 5, 6), (6, 0), (1, 7), (7, 8)]
     X, _ = sample_random_mrf(cliques, 3000, n_states=2, n_variables=9, random_state=0)
-    est = ExactMaxLikelihood(cliques, tol=1e-10).fit(X)
+    est = ExactMaxLikelihood(cliques, alpha=0.0, tol=1e-10).fit(X)
     # Moment matching: model clique marginals equal the empirical ones (the
     # gradient at the optimum) to 1e-6; the fit stops at 1e-10 (Newton polish).
     emp = est.model_.layout.table_counts(X) / len(X)
@@ -74,7 +74,7 @@ def tree_closed_form(model, X):
 def test_tree_estimate_equals_closed_form(n_states):
     tree = nx.random_labeled_tree(12, seed=3)
     X, _ = sample_random_mrf(tree, 20000, n_states=n_states, random_state=2)
-    est = ExactMaxLikelihood(tree, tol=1e-10).fit(X)
+    est = ExactMaxLikelihood(tree, alpha=0.0, tol=1e-10).fit(X)
     # 1e-6: the closed form is exact; the iterative fit stops at gradient 1e-10.
     np.testing.assert_allclose(est.theta_, tree_closed_form(est.model_, X), atol=1e-6)
 
@@ -146,7 +146,7 @@ def test_constant_column_and_single_row_give_the_extended_mle_with_a_warning():
     X[:, 2] = 0
     Xc = X.copy()
     with pytest.warns(UserWarning, match=r"does not exist: for cliques \[\(2,\), \(1, 2\), \(2, 3\)\]"):
-        est = ExactMaxLikelihood().fit(X)
+        est = ExactMaxLikelihood(alpha=0.0).fit(X)
     np.testing.assert_array_equal(X, Xc)
     # The extended MLE: state 1 of column 2 gets probability zero (60 nats below state 0).
     assert np.all(np.isfinite(est.theta_)) and est.model_.potential((2,))[0] < -50
@@ -158,7 +158,7 @@ def test_constant_column_and_single_row_give_the_extended_mle_with_a_warning():
         est = ExactMaxLikelihood(alpha=0.1).fit(X)
     assert est.model_.potential((2,))[0] < -1
     with pytest.warns(UserWarning, match="does not exist"):
-        one = ExactMaxLikelihood().fit(X[:1])
+        one = ExactMaxLikelihood(alpha=0.0).fit(X[:1])
     assert np.all(np.isfinite(one.theta_))
 
 
@@ -227,7 +227,7 @@ def test_saturated_model_with_an_empty_cell_reaches_the_entropy_supremum():
     counts[37] = 0
     states, X = _table_data(counts, 6)
     with pytest.warns(NoFiniteEstimateWarning, match=r"cliques \[\(0, 1, 2, 3, 4, 5\)\].*extended MLE"):
-        est = ExactMaxLikelihood([tuple(range(6))]).fit(X)
+        est = ExactMaxLikelihood([tuple(range(6))], alpha=0.0).fit(X)
     p_hat = counts / counts.sum()
     supremum = float(np.sum(p_hat[p_hat > 0] * np.log(p_hat[p_hat > 0])))
     assert abs(est.score(X) - supremum) < 1e-8
@@ -246,7 +246,7 @@ def test_non_decomposable_model_with_empty_cells_matches_textbook_ipf():
     states, X = _table_data(counts, 3)
     factors = [(0, 1), (0, 2), (1, 2)]
     with pytest.warns(NoFiniteEstimateWarning, match="extended MLE"):
-        est = ExactMaxLikelihood(factors, tol=1e-12, max_iter=5000).fit(X)
+        est = ExactMaxLikelihood(factors, alpha=0.0, tol=1e-12, max_iter=5000).fit(X)
     p_hat = counts / counts.sum()
     p_ipf = _ipf_by_enumeration(states, p_hat, [list(f) for f in factors])
     keep = p_hat > 0
@@ -275,7 +275,7 @@ def test_slow_extended_mle_says_how_far_it_stopped_from_the_supremum():
     states, X = _table_data(counts, 3)
     factors = [(0, 1), (0, 2), (1, 2)]
     with pytest.warns(NoFiniteEstimateWarning, match=r"stopped after max_iter=200 sweeps") as record:
-        est = ExactMaxLikelihood(factors, tol=1e-12, max_iter=200).fit(X)
+        est = ExactMaxLikelihood(factors, alpha=0.0, tol=1e-12, max_iter=200).fit(X)
     quoted = float(re.search(r"up to about ([0-9.e+-]+) nats", str(record[0].message)).group(1))
     p_hat = counts / counts.sum()
     p_ipf = _ipf_by_enumeration(states, p_hat, [list(f) for f in factors], n_sweeps=20000)

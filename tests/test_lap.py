@@ -184,7 +184,8 @@ def test_unseen_state_is_finite_with_default_alpha():
         warnings.simplefilter("error")
         est = LAPEstimator(n_states=3, strategy="exact").fit(X)
     assert np.all(np.isfinite(est.theta_))
-    assert est.model_.potential((2,))[1] < -5  # pushed far down but finite
+    # Pushed down but finite: the default ridge alpha = 1 / 200 holds it at about -2.5.
+    assert est.model_.potential((2,))[1] < -2
     assert np.isfinite(est.score(X))
 
 

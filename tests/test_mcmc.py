@@ -368,7 +368,7 @@ def test_bad_inputs():
     Xc = X.copy()
     Xc[:, 1] = 1
     with pytest.raises(ValueError, match="column 1 is constant"):
-        MCMCMaxLikelihood(eps=100.0, lipschitz=1.0).fit(Xc)
+        MCMCMaxLikelihood(alpha=0.0, eps=100.0, lipschitz=1.0).fit(Xc)
 
 
 def test_schedule_recorded():

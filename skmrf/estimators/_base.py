@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import warnings
-from numbers import Integral
+from numbers import Integral, Real
 
 import networkx as nx
 import numpy as np
@@ -17,7 +17,14 @@ from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, valid
 from ..utils.validation import MAX_STATES, check_n_states, check_states
 from ._score import MeanScoreMixin
 
-__all__ = ["AIS_CHAINS", "AIS_STEPS", "BaseDiscreteMRF", "EstimatedLikelihoodWarning", "MAX_TABLE_SIZE"]
+__all__ = [
+    "AIS_CHAINS",
+    "AIS_STEPS",
+    "ALPHA_CONSTRAINT",
+    "BaseDiscreteMRF",
+    "EstimatedLikelihoodWarning",
+    "MAX_TABLE_SIZE",
+]
 
 #: Largest joint-state table of a single clique (entries) before ``fit`` refuses.
 MAX_TABLE_SIZE = MAX_STATES
@@ -29,6 +36,9 @@ N_JOBS_CONSTRAINT = [
     Interval(Integral, None, -1, closed="right"),
     None,
 ]
+
+#: ``alpha``: a ridge ``>= 0``, or ``"auto"`` for ``1 / n_samples`` (:meth:`BaseDiscreteMRF._ridge`).
+ALPHA_CONSTRAINT = [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})]
 
 #: Chains and annealing steps of ``score_method="ais"``.
 AIS_CHAINS, AIS_STEPS = 100, 1000
@@ -75,6 +85,11 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         tags.input_tags.allow_nan = False
         tags.non_deterministic = False
         return tags
+
+    def _ridge(self, n_samples):
+        """Set and return ``alpha_``: ``alpha``, or ``1 / n_samples`` when it is ``"auto"``."""
+        self.alpha_ = 1.0 / n_samples if isinstance(self.alpha, str) else float(self.alpha)
+        return self.alpha_
 
     # -- validation ----------------------------------------------------------
     def _feature_names(self):

@@ -21,7 +21,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
-from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
 from ._existence import empty_cell_cliques, warn_no_finite_estimate
 from ._incomplete import IncompleteDataTerm, compatible_counts
 from .exact import fit_max_likelihood
@@ -71,9 +71,11 @@ class DecomposedEM(BaseDiscreteMRF):
         False the same optimiser runs on the undecomposed data with duplicate
         rows merged (the paper's baseline), for measuring the speed-up; the
         result is the same.
-    alpha : float, default=0.0
+    alpha : float or "auto", default="auto"
         Ridge penalty ``alpha / 2 * ||theta||^2`` added to the negative mean
-        log-likelihood.
+        log-likelihood (of the observed parts of the rows).
+        %(alpha_auto)s
+        Here ``n_samples`` counts the rows with at least one observed entry.
     max_iter : int, default=500
         EM iterations (``"em"``) or L-BFGS iterations (``"gradient"``).
     tol : float, default=1e-6
@@ -103,6 +105,7 @@ class DecomposedEM(BaseDiscreteMRF):
     Attributes
     ----------
     %(discrete_model_)s
+    %(alpha_)s
     n_iter_ : int
         Iterations run (EM or L-BFGS).
     converged_ : bool
@@ -166,7 +169,7 @@ class DecomposedEM(BaseDiscreteMRF):
         **BaseDiscreteMRF._parameter_constraints,
         "method": [StrOptions({"em", "gradient"})],
         "decompose": ["boolean"],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": ALPHA_CONSTRAINT,
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "init": [None, StrOptions({"complete_rows", "random"}), DiscreteMRF, BaseDiscreteMRF],
@@ -182,7 +185,7 @@ class DecomposedEM(BaseDiscreteMRF):
         *,
         method="em",
         decompose=True,
-        alpha=0.0,
+        alpha="auto",
         max_iter=500,
         tol=1e-6,
         init=None,
@@ -232,7 +235,7 @@ class DecomposedEM(BaseDiscreteMRF):
         Xi = Xi[~(Xi < 0).all(axis=1)]  # an all-missing row contributes log Z(d) - log Z = 0
         model = self.model_
         tree = model.get_junction_tree(self.max_bytes)
-        if self.alpha == 0:
+        if self._ridge(Xi.shape[0]) == 0:
             empty = empty_cell_cliques(model, compatible_counts(model.layout, Xi))
             if empty:
                 outcome = (
@@ -274,7 +277,7 @@ class DecomposedEM(BaseDiscreteMRF):
         return self
 
     def _penalised(self, theta, ll, grad):
-        return ll - 0.5 * self.alpha * theta @ theta, grad - self.alpha * theta
+        return ll - 0.5 * self.alpha_ * theta @ theta, grad - self.alpha_ * theta
 
     def _fit_em(self, evaluate, pool, log):
         model = self.model_
@@ -288,7 +291,7 @@ class DecomposedEM(BaseDiscreteMRF):
             # gradient is enough; it still increases Q (L-BFGS descends from theta), so the
             # likelihood still never decreases, and the tolerance tightens to tol at the end.
             m_tol = max(self.tol, 0.1 * gmax)
-            fit_max_likelihood(model, stats, self.alpha, M_STEP_MAX_ITER, m_tol, self.max_bytes)
+            fit_max_likelihood(model, stats, self.alpha_, M_STEP_MAX_ITER, m_tol, self.max_bytes)
             theta = model.theta
             ll, grad, stats = evaluate(theta, pool)
             trace.append(ll)
@@ -347,7 +350,7 @@ class DecomposedEM(BaseDiscreteMRF):
                 )
             start = DiscreteMRF(self.graph_, self.n_states_)
             stats = start.layout.table_counts(complete)[start.layout.theta_pos] / complete.shape[0]
-            alpha = max(self.alpha, COMPLETE_ROWS_MIN_ALPHA)
+            alpha = max(self.alpha_, COMPLETE_ROWS_MIN_ALPHA)
             fit_max_likelihood(start, stats, alpha, M_STEP_MAX_ITER, 1e-6, self.max_bytes)
             return start.theta
         source = init.model_ if isinstance(init, BaseDiscreteMRF) else init

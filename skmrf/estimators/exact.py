@@ -11,7 +11,7 @@ from ..solvers.ipf import ZERO_LOG_GAP, extended_max_likelihood
 from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
-from ._base import BaseDiscreteMRF
+from ._base import ALPHA_CONSTRAINT, BaseDiscreteMRF
 from ._existence import empty_cell_cliques, warn_no_finite_estimate
 
 __all__ = ["ExactMaxLikelihood", "exact_hessian", "fit_max_likelihood"]
@@ -127,9 +127,10 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
     ----------
     %(graph)s
     %(n_states)s
-    alpha : float, default=0.0
+    alpha : float or "auto", default="auto"
         Ridge penalty ``alpha / 2 * ||theta||^2`` added to the negative mean
         log-likelihood.
+        %(alpha_auto)s
     max_iter : int, default=1000
         Maximum L-BFGS iterations.
     tol : float, default=1e-7
@@ -147,6 +148,7 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
     Attributes
     ----------
     %(discrete_model_)s
+    %(alpha_)s
     log_partition_ : float
         ``log Z`` at the fitted parameters.
     %(score_method_)s
@@ -197,7 +199,7 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
         **BaseDiscreteMRF._parameter_constraints,
         # The fit itself needs the junction tree, so log Z is always exact: no "ais".
         "score_method": [StrOptions({"auto", "exact", "pseudo"})],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": ALPHA_CONSTRAINT,
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "verbose": ["verbose"],
@@ -208,7 +210,7 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
         graph="chain",
         *,
         n_states="auto",
-        alpha=0.0,
+        alpha="auto",
         max_iter=1000,
         tol=1e-7,
         score_method="auto",
@@ -235,7 +237,7 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
         model = self.model_
         model.get_junction_tree(self.max_bytes)
         counts = model.layout.table_counts(Xi)
-        empty = empty_cell_cliques(model, counts) if self.alpha == 0 else []
+        empty = empty_cell_cliques(model, counts) if self._ridge(Xi.shape[0]) == 0 else []
         if empty:
             self._fit_extended(counts, empty)
         else:
@@ -251,7 +253,7 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
             log("Iteration %d, negative log-likelihood = %.8f, max |grad| = %.2e", it, f, g)
 
         self.n_iter_, gmax = fit_max_likelihood(
-            self.model_, mean_stats, self.alpha, self.max_iter, self.tol, self.max_bytes, report
+            self.model_, mean_stats, self.alpha_, self.max_iter, self.tol, self.max_bytes, report
         )
         warn_if_not_converged(type(self).__name__, self.n_iter_, gmax, self.tol, self.max_iter, stacklevel=4)
 

@@ -29,7 +29,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
 from ..utils._threads import single_blas_thread
 from ..utils._verbose import ProgressLog
-from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
 from ._existence import warn_if_unbounded
 from ._lap_structure import AuxiliaryStructure, NeighbourhoodTooLargeError, auxiliary_factors, group_by_structure
 
@@ -224,14 +224,14 @@ class LAPEstimator(BaseDiscreteMRF):
         the default because it ties for best and does not depend on the
         order of the cliques (``benchmarks/lap_accuracy.py
         --digits-only``).
-    alpha : float, default=1e-4
+    alpha : float or "auto", default="auto"
         Ridge penalty ``alpha / 2 * ||alpha_aux||^2`` added to each auxiliary
-        problem's negative mean log-likelihood. Positive by default so a
-        state never seen in the data gives a finite estimate. When a factor
+        problem's negative mean log-likelihood. When a factor
         of the auxiliary model covers ``A_q \\ q`` it is profiled out (always
         for ``"dense"``; for ``"exact"`` when one component of ``S \\ A_q``
         borders all of ``A_q \\ q``; for ``"pairwise"`` when
         ``|A_q \\ q| <= 2``) and only the blocks meeting ``q`` are penalised.
+        %(alpha_auto)s
     max_iter : int, default=100
         Maximum Newton iterations per auxiliary problem.
     tol : float, default=1e-8
@@ -260,6 +260,7 @@ class LAPEstimator(BaseDiscreteMRF):
     Attributes
     ----------
     %(discrete_model_)s
+    %(alpha_)s
     subproblems_ : list of LAPSubproblem
         Every auxiliary problem solved: clique, 1-neighbourhood, number of
         free parameters, whether profiled, Newton iterations, convergence.
@@ -340,7 +341,7 @@ class LAPEstimator(BaseDiscreteMRF):
         "random_state": ["random_state"],
         "strategy": [StrOptions({"pairwise", "dense", "exact"})],
         "node_rule": [StrOptions({"mean", "first", "own"})],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": ALPHA_CONSTRAINT,
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "max_neighbourhood_states": [Interval(Integral, 2, None, closed="left")],
@@ -355,7 +356,7 @@ class LAPEstimator(BaseDiscreteMRF):
         n_states="auto",
         strategy="pairwise",
         node_rule="mean",
-        alpha=1e-4,
+        alpha="auto",
         max_iter=100,
         tol=1e-8,
         max_neighbourhood_states=MAX_NEIGHBOURHOOD_STATES,
@@ -389,7 +390,7 @@ class LAPEstimator(BaseDiscreteMRF):
         log = ProgressLog(type(self).__name__, self.verbose)
         Xi = self._validate_fit_data(X, keep_dtype=True)
         graph, model = self.graph_, self.model_
-        if self.alpha == 0:
+        if self._ridge(Xi.shape[0]) == 0:
             warn_if_unbounded(self, Xi)
         # Transposed once: counting gathers whole rows of XT (contiguous).
         XT = transposed_states(Xi, int(self.n_states_.max()))
@@ -401,7 +402,7 @@ class LAPEstimator(BaseDiscreteMRF):
         log("%d auxiliary problems in %d structure groups", len(problems), len(structures))
         counted = _count(XT, structures, neighbourhoods)
         log("counted local statistics")
-        groups = _solve(counted, self.alpha, self.max_iter, self.tol, self.n_jobs, self.verbose)
+        groups = _solve(counted, self.alpha_, self.max_iter, self.tol, self.n_jobs, self.verbose)
         log("solved %d auxiliary problems", len(problems))
         model.theta, self.block_sources_ = _read_off(groups, problems, n_maximal, model, self.node_rule)
         self.subproblems_ = _subproblems(groups, problems)

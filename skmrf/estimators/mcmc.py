@@ -31,7 +31,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
-from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
 from ._fast_mixing import MAX_WORK, FastMixingSchedule, distance_bound, fast_mixing_schedule, fast_mixing_set
 
 __all__ = ["MCMCMaxLikelihood"]
@@ -224,11 +224,12 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         clipping. ``"spectral"``: ``||R(J)||_2 <= c`` with ``R_ij = |J_ij|``
         (Eq. 4, Domke & Liu 2013), projected by Dykstra's algorithm
         (``O(n_features^3)`` per step).
-    alpha : float, default=0.0
+    alpha : float or "auto", default="auto"
         Ridge penalty ``alpha / 2 * ||theta||^2`` on the ``{-1, +1}``
         parameters, added to the negative mean log-likelihood: the paper's
         ``lambda``. ``alpha > 0`` selects the strongly convex analysis
         (Corollary 9), ``alpha = 0`` the convex one (Theorem 5).
+        %(alpha_auto)s
     lipschitz : float, default=None
         ``L``; the step is ``1 / L``. None takes Theorem 1's
         ``4 R2^2 + alpha`` with ``R2^2 = n_features + n_edges``.
@@ -272,6 +273,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         All 2.
     model_ : DiscreteMRF
         The fitted model in the package's ``{0, 1}`` parametrisation.
+    %(alpha_)s
     theta_ : ndarray of shape (n_params,)
         Alias of ``model_.theta``.
     edges_ : ndarray of shape (n_edges, 2)
@@ -370,7 +372,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         "max_bytes": BaseDiscreteMRF._parameter_constraints["max_bytes"],
         "max_coupling": [Interval(Real, 0, None, closed="neither"), None],
         "projection": [StrOptions({"box", "spectral"})],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": ALPHA_CONSTRAINT,
         "lipschitz": [Interval(Real, 0, None, closed="neither"), None],
         "n_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "n_samples": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -398,7 +400,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         *,
         max_coupling=None,
         projection="box",
-        alpha=0.0,
+        alpha="auto",
         lipschitz=None,
         n_iter="auto",
         n_samples="auto",
@@ -475,6 +477,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         log = ProgressLog(type(self).__name__, self.verbose)
         Xi = self._validate_fit_data(X)
         self._check_binary_pairwise(Xi)
+        self._ridge(Xi.shape[0])
         positions = _pairwise_positions(self.model_.layout)
         n, edges = Xi.shape[1], positions.edges
         geometry = fast_mixing_set(self.projection, self.max_coupling, n, edges, self.graph_.max_degree)
@@ -491,7 +494,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 mean_stats,
                 partial(_project_couplings, n_variables=n, project=geometry.project),
                 lipschitz=L,
-                ridge=self.alpha,
+                ridge=self.alpha_,
                 n_iter=sched.n_iter,
                 callback=partial(_report, log, n) if self.verbose else None,
             )
@@ -504,8 +507,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         """``(schedule_auto, schedule, L, R2, D)``: the given or theoretical K/M/v and its inputs."""
         n = len(mean_x)
         R2 = math.sqrt(n + n_edges)
-        L = float(self.lipschitz) if self.lipschitz is not None else 4 * R2**2 + self.alpha
-        D = distance_bound(self.projection, geometry.bound, mean_x, n_edges, self.graph_.max_degree, self.alpha)
+        L = float(self.lipschitz) if self.lipschitz is not None else 4 * R2**2 + self.alpha_
+        D = distance_bound(self.projection, geometry.bound, mean_x, n_edges, self.graph_.max_degree, self.alpha_)
         given = (self.n_iter, self.n_samples, self.n_sweeps)
         auto = None
         if any(isinstance(g, str) for g in given):
@@ -523,7 +526,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 mixing_constant=geometry.mixing_constant,
                 mixing_rate=geometry.mixing_rate,
                 distance_bound=D,
-                ridge=self.alpha,
+                ridge=self.alpha_,
                 delta=self.delta,
                 n_variables=n,
             )

@@ -23,7 +23,7 @@ from ..solvers import minimize_in_box, projected_max, warn_if_not_converged
 from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, Parallel, _fit_context, delayed
 from ..utils._verbose import ProgressLog
-from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
 from ._existence import warn_if_unbounded
 
 __all__ = ["PseudoLikelihoodEstimator", "PseudoLikelihoodObjective"]
@@ -149,9 +149,10 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
     ----------
     %(graph)s
     %(n_states)s
-    alpha : float, default=0.0
+    alpha : float or "auto", default="auto"
         Ridge penalty ``alpha / 2 * ||theta||^2`` added to the negative mean
         pseudo-log-likelihood.
+        %(alpha_auto)s
     max_iter : int, default=1000
         Maximum L-BFGS iterations.
     tol : float, default=1e-8
@@ -170,6 +171,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
     Attributes
     ----------
     %(discrete_model_)s
+    %(alpha_)s
     n_iter_ : int
         L-BFGS iterations run.
     pseudo_log_likelihood_ : float
@@ -222,7 +224,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
     _parameter_constraints: dict = {
         **BaseDiscreteMRF._parameter_constraints,
         "random_state": ["random_state"],
-        "alpha": [Interval(Real, 0, None, closed="left")],
+        "alpha": ALPHA_CONSTRAINT,
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "n_jobs": N_JOBS_CONSTRAINT,
@@ -234,7 +236,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         graph="chain",
         *,
         n_states="auto",
-        alpha=0.0,
+        alpha="auto",
         max_iter=1000,
         tol=1e-8,
         n_jobs=None,
@@ -263,10 +265,10 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         """
         Xi = self._validate_fit_data(X)
         model = self.model_
-        if self.alpha == 0:
+        if self._ridge(Xi.shape[0]) == 0:
             warn_if_unbounded(self, Xi)
         n_jobs = effective_n_jobs(self.n_jobs)
-        obj = PseudoLikelihoodObjective(model.layout, self.graph_, Xi, self.alpha, n_chunks=n_jobs)
+        obj = PseudoLikelihoodObjective(model.layout, self.graph_, Xi, self.alpha_, n_chunks=n_jobs)
         self.n_records_ = obj.n_records
         log = ProgressLog(type(self).__name__, self.verbose)
 
@@ -282,7 +284,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
                 report,
             )
         model.theta = theta
-        self.pseudo_log_likelihood_ = float(-(f - 0.5 * self.alpha * theta @ theta))
+        self.pseudo_log_likelihood_ = float(-(f - 0.5 * self.alpha_ * theta @ theta))
         gmax = projected_max(theta, g)
         warn_if_not_converged(type(self).__name__, self.n_iter_, gmax, self.tol, self.max_iter, stacklevel=3)
         self._resolve_score_method(self.random_state)

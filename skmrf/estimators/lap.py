@@ -20,12 +20,12 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-from joblib import effective_n_jobs
 
 from ..data import count_joint_states, transposed_states
 from ..solvers import batched_newton, warn_not_converged
 from ..solvers.newton import BATCH_FLOATS
 from ..utils._docstrings import fill_doc
+from ..utils._parallel import workers_for
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
 from ..utils._threads import single_blas_thread
 from ..utils._verbose import ProgressLog
@@ -34,6 +34,10 @@ from ._existence import warn_if_unbounded
 from ._lap_structure import AuxiliaryStructure, NeighbourhoodTooLargeError, auxiliary_factors, group_by_structure
 
 __all__ = ["LAPEstimator", "LAPSubproblem", "NeighbourhoodTooLargeError", "auxiliary_factors"]
+
+#: Work (:func:`_solve_work` of all the auxiliary problems) each thread needs before the
+#: problems are solved in parallel; 0 (not measured yet) puts no limit.
+LAP_MIN_WORK_PER_WORKER = 0
 
 #: Default limit on the joint states of one 1-neighbourhood (enumerated exactly).
 MAX_NEIGHBOURHOOD_STATES = 1 << 16
@@ -106,6 +110,12 @@ def _count(XT, groups, neighbourhoods):
     return out
 
 
+def _solve_work(tasks):
+    """Work of the batched Newton tasks: the floats of their ``(problems, configurations,
+    parameters)`` temporaries, each rebuilt at every Newton iteration."""
+    return sum(len(freq) * F3.size for F3, freq in tasks)
+
+
 def _solve(counted, alpha, max_iter, tol, n_jobs, verbose):
     """Fit every auxiliary problem: batches bounded in memory, one parallel task per chunk."""
     tasks, owners = [], []
@@ -115,17 +125,20 @@ def _solve(counted, alpha, max_iter, tol, n_jobs, verbose):
         for a in range(0, len(freq), per):
             tasks.append((F3, freq[a : a + per]))
             owners.append(g)
-    n_jobs = effective_n_jobs(n_jobs)
-    n_chunks = min(len(tasks), max(1, 4 * n_jobs)) if n_jobs > 1 else 1
-    bounds = np.linspace(0, len(tasks), n_chunks + 1).astype(int)
-    # Threads by default: numpy releases the GIL in the batched products and solves. The
-    # one-BLAS-thread limit is process-wide, so it is held here for every thread;
-    # _solve_chunk sets it again in process or Dask workers.
-    with single_blas_thread():
-        results = Parallel(n_jobs=n_jobs, prefer="threads", verbose=max(0, verbose - 1))(
-            delayed(_solve_chunk)(tasks[a:b], alpha, max_iter, tol) for a, b in zip(bounds[:-1], bounds[1:])
-        )
-    results = [r for chunk in results for r in chunk]
+    n_workers = workers_for(n_jobs, _solve_work(tasks), LAP_MIN_WORK_PER_WORKER)
+    if n_workers == 1:
+        results = _solve_chunk(tasks, alpha, max_iter, tol)
+    else:
+        n_chunks = min(len(tasks), 4 * n_workers)
+        bounds = np.linspace(0, len(tasks), n_chunks + 1).astype(int)
+        # Threads by default: numpy releases the GIL in the batched products and solves. The
+        # one-BLAS-thread limit is process-wide, so it is held here for every thread;
+        # _solve_chunk sets it again in process or Dask workers.
+        with single_blas_thread():
+            results = Parallel(n_jobs=n_workers, prefer="threads", verbose=max(0, verbose - 1))(
+                delayed(_solve_chunk)(tasks[a:b], alpha, max_iter, tol) for a, b in zip(bounds[:-1], bounds[1:])
+            )
+        results = [r for chunk in results for r in chunk]
     for g, (group, _) in enumerate(counted):
         mine = [r for o, r in zip(owners, results) if o == g]
         group.theta, group.n_iter, group.converged = (np.concatenate(parts) for parts in zip(*mine))

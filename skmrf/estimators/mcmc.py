@@ -28,7 +28,8 @@ from ..model.ising import ising_statistics, ising_to_binary
 from ..solvers._convergence import warn_not_converged
 from ..solvers.projected_gradient import projected_gradient
 from ..utils._docstrings import fill_doc
-from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context
+from ..utils._parallel import parallel_or_serial, workers_for
+from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
@@ -39,6 +40,10 @@ __all__ = ["MCMCMaxLikelihood"]
 #: Chains per Gibbs block. Blocks are the unit of parallel work and each has
 #: its own random stream, drawn up front, so results do not depend on n_jobs.
 CHAIN_BLOCK = 4096
+
+#: Work of one step (single-site Gibbs updates: chains x sweeps x variables) each worker
+#: needs before the chain blocks run in parallel; 0 (not measured yet) puts no limit.
+MCMC_MIN_WORK_PER_WORKER = 0
 
 
 def _chain_sums(S, order, edge_rows, chunk=1 << 22):
@@ -488,7 +493,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         self.lipschitz_, self.suff_stat_bound_, self.distance_bound_ = L, R2, D
 
         rng = check_generator(self.random_state)
-        with Parallel(n_jobs=self.n_jobs, verbose=max(0, self.verbose - 1)) as parallel:
+        n_workers = workers_for(self.n_jobs, sched.n_samples * sched.n_sweeps * n, MCMC_MIN_WORK_PER_WORKER)
+        with parallel_or_serial(n_workers, verbose=max(0, self.verbose - 1)) as parallel:
             last, mean = projected_gradient(
                 self._expectation(Xi, positions, sched, rng, parallel),
                 mean_stats,

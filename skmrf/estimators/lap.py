@@ -25,8 +25,8 @@ from ..data import count_joint_states, transposed_states
 from ..solvers import batched_newton, warn_not_converged
 from ..solvers.newton import BATCH_FLOATS
 from ..utils._docstrings import fill_doc
-from ..utils._parallel import workers_for
-from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
+from ..utils._parallel import parallel_or_serial, workers_for
+from ..utils._sklearn_compat import Interval, StrOptions, _fit_context, delayed
 from ..utils._threads import single_blas_thread
 from ..utils._verbose import ProgressLog
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
@@ -126,19 +126,18 @@ def _solve(counted, alpha, max_iter, tol, n_jobs, verbose):
             tasks.append((F3, freq[a : a + per]))
             owners.append(g)
     n_workers = workers_for(n_jobs, _solve_work(tasks), LAP_MIN_WORK_PER_WORKER)
-    if n_workers == 1:
-        results = _solve_chunk(tasks, alpha, max_iter, tol)
-    else:
-        n_chunks = min(len(tasks), 4 * n_workers)
-        bounds = np.linspace(0, len(tasks), n_chunks + 1).astype(int)
-        # Threads by default: numpy releases the GIL in the batched products and solves. The
-        # one-BLAS-thread limit is process-wide, so it is held here for every thread;
-        # _solve_chunk sets it again in process or Dask workers.
-        with single_blas_thread():
-            results = Parallel(n_jobs=n_workers, prefer="threads", verbose=max(0, verbose - 1))(
-                delayed(_solve_chunk)(tasks[a:b], alpha, max_iter, tol) for a, b in zip(bounds[:-1], bounds[1:])
-            )
-        results = [r for chunk in results for r in chunk]
+    n_chunks = min(len(tasks), 4 * n_workers) if n_workers > 1 else 1
+    bounds = np.linspace(0, len(tasks), n_chunks + 1).astype(int)
+    chunks = [tasks[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    # Threads by default: numpy releases the GIL in the batched products and solves. The
+    # one-BLAS-thread limit is process-wide, so it is held here for every thread;
+    # _solve_chunk sets it again in process or Dask workers.
+    with single_blas_thread(), parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as pool:
+        if pool is None:
+            results = [_solve_chunk(chunk, alpha, max_iter, tol) for chunk in chunks]
+        else:
+            results = pool(delayed(_solve_chunk)(chunk, alpha, max_iter, tol) for chunk in chunks)
+    results = [r for chunk in results for r in chunk]
     for g, (group, _) in enumerate(counted):
         mine = [r for o, r in zip(owners, results) if o == g]
         group.theta, group.n_iter, group.converged = (np.concatenate(parts) for parts in zip(*mine))

@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ...utils._parallel import workers_for
-from ...utils._sklearn_compat import Parallel, delayed
+from ...utils._parallel import parallel_or_serial, workers_for
+from ...utils._sklearn_compat import delayed
 from ...utils._threads import single_blas_thread
 from .covariance_selection import dense_covariance
 
@@ -477,13 +477,11 @@ def lap_from_data(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0
     n_workers = workers_for(n_jobs, plan.cost(n), GLAP_MIN_WORK_PER_WORKER)
     chunks = plan.chunks(n, min_chunks=4 * n_workers if n_workers > 1 else 1)
     common = (XT, float(n_div), float(shrinkage), mu)
-    with single_blas_thread():
-        if n_workers == 1:
+    with single_blas_thread(), parallel_or_serial(n_workers, verbose=max(0, verbose - 1), prefer="threads") as pool:
+        if pool is None:
             results = [_lap_chunk(*common, **plan.chunk_args(*ch), bias_dof=bias_dof) for ch in chunks]
         else:
-            results = Parallel(n_jobs=n_workers, verbose=max(0, verbose - 1), prefer="threads")(
-                delayed(_lap_chunk)(*common, **plan.chunk_args(*ch), bias_dof=bias_dof) for ch in chunks
-            )
+            results = pool(delayed(_lap_chunk)(*common, **plan.chunk_args(*ch), bias_dof=bias_dof) for ch in chunks)
     return np.concatenate(results) if results else np.empty(0)
 
 

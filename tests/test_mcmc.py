@@ -265,15 +265,13 @@ def test_mcmc_fit_near_optimum():
     assert a.score_method_ == "exact" and np.isfinite(a.score(X))
 
 
-def test_chain_blocks_arriving_as_read_only_memmaps(monkeypatch):
+def test_chain_blocks_arriving_as_read_only_memmaps(parallel_always):
     # joblib hands a process worker every array over max_nbytes (1 MiB by default: a block of
     # 4096 chains of more than 64 variables) as a read-only memmap, which the sweeps cannot
-    # update in place. max_nbytes=0 memmaps every block of this small fit.
+    # update in place. max_nbytes=0 memmaps every block of this small fit (which without
+    # parallel_always would run serially).
     from joblib import parallel_config
 
-    from skmrf.estimators import mcmc
-
-    monkeypatch.setattr(mcmc, "MCMC_MIN_WORK_PER_WORKER", 0)  # so small a fit would run serially
     X = _strongly_coupled_data(3, 3, 200, 2)
     kw = dict(max_coupling=0.2, n_iter=2, n_samples=5000, n_sweeps=1, random_state=0)
     ref = MCMCMaxLikelihood("grid:3x3", n_jobs=1, **kw).fit(X)

@@ -261,7 +261,10 @@ class LAPEstimator(BaseDiscreteMRF):
         processes were no faster than one job once their start-up was
         paid); a ``joblib.parallel_config(backend=...)`` chooses any other
         backend, and ``backend="dask"`` runs the chunks on a Dask cluster,
-        whose workers receive only local counts.
+        whose workers receive only local counts. Auxiliary problems too few
+        to pay for a pool (under ``2 * LAP_MIN_WORK_PER_WORKER`` floats of
+        Newton batches, measured by ``benchmarks/parallel_threshold.py``) are
+        solved serially, whatever ``n_jobs`` and backend (Dask included).
     %(score_method)s
     %(max_bytes_scoring)s
     %(random_state_ais)s

@@ -267,7 +267,11 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         chain blocks are drawn up front, so the result does not depend on
         ``n_jobs``.
     n_jobs : int, default=None
-        Parallel jobs over blocks of 4096 chains (joblib).
+        Parallel jobs over blocks of 4096 chains (joblib). With one block, or
+        steps too small to pay for the pool (under ``2 *
+        MCMC_MIN_WORK_PER_WORKER`` single-site updates, measured by
+        ``benchmarks/parallel_threshold.py``), the chains run serially,
+        whatever ``n_jobs`` and backend (a Dask cluster included).
     verbose : int, default=0
         Print one line per step when positive.
 

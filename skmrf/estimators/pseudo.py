@@ -180,7 +180,11 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         Number of threads evaluating chunks of the objective in parallel
         (``None`` means 1; ``-1`` all processors). The objective is evaluated
         hundreds of times, so only a thread pool, opened once per fit, pays
-        off; a user's ``joblib.parallel_config`` still applies.
+        off; a user's ``joblib.parallel_config`` still applies. A fit whose
+        evaluations are too small to pay for the threads (under
+        ``2 * PL_MIN_WORK_PER_WORKER`` logits, a few thousand variables'
+        worth, measured by ``benchmarks/parallel_threshold.py``) runs serially,
+        whatever ``n_jobs`` and backend (a Dask cluster included).
     %(score_method)s
     %(max_bytes_scoring)s
     %(random_state_ais)s

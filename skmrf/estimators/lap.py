@@ -36,8 +36,10 @@ from ._lap_structure import AuxiliaryStructure, NeighbourhoodTooLargeError, auxi
 __all__ = ["LAPEstimator", "LAPSubproblem", "NeighbourhoodTooLargeError", "auxiliary_factors"]
 
 #: Work (:func:`_solve_work` of all the auxiliary problems) each thread needs before the
-#: problems are solved in parallel; 0 (not measured yet) puts no limit.
-LAP_MIN_WORK_PER_WORKER = 0
+#: problems are solved in parallel. Measured (benchmarks/results/parallel_threshold.txt):
+#: t(2 jobs) / t(1 job) was 1.7 at 1.5e4, 1.04 at 3e6, 0.69 at 7.5e6, 0.68 at 1.5e8, so two
+#: threads start at 4e6.
+LAP_MIN_WORK_PER_WORKER = 2e6
 
 #: Default limit on the joint states of one 1-neighbourhood (enumerated exactly).
 MAX_NEIGHBOURHOOD_STATES = 1 << 16

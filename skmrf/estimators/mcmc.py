@@ -42,8 +42,10 @@ __all__ = ["MCMCMaxLikelihood"]
 CHAIN_BLOCK = 4096
 
 #: Work of one step (single-site Gibbs updates: chains x sweeps x variables) each worker
-#: needs before the chain blocks run in parallel; 0 (not measured yet) puts no limit.
-MCMC_MIN_WORK_PER_WORKER = 0
+#: needs before the chain blocks run in parallel (loky processes). Measured
+#: (benchmarks/results/parallel_threshold.txt): t(2 jobs) / t(1 job) was 15 at 1.8e3, 2.0 at
+#: 4.1e6, 0.87 at 2.1e7, 0.68 at 8.4e7, so two workers start at 1.6e7.
+MCMC_MIN_WORK_PER_WORKER = 8e6
 
 
 def _chain_sums(S, order, edge_rows, chunk=1 << 22):

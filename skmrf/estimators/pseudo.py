@@ -29,8 +29,10 @@ from ._existence import warn_if_unbounded
 __all__ = ["PseudoLikelihoodEstimator", "PseudoLikelihoodObjective"]
 
 #: Work (:attr:`PseudoLikelihoodObjective.work` of one evaluation) each thread needs before a
-#: fit runs its objective in parallel; 0 (not measured yet) puts no limit.
-PL_MIN_WORK_PER_WORKER = 0
+#: fit runs its objective in parallel. Measured (benchmarks/results/parallel_threshold.txt):
+#: t(2 jobs) / t(1 job) was 34 at 1e3 units, 3.3 at 7e4, 1.0 at 1.7e5, 0.91 at 7.6e5; the
+#: per-evaluation dispatch is paid hundreds of times per fit, so two threads start at 8e5.
+PL_MIN_WORK_PER_WORKER = 4e5
 
 
 class PseudoLikelihoodObjective:

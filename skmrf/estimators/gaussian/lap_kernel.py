@@ -27,8 +27,9 @@ __all__ = ["CHUNK_ENTRIES", "LapPlan", "assemble_symmetric", "lap_from_covarianc
 CHUNK_ENTRIES = 1 << 22
 
 #: Work (:meth:`LapPlan.cost`) each thread needs before the chunks of the plan are solved
-#: in parallel; 0 (not measured yet) puts no limit.
-GLAP_MIN_WORK_PER_WORKER = 0
+#: in parallel. Measured (benchmarks/results/parallel_threshold.txt): t(2 jobs) / t(1 job)
+#: was 4.7 at 3e4, 1.24 at 8.4e7, 0.97 at 2.2e8, 0.90 at 5.4e8, so two threads start at 3e8.
+GLAP_MIN_WORK_PER_WORKER = 1.5e8
 
 # A conditional variance below this fraction of the marginal one counts as zero.
 _SINGULAR_RTOL = 1e-10

@@ -22,6 +22,10 @@ Paths and their work units (read from the library's own call of ``workers_for``)
     ``MCMCMaxLikelihood``, joblib's default backend (loky processes) over blocks of 4096
     chains, once per step. Work: single-site updates per step, chains x sweeps x variables.
     5 steps, ``max_coupling=0.2``.
+``em``
+    ``DecomposedEM``, threads over batched calibrations of the E-step, once per iteration.
+    Work: ``IncompleteDataTerm.work`` (floats of one E-step). Binary grids, 30% of the
+    entries missing at random, 5 EM iterations.
 ``glap``
     ``GaussianLAP``, threads over chunks of the plan, once per fit. Work:
     ``LapPlan.cost`` (``sum u^2 n + sum |A|^3``). The chunked cluster-Gram path is forced
@@ -52,7 +56,7 @@ import numpy as np
 import skmrf
 from skmrf.utils import _parallel
 
-PATHS = ("pl", "lap", "mcmc", "glap")
+PATHS = ("pl", "lap", "mcmc", "glap", "em")
 
 
 def binary_grid_data(G, n, n_sweeps=20, seed=0):
@@ -149,6 +153,19 @@ def glap_cases():
         )
 
 
+def em_cases():
+    from skmrf import DecomposedEM
+
+    for G, n in [(4, 200), (6, 500), (8, 1000), (9, 4096), (9, 16384)]:
+        X = binary_grid_data(G, n).astype(float)
+        X[np.random.default_rng(1).random(X.shape) < 0.3] = np.nan  # 30% of the entries missing
+        yield (
+            f"{G}x{G} N={n} 30% missing",
+            "skmrf.estimators.em",
+            lambda nj, X=X, G=G: DecomposedEM(f"grid:{G}x{G}", max_iter=5, tol=1e-12, n_jobs=nj).fit(X),
+        )
+
+
 def second_core(repeat=5):
     """Ratio of 2 threads to 1 on an ideal workload (``np.exp`` of two 1M-element arrays, GIL
     released): 0.5 when a second core is free, 1 when other load has taken it."""
@@ -205,7 +222,7 @@ def measure(module, fit, repeat, budget):
 
 
 def run(path, repeat, budget):
-    cases = {"pl": pl_cases, "lap": lap_cases, "mcmc": mcmc_cases, "glap": glap_cases}[path]
+    cases = {"pl": pl_cases, "lap": lap_cases, "mcmc": mcmc_cases, "glap": glap_cases, "em": em_cases}[path]
     print(f"\n{path}: {machine_state()}")
     head = ("size", "work units", "workers", "t(1 job) s", "t(2 jobs) s", "ratio", "best of")
     print("".join(f"{h:>{w}}" for h, w in zip(head, (20, 13, 8, 12, 12, 7, 8))))

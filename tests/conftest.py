@@ -22,6 +22,7 @@ SERIAL_FALLBACK_THRESHOLDS = [
     "skmrf.estimators.lap.LAP_MIN_WORK_PER_WORKER",
     "skmrf.estimators.mcmc.MCMC_MIN_WORK_PER_WORKER",
     "skmrf.estimators.gaussian.lap_kernel.GLAP_MIN_WORK_PER_WORKER",
+    "skmrf.estimators.em.EM_MIN_WORK_PER_WORKER",
 ]
 
 

@@ -14,3 +14,20 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "slow" in item.keywords:
             item.add_marker(skip_slow)
+
+
+#: The serial-fallback thresholds of the parallel call sites (``skmrf.utils._parallel.workers_for``).
+SERIAL_FALLBACK_THRESHOLDS = [
+    "skmrf.estimators.pseudo.PL_MIN_WORK_PER_WORKER",
+    "skmrf.estimators.lap.LAP_MIN_WORK_PER_WORKER",
+    "skmrf.estimators.mcmc.MCMC_MIN_WORK_PER_WORKER",
+    "skmrf.estimators.gaussian.lap_kernel.GLAP_MIN_WORK_PER_WORKER",
+    "skmrf.estimators.em.EM_MIN_WORK_PER_WORKER",
+]
+
+
+@pytest.fixture
+def parallel_always(monkeypatch):
+    """Every threshold at 0: ``n_jobs > 1`` takes the parallel path even on small test data."""
+    for target in SERIAL_FALLBACK_THRESHOLDS:
+        monkeypatch.setattr(target, 0)

@@ -73,8 +73,10 @@ def test_every_discrete_estimator_is_covered():
     assert {"ExactMaxLikelihood", "LAPEstimator", "PseudoLikelihoodEstimator", "MCMCMaxLikelihood"} <= set(IDS)
 
 
+# parallel_always: these problems are far below the serial-fallback thresholds, where n_jobs=2
+# would run the same serial code as n_jobs=1 (tests/test_parallel.py checks that fallback).
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)
-def test_n_jobs_does_not_change_the_result(cls):
+def test_n_jobs_does_not_change_the_result(cls, parallel_always):
     if "n_jobs" not in cls().get_params():
         pytest.skip(f"{cls.__name__} has no n_jobs")
     X = data(cls)
@@ -170,7 +172,7 @@ def test_refit_is_identical_and_score_is_the_mean(cls):
 # covariance path (no chunks), so also force the chunked cluster-Gram path (as test_gaussian's
 # kernel_path fixture does), where n_jobs changes the chunking.
 @pytest.mark.parametrize("path", ["dense-covariance", "cluster-gram"])
-def test_gaussian_lap_n_jobs_does_not_change_the_result(path, monkeypatch):
+def test_gaussian_lap_n_jobs_does_not_change_the_result(path, monkeypatch, parallel_always):
     from skmrf import GaussianLAP
     from skmrf.estimators.gaussian import lap_kernel
 

@@ -225,8 +225,9 @@ def test_bad_parameters():
         LAPEstimator(alpha=-1.0).fit(X)
 
 
-def test_runs_on_a_dask_cluster():
-    # About 2 s with a local in-process cluster, so not marked slow.
+def test_runs_on_a_dask_cluster(parallel_always):
+    # About 2 s with a local in-process cluster, so not marked slow. parallel_always: a
+    # problem this small would otherwise run serially, off the cluster.
     distributed = pytest.importorskip("distributed")
     from joblib import parallel_config
 

@@ -265,6 +265,21 @@ def test_mcmc_fit_near_optimum():
     assert a.score_method_ == "exact" and np.isfinite(a.score(X))
 
 
+def test_chain_blocks_arriving_as_read_only_memmaps(parallel_always):
+    # joblib hands a process worker every array over max_nbytes (1 MiB by default: a block of
+    # 4096 chains of more than 64 variables) as a read-only memmap, which the sweeps cannot
+    # update in place. max_nbytes=0 memmaps every block of this small fit (which without
+    # parallel_always would run serially).
+    from joblib import parallel_config
+
+    X = _strongly_coupled_data(3, 3, 200, 2)
+    kw = dict(max_coupling=0.2, n_iter=2, n_samples=5000, n_sweeps=1, random_state=0)
+    ref = MCMCMaxLikelihood("grid:3x3", n_jobs=1, **kw).fit(X)
+    with parallel_config(max_nbytes=0):
+        est = MCMCMaxLikelihood("grid:3x3", n_jobs=2, **kw).fit(X)
+    np.testing.assert_array_equal(est.theta_, ref.theta_)
+
+
 @pytest.mark.parametrize("init,persistent", [("data", False), ("uniform", True), ("data", True)])
 def test_init_and_persistent_chains(init, persistent):
     X = _strongly_coupled_data(3, 3, 200, 4)

@@ -70,8 +70,13 @@ class _Group:
     def __init__(self, tree, index, evidence, counts):
         self.tree, self.index, self.evidence, self.counts = tree, index, evidence, counts
 
+    @property
+    def floats_per_pattern(self):
+        """Floats one pattern's calibration touches: its tree's tables and its table indices."""
+        return self.tree.entries + sum(ix.shape[1] * ix.shape[2] for ix in self.index)
+
     def chunks(self):
-        per = max(1, CHUNK_FLOATS // max(1, self.tree.entries + sum(ix.shape[1] * ix.shape[2] for ix in self.index)))
+        per = max(1, CHUNK_FLOATS // max(1, self.floats_per_pattern))
         n = len(self.counts)
         return [(self, a, min(a + per, n)) for a in range(0, n, per)]
 
@@ -211,6 +216,11 @@ class IncompleteDataTerm:
         return np.concatenate([np.pad(a, ((0, 0), (0, m - a.shape[1]), (0, 0)), constant_values=pad) for a in arrays])
 
     # -- evaluation ----------------------------------------------------------
+    @property
+    def work(self):
+        """Work of one evaluation: the floats of all the batched calibrations."""
+        return sum(len(g.counts) * g.floats_per_pattern for g in self.groups)
+
     def tasks(self):
         """Independent pieces of one evaluation (one batched calibration each)."""
         return [t for g in self.groups for t in g.chunks()]

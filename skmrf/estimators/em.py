@@ -13,12 +13,12 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from joblib import effective_n_jobs
 
 from ..model import DiscreteMRF
 from ..solvers import THETA_BOUND, minimize_in_box, projected_max, warn_if_not_converged
 from ..utils._docstrings import fill_doc
-from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context
+from ..utils._parallel import parallel_or_serial, workers_for
+from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
@@ -35,6 +35,12 @@ M_STEP_MAX_ITER = 200
 COMPLETE_ROWS_MIN_ALPHA = 1e-2
 #: Standard deviation of the ``init="random"`` parameters.
 RANDOM_INIT_SCALE = 0.1
+
+#: Work (:attr:`IncompleteDataTerm.work`, floats of one E-step's calibrations) each thread
+#: needs before the E-step runs in parallel. Measured (benchmarks/results/parallel_threshold.txt):
+#: t(2 jobs) / t(1 job) was 1.34 at 7e4, 1.16 at 7.8e5, 0.66 at 7.7e6, 0.55 at 7.3e7, so two
+#: threads start at 2e6.
+EM_MIN_WORK_PER_WORKER = 1e6
 
 
 @fill_doc
@@ -261,9 +267,8 @@ class DecomposedEM(BaseDiscreteMRF):
             grad = stats - cal.clique_marginals()[lay.theta_pos]
             return value / n_rows - cal.log_z, grad, stats
 
-        n_jobs = effective_n_jobs(self.n_jobs)
-        with Parallel(n_jobs=n_jobs, prefer="threads", verbose=max(0, self.verbose - 1)) as parallel:
-            pool = parallel if n_jobs > 1 else None
+        n_workers = workers_for(self.n_jobs, data.work, EM_MIN_WORK_PER_WORKER)
+        with parallel_or_serial(n_workers, prefer="threads", verbose=max(0, self.verbose - 1)) as pool:
             if self.method == "em":
                 trace, gmax = self._fit_em(evaluate, pool, log)
             else:

@@ -20,13 +20,13 @@ from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
-from joblib import effective_n_jobs
 
 from ..data import count_joint_states, transposed_states
 from ..solvers import batched_newton, warn_not_converged
 from ..solvers.newton import BATCH_FLOATS
 from ..utils._docstrings import fill_doc
-from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
+from ..utils._parallel import parallel_or_serial, workers_for
+from ..utils._sklearn_compat import Interval, StrOptions, _fit_context, delayed
 from ..utils._threads import single_blas_thread
 from ..utils._verbose import ProgressLog
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
@@ -34,6 +34,12 @@ from ._existence import warn_if_unbounded
 from ._lap_structure import AuxiliaryStructure, NeighbourhoodTooLargeError, auxiliary_factors, group_by_structure
 
 __all__ = ["LAPEstimator", "LAPSubproblem", "NeighbourhoodTooLargeError", "auxiliary_factors"]
+
+#: Work (:func:`_solve_work` of all the auxiliary problems) each thread needs before the
+#: problems are solved in parallel. Measured (benchmarks/results/parallel_threshold.txt):
+#: t(2 jobs) / t(1 job) was 1.7 at 1.5e4, 1.04 at 3e6, 0.69 at 7.5e6, 0.68 at 1.5e8, so two
+#: threads start at 4e6.
+LAP_MIN_WORK_PER_WORKER = 2e6
 
 #: Default limit on the joint states of one 1-neighbourhood (enumerated exactly).
 MAX_NEIGHBOURHOOD_STATES = 1 << 16
@@ -106,6 +112,12 @@ def _count(XT, groups, neighbourhoods):
     return out
 
 
+def _solve_work(tasks):
+    """Work of the batched Newton tasks: the floats of their ``(problems, configurations,
+    parameters)`` temporaries, each rebuilt at every Newton iteration."""
+    return sum(len(freq) * F3.size for F3, freq in tasks)
+
+
 def _solve(counted, alpha, max_iter, tol, n_jobs, verbose):
     """Fit every auxiliary problem: batches bounded in memory, one parallel task per chunk."""
     tasks, owners = [], []
@@ -115,16 +127,18 @@ def _solve(counted, alpha, max_iter, tol, n_jobs, verbose):
         for a in range(0, len(freq), per):
             tasks.append((F3, freq[a : a + per]))
             owners.append(g)
-    n_jobs = effective_n_jobs(n_jobs)
-    n_chunks = min(len(tasks), max(1, 4 * n_jobs)) if n_jobs > 1 else 1
+    n_workers = workers_for(n_jobs, _solve_work(tasks), LAP_MIN_WORK_PER_WORKER)
+    n_chunks = min(len(tasks), 4 * n_workers) if n_workers > 1 else 1
     bounds = np.linspace(0, len(tasks), n_chunks + 1).astype(int)
+    chunks = [tasks[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     # Threads by default: numpy releases the GIL in the batched products and solves. The
     # one-BLAS-thread limit is process-wide, so it is held here for every thread;
     # _solve_chunk sets it again in process or Dask workers.
-    with single_blas_thread():
-        results = Parallel(n_jobs=n_jobs, prefer="threads", verbose=max(0, verbose - 1))(
-            delayed(_solve_chunk)(tasks[a:b], alpha, max_iter, tol) for a, b in zip(bounds[:-1], bounds[1:])
-        )
+    with single_blas_thread(), parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as pool:
+        if pool is None:
+            results = [_solve_chunk(chunk, alpha, max_iter, tol) for chunk in chunks]
+        else:
+            results = pool(delayed(_solve_chunk)(chunk, alpha, max_iter, tol) for chunk in chunks)
     results = [r for chunk in results for r in chunk]
     for g, (group, _) in enumerate(counted):
         mine = [r for o, r in zip(owners, results) if o == g]
@@ -249,7 +263,10 @@ class LAPEstimator(BaseDiscreteMRF):
         processes were no faster than one job once their start-up was
         paid); a ``joblib.parallel_config(backend=...)`` chooses any other
         backend, and ``backend="dask"`` runs the chunks on a Dask cluster,
-        whose workers receive only local counts.
+        whose workers receive only local counts. Auxiliary problems too few
+        to pay for a pool (under ``2 * LAP_MIN_WORK_PER_WORKER`` floats of
+        Newton batches, measured by ``benchmarks/parallel_threshold.py``) are
+        solved serially, whatever ``n_jobs`` and backend (Dask included).
     %(score_method)s
     %(max_bytes_scoring)s
     %(random_state_ais)s

@@ -28,7 +28,8 @@ from ..model.ising import ising_statistics, ising_to_binary
 from ..solvers._convergence import warn_not_converged
 from ..solvers.projected_gradient import projected_gradient
 from ..utils._docstrings import fill_doc
-from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context
+from ..utils._parallel import parallel_or_serial, workers_for
+from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
@@ -39,6 +40,12 @@ __all__ = ["MCMCMaxLikelihood"]
 #: Chains per Gibbs block. Blocks are the unit of parallel work and each has
 #: its own random stream, drawn up front, so results do not depend on n_jobs.
 CHAIN_BLOCK = 4096
+
+#: Work of one step (single-site Gibbs updates: chains x sweeps x variables) each worker
+#: needs before the chain blocks run in parallel (loky processes). Measured
+#: (benchmarks/results/parallel_threshold.txt): t(2 jobs) / t(1 job) was 15 at 1.8e3, 2.0 at
+#: 4.1e6, 0.87 at 2.1e7, 0.68 at 8.4e7, so two workers start at 1.6e7.
+MCMC_MIN_WORK_PER_WORKER = 8e6
 
 
 def _chain_sums(S, order, edge_rows, chunk=1 << 22):
@@ -262,7 +269,11 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         chain blocks are drawn up front, so the result does not depend on
         ``n_jobs``.
     n_jobs : int, default=None
-        Parallel jobs over blocks of 4096 chains (joblib).
+        Parallel jobs over blocks of 4096 chains (joblib). With one block, or
+        steps too small to pay for the pool (under ``2 *
+        MCMC_MIN_WORK_PER_WORKER`` single-site updates, measured by
+        ``benchmarks/parallel_threshold.py``), the chains run serially,
+        whatever ``n_jobs`` and backend (a Dask cluster included).
     verbose : int, default=0
         Print one line per step when positive.
 
@@ -488,7 +499,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         self.lipschitz_, self.suff_stat_bound_, self.distance_bound_ = L, R2, D
 
         rng = check_generator(self.random_state)
-        with Parallel(n_jobs=self.n_jobs, verbose=max(0, self.verbose - 1)) as parallel:
+        n_workers = workers_for(self.n_jobs, sched.n_samples * sched.n_sweeps * n, MCMC_MIN_WORK_PER_WORKER)
+        with parallel_or_serial(n_workers, verbose=max(0, self.verbose - 1)) as parallel:
             last, mean = projected_gradient(
                 self._expectation(Xi, positions, sched, rng, parallel),
                 mean_stats,

@@ -15,18 +15,24 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 from scipy.special import logsumexp
 
 from ..data import distinct_projections
 from ..solvers import minimize_in_box, projected_max, warn_if_not_converged
 from ..utils._docstrings import fill_doc
-from ..utils._sklearn_compat import Interval, Parallel, _fit_context, delayed
+from ..utils._parallel import parallel_or_serial, workers_for
+from ..utils._sklearn_compat import Interval, _fit_context, delayed
 from ..utils._verbose import ProgressLog
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
 from ._existence import warn_if_unbounded
 
 __all__ = ["PseudoLikelihoodEstimator", "PseudoLikelihoodObjective"]
+
+#: Work (:attr:`PseudoLikelihoodObjective.work` of one evaluation) each thread needs before a
+#: fit runs its objective in parallel. Measured (benchmarks/results/parallel_threshold.txt):
+#: t(2 jobs) / t(1 job) was 34 at 1e3 units, 3.3 at 7e4, 1.0 at 1.7e5, 0.91 at 7.6e5; the
+#: per-evaluation dispatch is paid hundreds of times per fit, so two threads start at 8e5.
+PL_MIN_WORK_PER_WORKER = 4e5
 
 
 class PseudoLikelihoodObjective:
@@ -41,7 +47,8 @@ class PseudoLikelihoodObjective:
     alpha : float
         Ridge ``alpha / 2 * ||theta||^2``.
     n_chunks : int, default=1
-        Records are split into this many chunks, evaluated by ``parallel``.
+        Records are split into this many chunks, evaluated by ``parallel``
+        (:meth:`split` changes it).
 
     Notes
     -----
@@ -98,7 +105,22 @@ class PseudoLikelihoodObjective:
         x_own = X[rec_row, rec_var]
         invalid = np.arange(kmax)[None, :] >= k[rec_var][:, None]
         weight = rec_cnt / X.shape[0]
-        # Split records (and their pairs, which are sorted by record) into chunks.
+        self.n_pairs = len(rec)
+        self._records = (pos, rec, x_own, invalid, weight)
+        self.split(n_chunks)
+
+    @property
+    def work(self):
+        """Work of one evaluation: ``n_pairs * kmax``, the logits it gathers and sums.
+
+        Every pass over the records (gather, sparse sums, softmax, gradient scatter) touches
+        one logit per (record, clique containing its variable) pair and candidate state.
+        """
+        return self.n_pairs * self.kmax
+
+    def split(self, n_chunks):
+        """Split the records (and their pairs, which are sorted by record) into ``n_chunks`` chunks."""
+        pos, rec, x_own, invalid, weight = self._records
         bounds = np.linspace(0, self.n_records, max(1, min(n_chunks, self.n_records)) + 1).astype(np.int64)
         pair_bounds = np.searchsorted(rec, bounds)
         self.chunks = []
@@ -106,7 +128,6 @@ class PseudoLikelihoodObjective:
             r = rec[pa:pb] - a
             summer = sp.csr_matrix((np.ones(len(r)), (r, np.arange(len(r)))), shape=(b - a, len(r)))
             self.chunks.append((pos[pa:pb], summer, x_own[a:b], invalid[a:b], weight[a:b]))
-        self.n_pairs = len(rec)
 
     def __call__(self, theta, parallel=None):
         """Objective and gradient at ``theta``."""
@@ -161,7 +182,11 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         Number of threads evaluating chunks of the objective in parallel
         (``None`` means 1; ``-1`` all processors). The objective is evaluated
         hundreds of times, so only a thread pool, opened once per fit, pays
-        off; a user's ``joblib.parallel_config`` still applies.
+        off; a user's ``joblib.parallel_config`` still applies. A fit whose
+        evaluations are too small to pay for the threads (under
+        ``2 * PL_MIN_WORK_PER_WORKER`` logits, a few thousand variables'
+        worth, measured by ``benchmarks/parallel_threshold.py``) runs serially,
+        whatever ``n_jobs`` and backend (a Dask cluster included).
     %(score_method)s
     %(max_bytes_scoring)s
     %(random_state_ais)s
@@ -267,17 +292,19 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         model = self.model_
         if self._ridge(Xi.shape[0]) == 0:
             warn_if_unbounded(self, Xi)
-        n_jobs = effective_n_jobs(self.n_jobs)
-        obj = PseudoLikelihoodObjective(model.layout, self.graph_, Xi, self.alpha_, n_chunks=n_jobs)
+        obj = PseudoLikelihoodObjective(model.layout, self.graph_, Xi, self.alpha_)
+        n_workers = workers_for(self.n_jobs, obj.work, PL_MIN_WORK_PER_WORKER)
+        if n_workers > 1:
+            obj.split(n_workers)
         self.n_records_ = obj.n_records
         log = ProgressLog(type(self).__name__, self.verbose)
 
         def report(it, f, g):
             log("Iteration %d, negative pseudo-log-likelihood = %.8f, max |grad| = %.2e", it, f, g)
 
-        with Parallel(n_jobs=n_jobs, prefer="threads", verbose=max(0, self.verbose - 1)) as parallel:
+        with parallel_or_serial(n_workers, prefer="threads", verbose=max(0, self.verbose - 1)) as parallel:
             theta, f, g, self.n_iter_ = minimize_in_box(
-                partial(obj, parallel=parallel if n_jobs > 1 else None),
+                partial(obj, parallel=parallel),
                 np.zeros(model.n_params),
                 self.max_iter,
                 self.tol,

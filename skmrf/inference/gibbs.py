@@ -150,6 +150,8 @@ def run_chains(kernel, starts, n_sweeps, rngs, *, beta=1.0, parallel=None, stati
 
 def _advance(kernel, S, n_sweeps, rng, beta, statistic, keep_states):
     """Worker: one block of chains; a pure function of its arguments."""
+    if not S.flags.writeable:  # a process backend passes blocks over 1 MB as read-only memmaps
+        S = S.copy()
     S = kernel.run(S, n_sweeps, rng, beta=beta)
     return (S if keep_states else None), (None if statistic is None else statistic(S))
 

@@ -96,7 +96,11 @@ class GaussianLAP(_BaseGaussianMRF):
         releases the GIL, but ``joblib.parallel_config`` can choose any
         backend). ``None`` means 1 unless in a :obj:`joblib.parallel_config`
         context; ``-1`` uses all processors. BLAS is limited to one thread
-        during the block solves (the blocks are small).
+        during the block solves (the blocks are small). Plans too small to
+        pay for a pool (under ``2 * GLAP_MIN_WORK_PER_WORKER`` of
+        ``LapPlan.cost``, measured by ``benchmarks/parallel_threshold.py``)
+        and the blocks read off the dense covariance (small ``p``) are
+        computed serially, whatever ``n_jobs`` and backend (Dask included).
 
     verbose : int, default=0
         Print the time of each phase; above 1, also joblib's progress.

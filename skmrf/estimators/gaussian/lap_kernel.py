@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import effective_n_jobs
 
-from ...utils._sklearn_compat import Parallel, delayed
+from ...utils._parallel import parallel_or_serial, workers_for
+from ...utils._sklearn_compat import delayed
 from ...utils._threads import single_blas_thread
 from .covariance_selection import dense_covariance
 
@@ -25,6 +25,11 @@ __all__ = ["CHUNK_ENTRIES", "LapPlan", "assemble_symmetric", "lap_from_covarianc
 #: Entries (float64) of the Gram buffer, of the gathered blocks and of the
 #: gathered data in one work chunk of the LAP kernel (each about 32 MB).
 CHUNK_ENTRIES = 1 << 22
+
+#: Work (:meth:`LapPlan.cost`) each thread needs before the chunks of the plan are solved
+#: in parallel. Measured (benchmarks/results/parallel_threshold.txt): t(2 jobs) / t(1 job)
+#: was 4.7 at 3e4, 1.24 at 8.4e7, 0.97 at 2.2e8, 0.90 at 5.4e8, so two threads start at 3e8.
+GLAP_MIN_WORK_PER_WORKER = 1.5e8
 
 # A conditional variance below this fraction of the marginal one counts as zero.
 _SINGULAR_RTOL = 1e-10
@@ -166,7 +171,7 @@ class LapPlan:
         m = self.sizes.astype(np.float64)
         tasks_per_cluster = np.bincount(self.task_cluster, minlength=self.n_clusters)
         memory = np.maximum(u**2, np.bincount(self.task_cluster, weights=m**2, minlength=self.n_clusters))
-        compute = u**2 * n_samples + np.bincount(self.task_cluster, weights=m**3, minlength=self.n_clusters)
+        compute = self._cluster_cost(n_samples)
         n_chunks = max(int(min_chunks), int(np.ceil(memory.sum() / CHUNK_ENTRIES)), 1)
         n_chunks = min(n_chunks, max(self.n_clusters, 1))
         cum = np.cumsum(compute)
@@ -177,6 +182,27 @@ class LapPlan:
         return [
             (int(a), int(b), int(task_bounds[a]), int(task_bounds[b])) for a, b in zip(bounds[:-1], bounds[1:]) if b > a
         ]
+
+    def _cluster_cost(self, n_samples):
+        """Compute cost of each cluster: ``u^2 n`` (its Gram matrix) plus ``sum |A|^3`` (its solves)."""
+        u = self.cluster_sizes.astype(np.float64)
+        m = self.sizes.astype(np.float64)
+        return u**2 * n_samples + np.bincount(self.task_cluster, weights=m**3, minlength=self.n_clusters)
+
+    def cost(self, n_samples):
+        """Compute cost of the whole plan on ``n_samples`` rows (multiply-adds, up to constants).
+
+        Parameters
+        ----------
+        n_samples : int
+            Rows of the data.
+
+        Returns
+        -------
+        float
+            ``sum u^2 n + sum |A|^3`` over the clusters and the tasks.
+        """
+        return float(self._cluster_cost(n_samples).sum())
 
     def chunk_args(self, c0, c1, t0, t1):
         """The plain arrays a worker needs for clusters ``c0:c1`` (tasks ``t0:t1``)."""
@@ -449,13 +475,14 @@ def lap_from_data(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0
     # The blocks are small: BLAS threads only add overhead (and oversubscribe
     # with n_jobs > 1), so they are limited to one for the batched small
     # products and solves (process workers get joblib's own limit).
-    n_workers = effective_n_jobs(n_jobs)
+    n_workers = workers_for(n_jobs, plan.cost(n), GLAP_MIN_WORK_PER_WORKER)
     chunks = plan.chunks(n, min_chunks=4 * n_workers if n_workers > 1 else 1)
-    with single_blas_thread():
-        results = Parallel(n_jobs=n_jobs, verbose=max(0, verbose - 1), prefer="threads")(
-            delayed(_lap_chunk)(XT, float(n_div), float(shrinkage), mu, **plan.chunk_args(*ch), bias_dof=bias_dof)
-            for ch in chunks
-        )
+    common = (XT, float(n_div), float(shrinkage), mu)
+    with single_blas_thread(), parallel_or_serial(n_workers, verbose=max(0, verbose - 1), prefer="threads") as pool:
+        if pool is None:
+            results = [_lap_chunk(*common, **plan.chunk_args(*ch), bias_dof=bias_dof) for ch in chunks]
+        else:
+            results = pool(delayed(_lap_chunk)(*common, **plan.chunk_args(*ch), bias_dof=bias_dof) for ch in chunks)
     return np.concatenate(results) if results else np.empty(0)
 
 

@@ -1,0 +1,116 @@
+"""Serial fallback of the parallel paths (#10 item 7): no pool until the work pays for it.
+
+The thresholds are measured (``benchmarks/parallel_threshold.py``); these tests check the
+logic around them, never a time.
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from joblib import effective_n_jobs, parallel_config
+
+from skmrf import GaussianLAP, LAPEstimator, MCMCMaxLikelihood, PseudoLikelihoodEstimator, grid_graph
+from skmrf.datasets import sample_random_mrf
+from skmrf.utils import _parallel
+from skmrf.utils._parallel import parallel_or_serial, workers_for
+
+from .conftest import SERIAL_FALLBACK_THRESHOLDS
+
+
+def test_workers_for_caps_the_workers_by_the_work():
+    assert workers_for(2, 0, 10) == 1
+    assert workers_for(2, 19, 10) == 1  # not enough for two workers
+    assert workers_for(2, 20, 10) == 2
+    assert workers_for(2, 1e12, 10) == 2  # never more than n_jobs
+    assert workers_for(8, 35, 10) == 3
+    assert workers_for(-1, 1e12, 10) == effective_n_jobs(-1)
+
+
+def test_workers_for_resolves_n_jobs_as_joblib_does():
+    assert workers_for(None, 1e12, 10) == 1
+    assert workers_for(1, 1e12, 10) == 1
+    with parallel_config(n_jobs=2):
+        assert workers_for(None, 1e12, 10) == 2
+        assert workers_for(None, 5, 10) == 1  # the cap holds in a parallel_config context too
+    assert workers_for(2, 1, 0) == 2  # threshold 0: no cap
+
+
+def test_parallel_or_serial_makes_no_pool_for_one_worker():
+    with parallel_or_serial(1, prefer="threads") as pool:
+        assert pool is None
+    with parallel_or_serial(2, prefer="threads") as pool:
+        assert pool is not None
+
+
+class _NoPool:
+    """Stands in for joblib.Parallel: making a pool is an error."""
+
+    def __init__(self, *args, **kwargs):
+        raise AssertionError("a pool was made")
+
+
+def _small_fits():
+    """``(threshold, fit(n_jobs))`` of each parallel path, on problems far below its threshold."""
+    X, _ = sample_random_mrf(grid_graph(3, 3), 300, n_states=3, random_state=0)
+    Xb, _ = sample_random_mrf(grid_graph(3, 3), 300, random_state=0)
+    Z = np.random.default_rng(0).normal(size=(400, 64))
+    return [
+        ("PL_MIN_WORK_PER_WORKER", lambda nj: PseudoLikelihoodEstimator("grid:3x3", n_jobs=nj).fit(X).theta_),
+        ("LAP_MIN_WORK_PER_WORKER", lambda nj: LAPEstimator("grid:3x3", n_jobs=nj).fit(X).theta_),
+        # Two blocks of chains, so the parallel path has two tasks.
+        (
+            "MCMC_MIN_WORK_PER_WORKER",
+            lambda nj: (
+                MCMCMaxLikelihood(
+                    "grid:3x3", max_coupling=0.2, n_iter=3, n_samples=5000, n_sweeps=2, n_jobs=nj, random_state=0
+                )
+                .fit(Xb)
+                .theta_
+            ),
+        ),
+        # 64 features would take the dense-covariance path, which has no n_jobs; the
+        # cluster-Gram path is forced below.
+        ("GLAP_MIN_WORK_PER_WORKER", lambda nj: GaussianLAP("grid:8x8", n_jobs=nj).fit(Z).precision_.toarray()),
+    ]
+
+
+PATHS = ["pseudo", "lap", "mcmc", "gaussian-lap"]
+
+
+@pytest.fixture
+def small_fit(request, monkeypatch):
+    from skmrf.estimators.gaussian import lap_kernel
+
+    monkeypatch.setattr(lap_kernel, "_DENSE_GRAM_MAX_FEATURES", 0)
+    threshold, fit = _small_fits()[PATHS.index(request.param)]
+    (target,) = [t for t in SERIAL_FALLBACK_THRESHOLDS if t.rsplit(".", 1)[1] == threshold]
+    return target, fit
+
+
+def _quiet(fit, n_jobs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # small data: a missing joint state is warned about elsewhere
+        return fit(n_jobs)
+
+
+@pytest.mark.parametrize("small_fit", PATHS, indirect=True)
+def test_small_fit_runs_serially_and_gives_the_same_result(small_fit, monkeypatch):
+    _, fit = small_fit
+    one = _quiet(fit, 1)
+    monkeypatch.setattr(_parallel, "Parallel", _NoPool)
+    two = _quiet(fit, 2)
+    # The same serial code, chunks included: bit-identical (PL too, whose parallel path
+    # sums its chunks in another order).
+    np.testing.assert_array_equal(one, two)
+
+
+@pytest.mark.parametrize("small_fit", PATHS, indirect=True)
+def test_each_path_reads_its_own_threshold(small_fit, monkeypatch):
+    # At threshold 0 the same small fit asks for a pool: the path is wired to its constant.
+    target, fit = small_fit
+    monkeypatch.setattr(target, 0)
+    monkeypatch.setattr(_parallel, "Parallel", _NoPool)
+    with pytest.raises(AssertionError, match="a pool was made"):
+        _quiet(fit, 2)
+    _quiet(fit, 1)  # n_jobs=1 never makes one

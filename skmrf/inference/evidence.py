@@ -45,6 +45,11 @@ class BatchedJunctionTree:
         self.scope_shapes = [tuple(int(self.n_states[v]) for v in s) for s in self.scopes]
         tree = self.tree
         self._home = [next(k for k, nd in enumerate(tree.nodes) if v in nd) for v in range(len(self.n_states))]
+        # Shape of each scope's table inside its node (1 on the node's other axes).
+        self._in_node = [
+            tuple(int(self.n_states[v]) if v in set(s) else 1 for v in tree.nodes[k])
+            for s, k in zip(self.scopes, tree.assign)
+        ]
         # Axes of each scope inside its node, to sum a node marginal down to the scope.
         self._scope_axes = [
             tuple(1 + a for a, v in enumerate(tree.nodes[k]) if v not in set(s))
@@ -56,7 +61,7 @@ class BatchedJunctionTree:
         """Table entries of one calibration (per pattern)."""
         return self.tree.table_entries
 
-    def calibrate(self, scope_tables, evidence):
+    def calibrate(self, scope_tables, evidence, return_nodes=False):
         """``log Z(d)`` and the scope marginals given ``d``, for every pattern ``d``.
 
         Parameters
@@ -72,14 +77,14 @@ class BatchedJunctionTree:
             ``log sum_x exp(sum_s table_s(x_s))`` over the states compatible with the evidence.
         marginals : list of ndarray, one per scope, shape ``(P, *scope_shape)``
             The conditional distribution of each scope's variables.
+        node_marginals : list of ndarray, one per tree node, shape ``(P, *node_shape)``
+            Only with ``return_nodes``: the input of :meth:`sample`.
         """
         tree = self.tree
         n_batch = evidence.shape[0]
         beliefs = [np.zeros((n_batch,) + s) for s in tree.shapes]
         for c, k in enumerate(tree.assign):
-            node, scope = tree.nodes[k], set(self.scopes[c])
-            shape = (n_batch,) + tuple(int(self.n_states[v]) if v in scope else 1 for v in node)
-            beliefs[k] += scope_tables[c].reshape(shape)
+            beliefs[k] += scope_tables[c].reshape((n_batch,) + self._in_node[c])
         for v, k in enumerate(self._home):
             state = evidence[:, v]
             seen = state >= 0
@@ -118,4 +123,76 @@ class BatchedJunctionTree:
                 node_marginals[k] = np.exp(beliefs[k] - lz)
             axes = self._scope_axes[c]
             marginals.append(node_marginals[k].sum(axis=axes) if axes else node_marginals[k])
-        return log_z, marginals
+        if not return_nodes:
+            return log_z, marginals
+        for k in range(len(tree.nodes)):
+            if k not in node_marginals:
+                lz = log_z_root[tree.root_of[k]].reshape((n_batch,) + (1,) * len(tree.nodes[k]))
+                node_marginals[k] = np.exp(beliefs[k] - lz)
+        return log_z, marginals, [node_marginals[k] for k in range(len(tree.nodes))]
+
+    def log_partition(self, scope_tables):
+        """``log Z`` of every batch entry without evidence: the collect pass only.
+
+        Parameters
+        ----------
+        scope_tables : list of ndarray, one per scope, shape ``(P, *scope_shape)``
+
+        Returns
+        -------
+        ndarray of shape (P,)
+        """
+        tree = self.tree
+        n_batch = scope_tables[0].shape[0]
+        beliefs = [np.zeros((n_batch,) + s) for s in tree.shapes]
+        for c, k in enumerate(tree.assign):
+            beliefs[k] += scope_tables[c].reshape((n_batch,) + self._in_node[c])
+        log_z = np.zeros(n_batch)
+        for k in tree.schedule:  # children before parents
+            e = tree._edges[k]
+            if e is None:
+                log_z += _logsumexp(beliefs[k], tuple(range(1, beliefs[k].ndim)))
+            else:
+                beliefs[tree.parent[k]] += _logsumexp(beliefs[k], tuple(1 + a for a in e[0])).reshape((n_batch,) + e[2])
+        return log_z
+
+    def sample(self, node_marginals, n_samples, rng):
+        """Exact independent draws for every pattern, by forward sampling from the roots.
+
+        Parameters
+        ----------
+        node_marginals : list of ndarray
+            From :meth:`calibrate` with ``return_nodes=True``.
+        n_samples : int
+            Draws per pattern.
+        rng : numpy.random.Generator
+
+        Returns
+        -------
+        ndarray of int64, shape (P, n_samples, n_variables)
+        """
+        tree, ns = self.tree, self.n_states
+        n_batch = node_marginals[0].shape[0]
+        x = np.zeros((n_batch, n_samples, len(ns)), dtype=np.int64)
+        u = rng.random((len(tree.nodes), n_batch, n_samples))
+        for k in reversed(tree.schedule):  # parents before children
+            node = tree.nodes[k]
+            p = tree.parent[k]
+            sep = [] if p < 0 else [v for v in node if v in set(tree.nodes[p])]
+            rest = [v for v in node if v not in sep]
+            if not rest:
+                continue
+            order = [1 + node.index(v) for v in sep + rest]
+            n_sep = int(np.prod(ns[sep])) if sep else 1
+            cdf = np.cumsum(np.transpose(node_marginals[k], [0] + order).reshape(n_batch, n_sep, -1), axis=2)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                cdf /= cdf[:, :, -1:]  # separator states of probability 0 are never drawn
+            if sep:
+                code = np.ravel_multi_index(tuple(x[:, :, v] for v in sep), tuple(ns[sep]))
+            else:
+                code = np.zeros((n_batch, n_samples), dtype=np.int64)
+            rows = np.take_along_axis(cdf, code[:, :, None], axis=1)  # (P, n_samples, n_rest)
+            draw = np.minimum((rows <= u[k][:, :, None]).sum(axis=2), rows.shape[2] - 1)
+            for v, val in zip(rest, np.unravel_index(draw, tuple(ns[rest]))):
+                x[:, :, v] = val
+        return x

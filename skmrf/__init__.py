@@ -7,6 +7,7 @@ from .estimators import (
     GaussianMaxLikelihood,
     LAPEstimator,
     MCMCMaxLikelihood,
+    MetropolisHastingsMRF,
     PseudoLikelihoodEstimator,
     fast_mixing_schedule,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "GaussianMaxLikelihood",
     "LAPEstimator",
     "MCMCMaxLikelihood",
+    "MetropolisHastingsMRF",
     "PseudoLikelihoodEstimator",
     "fast_mixing_schedule",
     "chain_graph",

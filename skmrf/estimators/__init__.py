@@ -1,6 +1,7 @@
 """scikit-learn estimators of MRF parameters."""
 
 from ._fast_mixing import fast_mixing_schedule
+from .bayes import MetropolisHastingsMRF
 from .em import DecomposedEM
 from .exact import ExactMaxLikelihood
 from .gaussian import GaussianLAP, GaussianMaxLikelihood
@@ -15,6 +16,7 @@ __all__ = [
     "GaussianMaxLikelihood",
     "LAPEstimator",
     "MCMCMaxLikelihood",
+    "MetropolisHastingsMRF",
     "PseudoLikelihoodEstimator",
     "fast_mixing_schedule",
 ]

@@ -128,6 +128,27 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         self.model_ = DiscreteMRF(self.graph_, n_states)
         return Xi
 
+    def _check_binary_pairwise(self, Xi, subject):
+        """Refuse states above 1 and cliques of more than two variables, naming the culprit.
+
+        ``subject`` starts the message: "<subject> for binary variables, but ...".
+        """
+        if Xi.max(initial=0) > 1:
+            r, j = np.argwhere(Xi > 1)[0]
+            names = self._feature_names()
+            label = f"column {j}" if names is None else f"column {j} ({names[j]!r})"
+            raise ValueError(
+                f"{subject} for binary variables, but {label} has state {Xi[r, j]} at row {r}. Give 0/1 "
+                "data (binarise the columns), or use an estimator for multi-state models such as "
+                "ExactMaxLikelihood."
+            )
+        big = [c for c in self.graph_.factors if len(c) > 2]
+        if big:
+            raise ValueError(
+                f"{type(self).__name__} needs a pairwise graph, but factor {big[0]} has {len(big[0])} "
+                "variables. Give the graph as a list of edges or a networkx graph."
+            )
+
     def _validate_score_data(self, X, allow_nan=False):
         check_is_fitted(self)
         _refuse_sample_tuple(X)

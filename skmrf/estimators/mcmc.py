@@ -446,22 +446,6 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _check_binary_pairwise(self, Xi):
-        if Xi.max(initial=0) > 1:
-            r, j = np.argwhere(Xi > 1)[0]
-            label = f"column {j}" if self._feature_names() is None else f"column {j} ({self._feature_names()[j]!r})"
-            raise ValueError(
-                f"MCMCMaxLikelihood's fast-mixing sets ({self.projection!r}) are defined for binary "
-                f"variables, but {label} has state {Xi[r, j]} at row {r}. Give 0/1 data (binarise the "
-                "columns), or use an estimator for multi-state models such as ExactMaxLikelihood."
-            )
-        big = [c for c in self.graph_.factors if len(c) > 2]
-        if big:
-            raise ValueError(
-                f"MCMCMaxLikelihood needs a pairwise graph, but factor {big[0]} has {len(big[0])} "
-                "variables. Give the graph as a list of edges or a networkx graph."
-            )
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Fit by Algorithm 1 (projected gradient with MCMC gradients).
@@ -487,7 +471,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         """
         log = ProgressLog(type(self).__name__, self.verbose)
         Xi = self._validate_fit_data(X)
-        self._check_binary_pairwise(Xi)
+        self._check_binary_pairwise(Xi, f"MCMCMaxLikelihood's fast-mixing sets ({self.projection!r}) are defined")
         self._ridge(Xi.shape[0])
         positions = _pairwise_positions(self.model_.layout)
         n, edges = Xi.shape[1], positions.edges

@@ -1,0 +1,383 @@
+"""Bayesian learning of the agreement model by random-walk Metropolis-Hastings.
+
+The MLE-induced likelihood paper (Liu and Zheng), Section 3.1: the chain moves over the edge
+parameters ``theta in (0, 1)^p`` of the agreement model (binary pairwise, edge potential
+``theta_j`` when the ends agree and ``1 - theta_j`` when not, no node potentials), with a
+Gaussian random-walk proposal and the likelihood term of the MH ratio (Eq. 10) supplied by a
+plug-in (:mod:`skmrf.estimators._likelihoods`): exact, pseudo, MLE-induced, Laplace,
+persistent Markov chains or the exchange algorithm, or a user's callable.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import networkx as nx
+import numpy as np
+from joblib import effective_n_jobs
+from scipy.special import logit
+
+from ..model.agreement import agreement_matrix, check_agreement_parameters
+from ..utils._docstrings import fill_doc
+from ..utils._mcmc_diagnostics import effective_sample_size, split_rhat
+from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
+from ..utils._verbose import ProgressLog
+from ..utils.validation import check_generator
+from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._likelihoods import (
+    AgreementData,
+    CallableLikelihood,
+    ExactLikelihood,
+    ExchangeLikelihood,
+    LaplaceLikelihood,
+    PersistentMCLikelihood,
+    PseudoLikelihood,
+)
+
+__all__ = ["MetropolisHastingsMRF"]
+
+#: MH steps whose proposal noise is drawn at once, per chain.
+STEP_BLOCK = 1024
+
+LIKELIHOODS = ("exact", "pseudo", "mle_induced", "laplace", "persistent_mc", "exchange")
+
+
+def _uniform_log_prior(theta):
+    """The uniform prior on ``(0, 1)^p``: 0 inside (proposals outside are rejected before)."""
+    return np.zeros(theta.shape[0])
+
+
+def _run_chains(plugin, log_prior, theta0, seeds, n_steps, scale, burn_in, thin, log):
+    """Random-walk MH for a block of chains, vectorised over them.
+
+    Each chain draws from its own generator (seeded up front), in the same order whatever
+    the block, so the result does not depend on how chains are split between jobs.
+    """
+    rngs = [np.random.default_rng(s) for s in seeds]
+    theta = theta0.copy()
+    c, p = theta.shape
+    plugin.start(theta, rngs)
+    uniform = log_prior is _uniform_log_prior
+    current = log_prior(theta)
+    n_kept = len(range(burn_in, n_steps, thin))
+    kept = np.empty((c, n_kept, p))
+    n_accepted = np.zeros(c, dtype=np.int64)
+    k = 0
+    # A step is a handful of numpy calls on (n_chains, p) arrays: the loop is written for
+    # few calls (no prior terms under the uniform prior, no copies when nothing moves).
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for a in range(0, n_steps, STEP_BLOCK):
+            m = min(STEP_BLOCK, n_steps - a)
+            noise = np.stack([r.standard_normal((m, p)) for r in rngs], axis=1) * scale
+            log_u = np.log(np.stack([r.random(m) for r in rngs], axis=1))
+            for t in range(m):
+                proposal = theta + noise[t]
+                inside = (np.abs(proposal - 0.5) < 0.5).all(axis=1)
+                # Outside (0, 1)^p the prior is 0: rejected without asking the likelihood,
+                # which is evaluated at the current point there instead (the move discarded).
+                safe = proposal if inside.all() else np.where(inside[:, None], proposal, theta)
+                log_alpha = plugin.log_ratio(theta, safe, rngs)
+                if not uniform:
+                    prior = log_prior(safe)
+                    log_alpha = log_alpha + prior - current
+                accepted = inside & (log_u[t] < log_alpha)
+                if accepted.any():
+                    plugin.accept(accepted)
+                    np.copyto(theta, proposal, where=accepted[:, None])
+                    if not uniform:
+                        np.copyto(current, prior, where=accepted)
+                    n_accepted += accepted
+                step = a + t
+                if step >= burn_in and (step - burn_in) % thin == 0:
+                    kept[:, k] = theta
+                    k += 1
+            log("step %d of %d, acceptance rate %.3f", a + m, n_steps, n_accepted.sum() / (c * (a + m)))
+    return kept, n_accepted
+
+
+@fill_doc
+class MetropolisHastingsMRF(BaseDiscreteMRF):
+    """Posterior samples of the agreement model's edge parameters by Metropolis-Hastings.
+
+    The model is the MLE-induced likelihood paper's (Liu and Zheng, Section 2.2 and the
+    experiments of Section 3): binary pairwise, edge ``j = (u, v)`` with potential
+    ``theta_j ** I[x_u == x_v] * (1 - theta_j) ** I[x_u != x_v]``, ``theta_j in (0, 1)``,
+    and no node potentials. The chain is a random walk ``theta* = theta + N(0,
+    proposal_scale^2 I)`` (Section 3.1, Eq. 10); the likelihood in the MH ratio comes from
+    ``likelihood``.
+
+    Parameters
+    ----------
+    %(graph)s
+        Pairwise. The parameters follow the edges in ``edges_`` (see Attributes).
+    likelihood : {"mle_induced", "exact", "pseudo", "laplace", "persistent_mc", \
+"exchange"} or callable, default="mle_induced"
+        The likelihood term:
+
+        - ``"exact"``: ``log Z`` by the junction tree, built once; each step only
+          recomputes its tables, for all chains in one batched calibration.
+        - ``"pseudo"``: the pseudo-likelihood, on records compressed with their counts.
+        - ``"mle_induced"``: :class:`MLEInducedLikelihood` with ``copula``, ``rho``, ``mle``.
+        - ``"laplace"``: a Gaussian at the agreement-model MLE with the Fisher information,
+          exact by the junction tree where it fits, else from ``n_particles`` Gibbs draws.
+        - ``"persistent_mc"``: persistent particles advanced ``n_sweeps`` sweeps under
+          the proposal (Supplement Eq. 15); an approximation.
+        - ``"exchange"``: the single-variable exchange algorithm (Eq. 14 with one draw
+          of an auxiliary data set), with exact draws from the junction tree's forward
+          sampler (the chain then targets the exact posterior); where the treewidth is too
+          large, draws from ``n_sweeps`` Gibbs sweeps started at the data, an approximation.
+        - a callable ``f(theta) -> log_likelihood``, ``theta`` of shape ``(n_chains, p)``
+          in ``(0, 1)``, returning shape ``(n_chains,)``.
+    n_steps : int, default=10000
+        MH steps per chain.
+    proposal_scale : float, default=0.0316
+        Standard deviation of the random-walk proposal (the paper's ``sigma_Q^2 = 0.001``).
+    prior : "uniform" or callable, default="uniform"
+        Uniform on ``(0, 1)^p``, or a log-prior ``f(theta) -> (n_chains,)``; proposals
+        outside ``(0, 1)^p`` are always rejected.
+    burn_in : int or "auto", default="auto"
+        Steps dropped from the start of each chain; ``"auto"`` is ``n_steps // 10``.
+    n_chains : int, default=1
+        Chains, advanced together (vectorised).
+    thin : int, default=1
+        Keep every ``thin``-th step after the burn-in.
+    init : "mle", "prior" or array-like, default="mle"
+        Start of every chain: the agreement-model MLE (``MLEInducedLikelihood``'s
+        ``theta_hat_``), a draw from the uniform prior (each chain its own; use it with
+        several chains for a meaningful R-hat), or given values of shape ``(p,)`` or
+        ``(n_chains, p)``.
+    copula : {"independent", "gaussian"}, default="independent"
+        Of ``likelihood="mle_induced"``.
+    rho : float, default=0.0
+        Of ``likelihood="mle_induced"`` with ``copula="gaussian"``.
+    mle : estimator, default=None
+        How the MLE is obtained (see :class:`MLEInducedLikelihood`); used by ``init="mle"``,
+        ``"mle_induced"`` and ``"laplace"``.
+    n_particles : int, default=1000
+        Particles per chain of ``"persistent_mc"``; Gibbs draws of a sampled Fisher
+        information (``"laplace"``).
+    n_sweeps : int, default=1
+        Gibbs sweeps per step of ``"persistent_mc"`` (the paper's ``k``); for
+        ``"exchange"`` without the junction tree, 100 times this.
+    %(score_method)s
+    %(max_bytes_scoring)s
+    random_state : int, RandomState instance or None, default=None
+        Seeds: one per chain is drawn up front, so the result does not depend on ``n_jobs``.
+    n_jobs : int, default=None
+        Jobs over blocks of chains (joblib); ``None`` means 1.
+    verbose : int, default=0
+        Progress every 1024 steps.
+
+    Attributes
+    ----------
+    %(discrete_model_)s
+        ``model_`` holds the posterior mean, converted.
+    edges_ : ndarray of shape (p, 2)
+        The edge of each parameter: a list of pairs keeps the order given, a networkx
+        graph the order of ``G.edges``, other forms the sorted edges.
+    samples_ : ndarray of shape (n_chains * n_kept, p)
+        Kept draws, chain after chain (``samples_.reshape(n_chains, -1, p)``).
+    posterior_mean_, posterior_std_ : ndarray of shape (p,)
+    acceptance_rate_ : float
+        Over all chains and steps (per chain in ``chain_acceptance_rate_``).
+    rhat_ : ndarray of shape (p,)
+        Split R-hat over the kept draws of all chains.
+    ess_ : ndarray of shape (p,)
+        Effective sample size over all chains.
+    likelihood_ : object
+        The plug-in used (for ``"mle_induced"``, ``likelihood_.mle_induced_`` is the
+        fitted :class:`MLEInducedLikelihood`).
+    %(score_method_)s
+    %(log_partition_ais_)s
+    %(n_features_in_)s
+    %(feature_names_in_)s
+
+    Examples
+    --------
+    >>> from skmrf import MetropolisHastingsMRF
+    >>> from skmrf.model import agreement_to_mrf
+    >>> cycle = [(0, 1), (1, 2), (2, 3), (3, 0)]
+    >>> X = agreement_to_mrf([0.7, 0.6, 0.8, 0.7], cycle, 4, edges=cycle).sample(500, random_state=0)
+    >>> est = MetropolisHastingsMRF(cycle, likelihood="exact", n_steps=2000, random_state=0).fit(X)
+    >>> est.posterior_mean_.shape
+    (4,)
+    """
+
+    _parameter_constraints: dict = {
+        **BaseDiscreteMRF._parameter_constraints,
+        "likelihood": [StrOptions(set(LIKELIHOODS)), callable],
+        "n_steps": [Interval(Integral, 1, None, closed="left")],
+        "proposal_scale": [Interval(Real, 0, None, closed="neither")],
+        "prior": [StrOptions({"uniform"}), callable],
+        "burn_in": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
+        "n_chains": [Interval(Integral, 1, None, closed="left")],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "init": [StrOptions({"mle", "prior"}), "array-like"],
+        "copula": [StrOptions({"independent", "gaussian"})],
+        "rho": [Interval(Real, None, None, closed="neither")],
+        "mle": "no_validation",
+        "n_particles": [Interval(Integral, 1, None, closed="left")],
+        "n_sweeps": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "n_jobs": N_JOBS_CONSTRAINT,
+        "verbose": ["verbose"],
+    }
+
+    #: The model is binary; not a parameter (``_validate_fit_data`` reads it).
+    n_states = "auto"
+
+    def __init__(
+        self,
+        graph="chain",
+        *,
+        likelihood="mle_induced",
+        n_steps=10_000,
+        proposal_scale=0.0316,
+        prior="uniform",
+        burn_in="auto",
+        n_chains=1,
+        thin=1,
+        init="mle",
+        copula="independent",
+        rho=0.0,
+        mle=None,
+        n_particles=1000,
+        n_sweeps=1,
+        score_method="auto",
+        max_bytes=None,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.graph = graph
+        self.likelihood = likelihood
+        self.n_steps = n_steps
+        self.proposal_scale = proposal_scale
+        self.prior = prior
+        self.burn_in = burn_in
+        self.n_chains = n_chains
+        self.thin = thin
+        self.init = init
+        self.copula = copula
+        self.rho = rho
+        self.mle = mle
+        self.n_particles = n_particles
+        self.n_sweeps = n_sweeps
+        self.score_method = score_method
+        self.max_bytes = max_bytes
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _mle_induced(self, X):
+        """The fitted :class:`MLEInducedLikelihood` (its MLE, edge order and checks)."""
+        from .mle_induced import MLEInducedLikelihood  # noqa: PLC0415  (TEMPORARY until merged)
+
+        if getattr(self, "_mle_fit", None) is None:
+            self._mle_fit = MLEInducedLikelihood(self.graph, copula=self.copula, rho=self.rho, mle=self.mle).fit(X)
+        return self._mle_fit
+
+    def _plugin(self, X, data, rng):
+        name = self.likelihood
+        if callable(name):
+            return CallableLikelihood(name)
+        if name == "exact":
+            return ExactLikelihood(data, self.max_bytes)
+        if name == "pseudo":
+            return PseudoLikelihood(data, X)
+        if name == "mle_induced":
+            fitted = self._mle_induced(X)
+            plugin = CallableLikelihood(fitted.log_likelihood)
+            plugin.mle_induced_ = fitted
+            return plugin
+        if name == "laplace":
+            theta_hat = self._mle_induced(X).theta_hat_
+            return LaplaceLikelihood(data, theta_hat, self.max_bytes, self.n_particles, 1000, rng)
+        if name == "persistent_mc":
+            return PersistentMCLikelihood(data, self.n_particles, self.n_sweeps)
+        return ExchangeLikelihood(data, X, self.max_bytes, 100 * self.n_sweeps)
+
+    def _initial(self, X, p, rng):
+        init = self.init
+        if isinstance(init, str) and init == "mle":
+            return np.tile(self._mle_induced(X).theta_hat_, (self.n_chains, 1))
+        if isinstance(init, str):  # "prior"
+            return rng.uniform(size=(self.n_chains, p))
+        theta = check_agreement_parameters(init, p, name="init")
+        if theta.ndim == 1:
+            theta = np.tile(theta, (self.n_chains, 1))
+        if theta.shape != (self.n_chains, p):
+            raise ValueError(f"init has shape {theta.shape}; give ({p},) or (n_chains, {p}) = ({self.n_chains}, {p}).")
+        return theta.copy()
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Sample the posterior of the edge parameters given binary data ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Binary states 0/1; never modified.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._mle_fit = None
+        Xi = self._validate_fit_data(X)
+        self._check_binary_pairwise(Xi, "MetropolisHastingsMRF's agreement model is defined")
+        self.edges_ = _edge_order(self.graph, self.graph_, self._feature_names())
+        p = len(self.edges_)
+        if p == 0:
+            raise ValueError("The graph has no edges, so the agreement model has no parameters.")
+        burn_in = self.n_steps // 10 if self.burn_in == "auto" else int(self.burn_in)
+        if burn_in >= self.n_steps:
+            raise ValueError(f"burn_in={burn_in} leaves none of the n_steps={self.n_steps} steps; lower it.")
+        rng = check_generator(self.random_state)
+        seeds = rng.integers(0, 2**63 - 1, size=self.n_chains)
+        data = AgreementData(Xi, self.edges_, self.graph_)
+        plugin = self._plugin(Xi, data, rng)
+        theta0 = self._initial(Xi, p, rng)
+        log_prior = _uniform_log_prior if self.prior == "uniform" else self.prior
+        log = ProgressLog(type(self).__name__, self.verbose)
+        blocks = np.array_split(np.arange(self.n_chains), min(self.n_chains, effective_n_jobs(self.n_jobs)))
+        args = (self.n_steps, self.proposal_scale, burn_in, self.thin, log)
+        if len(blocks) == 1:
+            results = [_run_chains(plugin, log_prior, theta0, seeds, *args)]
+        else:
+            results = Parallel(n_jobs=len(blocks), verbose=max(0, self.verbose - 1))(
+                delayed(_run_chains)(plugin, log_prior, theta0[b], seeds[b], *args) for b in blocks
+            )
+        kept = np.concatenate([r[0] for r in results])
+        n_accepted = np.concatenate([r[1] for r in results])
+        self.likelihood_ = plugin
+        self.samples_ = kept.reshape(-1, p)
+        self.posterior_mean_ = self.samples_.mean(axis=0)
+        self.posterior_std_ = self.samples_.std(axis=0, ddof=1) if len(self.samples_) > 1 else np.zeros(p)
+        self.chain_acceptance_rate_ = n_accepted / self.n_steps
+        self.acceptance_rate_ = float(self.chain_acceptance_rate_.mean())
+        self.rhat_ = split_rhat(kept)
+        self.ess_ = effective_sample_size(kept)
+        model = self.model_
+        model.theta = agreement_matrix(model, self.edges_) @ logit(self.posterior_mean_)
+        self._resolve_score_method(self.random_state)
+        return self
+
+
+def _edge_order(graph, graph_, feature_names=None):
+    """The edges of the parameters: as given for a list of pairs or a networkx graph."""
+    if isinstance(graph, nx.Graph):
+        nodes = list(graph.nodes)
+        if feature_names is not None and all(v in feature_names for v in nodes):
+            index = {v: list(feature_names).index(v) for v in nodes}
+        else:
+            index = {v: i for i, v in enumerate(nodes)}
+        pairs = [(index[u], index[v]) for u, v in graph.edges if u != v]
+    elif isinstance(graph, (list, tuple)) and all(np.ndim(e) == 1 and len(e) == 2 for e in graph):
+        pairs = [tuple(int(v) for v in e) for e in graph]
+    else:
+        pairs = list(graph_.edges)
+    return np.array(pairs, dtype=np.int64).reshape(-1, 2)

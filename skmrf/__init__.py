@@ -8,6 +8,7 @@ from .estimators import (
     LAPEstimator,
     MCMCMaxLikelihood,
     MetropolisHastingsMRF,
+    MLEInducedLikelihood,
     PseudoLikelihoodEstimator,
     fast_mixing_schedule,
 )
@@ -24,6 +25,7 @@ __all__ = [
     "GaussianMaxLikelihood",
     "LAPEstimator",
     "MCMCMaxLikelihood",
+    "MLEInducedLikelihood",
     "MetropolisHastingsMRF",
     "PseudoLikelihoodEstimator",
     "fast_mixing_schedule",

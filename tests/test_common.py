@@ -54,11 +54,20 @@ _MCMC_XFAIL = {
 # MetropolisHastingsMRF's agreement model is binary too: the same checks, for the same reason.
 PER_ESTIMATOR_XFAIL_CHECKS = {"MCMCMaxLikelihood": _MCMC_XFAIL, "MetropolisHastingsMRF": _MCMC_XFAIL}
 
+# Exported estimators these tests do not apply to, with the reason. MLEInducedLikelihood is not
+# a model of X: it builds a likelihood over the agreement parameters (log_likelihood(theta); no
+# score, sample, predict or transform), so it has neither base class. It fits binary data only
+# and refuses data in which the ends of an edge always agree (Eq. 5 is undefined), which is
+# what most of the common checks' data gives: 19 of their 42 checks fail for one of these two
+# reasons. The checks that do apply (cloning, get_params/set_params, no work in __init__,
+# parameter validation, pickling, X left alone) run in tests/test_mle_induced.py.
+NOT_DENSITY_ESTIMATORS = {"MLEInducedLikelihood"}
+
 
 def all_estimators():
     for name in est_module.__all__:
         obj = getattr(est_module, name)
-        if inspect.isclass(obj) and hasattr(obj, "fit"):
+        if inspect.isclass(obj) and hasattr(obj, "fit") and name not in NOT_DENSITY_ESTIMATORS:
             for params in INIT_PARAMS.get(name, [{}]):
                 yield obj(**params)
 
@@ -79,7 +88,11 @@ def test_estimators_taking_a_graph_share_a_base():
     # Validation, scoring and sampling live in the two bases; an estimator that takes a
     # graph but subclasses neither would silently miss them (and the contract tests).
     classes = [getattr(est_module, name) for name in est_module.__all__]
-    classes = [cls for cls in classes if inspect.isclass(cls) and hasattr(cls, "fit")]
+    classes = [
+        cls
+        for cls in classes
+        if inspect.isclass(cls) and hasattr(cls, "fit") and cls.__name__ not in NOT_DENSITY_ESTIMATORS
+    ]
     assert classes
     for cls in classes:
         params = inspect.signature(cls.__init__).parameters

@@ -7,6 +7,7 @@ from .exact import ExactMaxLikelihood
 from .gaussian import GaussianLAP, GaussianMaxLikelihood
 from .lap import LAPEstimator
 from .mcmc import MCMCMaxLikelihood
+from .mle_induced import MLEInducedLikelihood
 from .pseudo import PseudoLikelihoodEstimator
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "GaussianMaxLikelihood",
     "LAPEstimator",
     "MCMCMaxLikelihood",
+    "MLEInducedLikelihood",
     "MetropolisHastingsMRF",
     "PseudoLikelihoodEstimator",
     "fast_mixing_schedule",

@@ -33,6 +33,7 @@ from ._likelihoods import (
     PersistentMCLikelihood,
     PseudoLikelihood,
 )
+from .mle_induced import MLEInducedLikelihood
 
 __all__ = ["MetropolisHastingsMRF"]
 
@@ -271,8 +272,6 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
 
     def _mle_induced(self, X):
         """The fitted :class:`MLEInducedLikelihood` (its MLE, edge order and checks)."""
-        from .mle_induced import MLEInducedLikelihood  # noqa: PLC0415  (TEMPORARY until merged)
-
         if getattr(self, "_mle_fit", None) is None:
             self._mle_fit = MLEInducedLikelihood(self.graph, copula=self.copula, rho=self.rho, mle=self.mle).fit(X)
         return self._mle_fit

@@ -39,6 +39,7 @@ __all__ = ["MLEInducedLikelihood", "agreement_counts", "induced_eta"]
 #: Largest gap between a fitted model's unary parameters and those its couplings imply before
 #: ``fit`` warns that the model has node potentials.
 UNARY_ATOL = 1e-6
+_MIN = np.minimum.reduce  # the ufunc's own reduce: ndarray.min adds a Python-level wrapper
 
 
 def agreement_counts(X, edges):
@@ -571,12 +572,13 @@ class MLEInducedLikelihood(BaseEstimator):
         logs = np.empty(shape[:-1] + (3, p))
         logs[..., 0, :] = theta
         rest = np.subtract(1.0, theta, out=logs[..., 1, :])
-        if not np.multiply(theta, rest).min(initial=np.inf) > 0:  # all in (0, 1), no NaN
+        if not _MIN(logs[..., :2, :], axis=None, initial=np.inf) > 0:  # theta and 1 - theta > 0, no NaN
             check_agreement_parameters(theta, p)
         den = np.multiply(theta, lik.eta, out=logs[..., 2, :])
         den += rest * lik.rest
         np.log(logs, out=logs)
-        out = logs.reshape(shape[:-1] + (3 * p,)) @ lik.coef + lik.const
+        out = np.dot(logs.reshape(shape[:-1] + (3 * p,)), lik.coef)
+        out += lik.const
         if lik.copula is None:
             return out
         half_log_det, c2, c1 = lik.copula

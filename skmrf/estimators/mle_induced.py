@@ -513,8 +513,9 @@ class MLEInducedLikelihood(BaseEstimator):
         -------
         ndarray of float
             ``int_0^theta L_j / int_0^1 L_j``, of the broadcast shape of ``j`` and
-            ``theta_j``. Below the mode it is computed as ``F``, above it as ``1 - (1 - F)``
-            from the upper tail's own integral.
+            ``theta_j``: ``Phi(u_j)`` of the unclipped normal score (see
+            :meth:`normal_scores`), so relative to ``F`` in the lower tail and to ``1 - F`` in
+            the upper one; exactly 0 or 1 beyond ``exp(-790)`` from either end.
         """
         j, theta = self._edge_queries(j, theta_j)
         shape = theta.shape
@@ -532,8 +533,9 @@ class MLEInducedLikelihood(BaseEstimator):
         Returns
         -------
         ndarray of shape (..., p)
-            The scores, computed from ``log F`` below the mode and ``log(1 - F)`` above it
-            (so both tails keep their precision) and clipped to ``[-37.5, 37.5]``.
+            The scores, clipped to ``[-37.5, 37.5]``. They are interpolated from values that
+            were computed from ``log F`` below the mode and ``log(1 - F)`` above it, so both
+            tails keep their precision.
         """
         check_is_fitted(self)
         theta = check_agreement_parameters(theta, len(self.edges_))

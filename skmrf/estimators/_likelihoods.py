@@ -23,6 +23,7 @@ from ..data import distinct_projections
 from ..inference.evidence import BatchedJunctionTree
 from ..inference.gibbs import colour_classes
 from ..inference.junction_tree import TreewidthError
+from .mle_induced import agreement_counts
 
 __all__ = [
     "AgreementData",
@@ -72,11 +73,6 @@ class AgreementData:
         t[:, :, 0, 0] = t[:, :, 1, 1] = np.log(theta).T
         t[:, :, 0, 1] = t[:, :, 1, 0] = np.log1p(-theta).T
         return list(t) + [np.zeros((c, 2))] * (n_scopes - p)
-
-
-def agreement_counts(S, edges):
-    """Rows of ``S`` (shape ``(..., n_rows, n_variables)``) whose ends of each edge agree."""
-    return (S[..., edges[:, 0]] == S[..., edges[:, 1]]).sum(axis=-2)
 
 
 class CallableLikelihood:

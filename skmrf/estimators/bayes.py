@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
-import networkx as nx
 import numpy as np
 from joblib import effective_n_jobs
 from scipy.special import logit
@@ -33,7 +32,7 @@ from ._likelihoods import (
     PersistentMCLikelihood,
     PseudoLikelihood,
 )
-from .mle_induced import MLEInducedLikelihood
+from .mle_induced import MLEInducedLikelihood, parameter_edges
 
 __all__ = ["MetropolisHastingsMRF"]
 
@@ -328,10 +327,8 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         self._mle_fit = None
         Xi = self._validate_fit_data(X)
         self._check_binary_pairwise(Xi, "MetropolisHastingsMRF's agreement model is defined")
-        self.edges_ = _edge_order(self.graph, self.graph_, self._feature_names())
+        self.edges_ = parameter_edges(self.graph, self.graph_, type(self).__name__)
         p = len(self.edges_)
-        if p == 0:
-            raise ValueError("The graph has no edges, so the agreement model has no parameters.")
         burn_in = self.n_steps // 10 if self.burn_in == "auto" else int(self.burn_in)
         if burn_in >= self.n_steps:
             raise ValueError(f"burn_in={burn_in} leaves none of the n_steps={self.n_steps} steps; lower it.")
@@ -364,19 +361,3 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         model.theta = agreement_matrix(model, self.edges_) @ logit(self.posterior_mean_)
         self._resolve_score_method(self.random_state)
         return self
-
-
-def _edge_order(graph, graph_, feature_names=None):
-    """The edges of the parameters: as given for a list of pairs or a networkx graph."""
-    if isinstance(graph, nx.Graph):
-        nodes = list(graph.nodes)
-        if feature_names is not None and all(v in feature_names for v in nodes):
-            index = {v: list(feature_names).index(v) for v in nodes}
-        else:
-            index = {v: i for i, v in enumerate(nodes)}
-        pairs = [(index[u], index[v]) for u, v in graph.edges if u != v]
-    elif isinstance(graph, (list, tuple)) and all(np.ndim(e) == 1 and len(e) == 2 for e in graph):
-        pairs = [tuple(int(v) for v in e) for e in graph]
-    else:
-        pairs = list(graph_.edges)
-    return np.array(pairs, dtype=np.int64).reshape(-1, 2)

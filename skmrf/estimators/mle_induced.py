@@ -34,7 +34,7 @@ from ._coin_tossing import marginal_log_likelihood_kernel, normal_scores, score_
 from .exact import ExactMaxLikelihood
 from .lap import LAPEstimator
 
-__all__ = ["MLEInducedLikelihood", "agreement_counts", "induced_eta"]
+__all__ = ["MLEInducedLikelihood", "agreement_counts", "induced_eta", "parameter_edges"]
 
 #: Largest gap between a fitted model's unary parameters and those its couplings imply before
 #: ``fit`` warns that the model has node potentials.
@@ -47,18 +47,63 @@ def agreement_counts(X, edges):
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
-        Binary states.
+    X : ndarray of shape (..., n_samples, n_features)
+        Binary states (any leading batch axes).
     edges : ndarray of int of shape (p, 2)
         Column indices of the ends of each edge.
 
     Returns
     -------
-    ndarray of int64 of shape (p,)
+    ndarray of int64 of shape (..., p)
         ``sum_i I[x_u^i == x_v^i]`` per edge.
     """
     edges = np.asarray(edges, dtype=np.intp).reshape(-1, 2)
-    return np.count_nonzero(X[:, edges[:, 0]] == X[:, edges[:, 1]], axis=0).astype(np.int64)
+    return np.count_nonzero(X[..., edges[:, 0]] == X[..., edges[:, 1]], axis=-2).astype(np.int64)
+
+
+def parameter_edges(graph, resolved, owner="The estimator"):
+    """The edges of the agreement parameters, in order, as column pairs.
+
+    An edge list keeps the order (and orientation) given, a networkx graph the order of
+    ``G.edges``; other forms (shorthands, adjacency matrices, ``MRFGraph``) the sorted edges of
+    ``resolved``.
+
+    Parameters
+    ----------
+    graph : the ``graph`` parameter as given
+    resolved : MRFGraph
+        ``graph`` resolved against the data.
+    owner : str
+        Named in the error messages.
+
+    Returns
+    -------
+    ndarray of int of shape (p, 2)
+
+    Raises
+    ------
+    ValueError
+        If an edge repeats, or there is none.
+    """
+    if isinstance(graph, (str, MRFGraph)) or not isinstance(graph, (nx.Graph, list, tuple)):
+        edges = resolved.edges
+    else:
+        pairs = graph.edges if isinstance(graph, nx.Graph) else [e for e in graph if np.ndim(e) and len(e) == 2]
+        labels = resolved.names
+        column = (lambda v: int(v)) if labels is None else {v: i for i, v in enumerate(labels)}.__getitem__
+        edges, seen = [], {}
+        for u, v in pairs:
+            e = (column(u), column(v))
+            key = (min(e), max(e))
+            if key in seen:
+                raise ValueError(f"Edge {(u, v)!r} repeats edge {seen[key]!r}; give each edge once.")
+            seen[key] = (u, v)
+            edges.append(e)
+    if not edges:
+        raise ValueError(
+            f"The graph has no edges, so the agreement model has no parameters; {owner} needs at least one edge."
+        )
+    return np.array(edges, dtype=np.intp).reshape(-1, 2)
 
 
 def induced_eta(lambda_hat, theta_hat):
@@ -323,27 +368,7 @@ class MLEInducedLikelihood(BaseEstimator):
                 f"{type(self).__name__} needs a pairwise graph (the agreement model has one parameter "
                 f"per edge), but clique {wide[0]} has {len(wide[0])} variables."
             )
-        graph = self.graph
-        if isinstance(graph, (str, MRFGraph)) or not isinstance(graph, (nx.Graph, list, tuple)):
-            edges = self.graph_.edges
-        else:
-            pairs = graph.edges if isinstance(graph, nx.Graph) else [e for e in graph if np.ndim(e) and len(e) == 2]
-            labels = self.graph_.names
-            column = (lambda v: int(v)) if labels is None else {v: i for i, v in enumerate(labels)}.__getitem__
-            edges, seen = [], {}
-            for u, v in pairs:
-                e = (column(u), column(v))
-                key = (min(e), max(e))
-                if key in seen:
-                    raise ValueError(f"Edge {(u, v)!r} repeats edge {seen[key]!r}; give each edge once.")
-                seen[key] = (u, v)
-                edges.append(e)
-        if not edges:
-            raise ValueError(
-                f"The graph has no edges, so the agreement model has no parameters; {type(self).__name__} "
-                "needs at least one edge."
-            )
-        return np.array(edges, dtype=np.intp).reshape(-1, 2)
+        return parameter_edges(self.graph, self.graph_, type(self).__name__)
 
     def _check_copula(self, p):
         rho = float(self.rho)

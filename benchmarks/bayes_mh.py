@@ -203,10 +203,12 @@ def speed(out):
 def exchange(out):
     graph, theta, X = grid_problem(4, 100)
     est, total = run(graph, X, 100_000, "Exchange")
-    return [
+    line = (
         f"== exchange: exact draws, 4x4 grid, n = 100, 10^5 steps: {total:.1f} s, acceptance "
         f"{est.acceptance_rate_:.3f}, sampler {est.likelihood_.sampler!r}, load {load()} =="
-    ]
+    )
+    print(line, flush=True)
+    return [line]
 
 
 def main():

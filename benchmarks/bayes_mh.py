@@ -10,7 +10,9 @@ exactly; every method's posterior mean and standard deviation against Exact-L's,
 step and that cost as a ratio to MLE-L (rho = 0) in the same run.
 ``grids``: 6x6 and 8x8 (p = 60, 112), posterior means against the true parameters (the paper
 could not run Exact-L there; we can, so it is included).
-``speed``: 10^6 MLE-L steps on the 8x8 grid (n = 1000), single chain and 8 chains.
+``speed``: 10^6 MLE-L steps on the 8x8 grid (n = 1000), single chain and 8 chains, with the
+deterministic plug-in evaluated ahead of the chain (the default) and, in the same run, one step
+at a time (the runner of the sampling-based plug-ins).
 ``exchange``: the exchange algorithm with exact draws, 10^5 steps on the 4x4 grid (n = 100).
 
     python benchmarks/bayes_mh.py [sim1] [grids] [speed] [exchange] [--steps N] [--out DIR]
@@ -19,15 +21,18 @@ could not run Exact-L there; we can, so it is included).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import resource
 import time
 import warnings
+from unittest import mock
 
 import numpy as np
 
 from skmrf import MetropolisHastingsMRF, grid_graph
+from skmrf.estimators import bayes
 from skmrf.model import agreement_to_mrf
 
 PAPER_TABLE1_MS = {  # the paper's Table 1, n = 1000, 10^6 steps (milliseconds)
@@ -186,15 +191,24 @@ def grids(steps, out):
 
 
 def speed(out):
+    """10^6 MLE-L steps on the 8x8 grid: evaluated ahead (the default) and one step at a time."""
     graph, theta, X = grid_problem(8, 1000)
-    lines = [f"== speed: MLE-L(rho=0), 8x8 grid, n = 1000, load {load()} =="]
-    for chains, steps in ((1, 10**6), (8, 125_000)):
-        setup = setup_time(graph, X, "MLE-L(rho=0)")
-        est, total = run(graph, X, steps, "MLE-L(rho=0)", n_chains=chains, thin=10)
+    lines = [f"== speed: MLE-L(rho=0), 8x8 grid, n = 1000, proposal {SCALE!r}, load {load()} =="]
+    sequential = mock.patch.object(bayes, "_run_chains_speculative", bayes._run_chains)
+    for label, chains, steps in (
+        ("ahead", 1, 10**6),
+        ("ahead", 8, 125_000),
+        ("one step at a time", 1, 10**6),
+        ("one step at a time", 8, 125_000),
+    ):
+        with sequential if label != "ahead" else contextlib.nullcontext():
+            setup = setup_time(graph, X, "MLE-L(rho=0)")
+            est, total = run(graph, X, steps, "MLE-L(rho=0)", n_chains=chains, thin=10)
         chain_steps = chains * steps
         lines.append(
-            f"{chains} chain(s) x {steps} steps = {chain_steps:.0e} chain-steps: {total - setup:.1f} s "
-            f"(+ {setup:.2f} s set-up); {(total - setup) / chain_steps * 1e6:.1f} us per chain-step"
+            f"{label:>18}: {chains} chain(s) x {steps} steps = {chain_steps:.0e} chain-steps: {total - setup:.1f} s "
+            f"(+ {setup:.2f} s set-up); {(total - setup) / chain_steps * 1e6:.1f} us per chain-step, "
+            f"acceptance {est.acceptance_rate_:.3f}"
         )
         print(lines[-1], flush=True)
     return lines

@@ -16,11 +16,13 @@ from scipy.special import logsumexp
 from skmrf import MetropolisHastingsMRF
 from skmrf.estimators._likelihoods import (
     AgreementData,
+    CallableLikelihood,
     ExactLikelihood,
     LaplaceLikelihood,
     PersistentMCLikelihood,
     PseudoLikelihood,
 )
+from skmrf.estimators.bayes import _run_chains, _run_chains_speculative, _uniform_log_prior
 from skmrf.graphs import resolve_graph
 from skmrf.model import agreement_to_mrf
 from skmrf.utils._mcmc_diagnostics import effective_sample_size, split_rhat
@@ -186,6 +188,25 @@ def test_result_does_not_depend_on_n_jobs():
     a = MetropolisHastingsMRF(CYCLE, n_jobs=1, **kw).fit(X)
     b = MetropolisHastingsMRF(CYCLE, n_jobs=2, **kw).fit(X)
     np.testing.assert_array_equal(a.samples_, b.samples_)
+
+
+@pytest.mark.parametrize("scale", [0.002, 0.03, 0.3])  # acceptance about 0.9, 0.3 and 0
+@pytest.mark.parametrize("n_chains, n_steps, burn_in, thin", [(1, 2500, 300, 1), (3, 1100, 7, 3)])
+@pytest.mark.parametrize("prior", ["uniform", "beta"])
+def test_speculative_runner_is_the_sequential_chain(scale, n_chains, n_steps, burn_in, thin, prior):
+    # Evaluating proposals ahead must not change the chain: same draws, same decisions, the
+    # same samples bit for bit (n_steps crosses a block boundary; several chains move apart).
+    X = _data(300)
+    data = AgreementData(X, np.asarray(CYCLE), resolve_graph(CYCLE, 4))
+    log_prior = _uniform_log_prior if prior == "uniform" else lambda th: np.log(th * (1 - th)).sum(axis=-1)
+    theta0 = np.tile(np.clip(data.n_agree / data.n_samples, 0.05, 0.95), (n_chains, 1))
+    seeds = np.arange(n_chains) + 11
+    args = (log_prior, theta0, seeds, n_steps, scale, burn_in, thin, lambda *a: None)
+    kept, accepted = _run_chains(CallableLikelihood(data.unnormalised), *args)
+    kept_ahead, accepted_ahead = _run_chains_speculative(CallableLikelihood(data.unnormalised), *args)
+    np.testing.assert_array_equal(accepted_ahead, accepted)
+    np.testing.assert_array_equal(kept_ahead, kept)
+    assert kept.shape == (n_chains, len(range(burn_in, n_steps, thin)), 4)
 
 
 def test_callable_likelihood_and_fitted_model():

@@ -207,7 +207,7 @@ class LaplaceLikelihood(CallableLikelihood):
 
     def log_likelihood(self, theta):
         z = theta - self.theta_hat
-        return -0.5 * np.einsum("cj,jk,ck->c", z, self.information, z)
+        return -0.5 * ((z @ self.information) * z).sum(axis=-1)
 
 
 class AgreementGibbs:

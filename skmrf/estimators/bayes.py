@@ -10,6 +10,7 @@ persistent Markov chains or the exchange algorithm, or a user's callable.
 
 from __future__ import annotations
 
+import time
 from numbers import Integral, Real
 
 import numpy as np
@@ -95,6 +96,117 @@ def _run_chains(plugin, log_prior, theta0, seeds, n_steps, scale, burn_in, thin,
     return kept, n_accepted
 
 
+#: Steps evaluated ahead by the speculative runner, at most; and rows of one likelihood call
+#: over all chains, at most (the window shrinks with many chains).
+MAX_WINDOW = 512
+MAX_BATCH = 4096
+
+
+def _call_costs(function, theta):
+    """Seconds of a call's fixed overhead and of each row (best of three, 1 and 8 rows per chain).
+
+    Only the speed of :func:`_run_chains_speculative` depends on these.
+    """
+    c = theta.shape[0]
+    times = []
+    for batch in (theta, np.repeat(theta, 8, axis=0)):
+        best = np.inf
+        for _ in range(3):
+            start = time.perf_counter()
+            function(batch)
+            best = min(best, time.perf_counter() - start)
+        times.append(best)
+    per_row = max(times[1] - times[0], 1e-9) / (7 * c)
+    return max(times[0] - c * per_row, 1e-9), per_row
+
+
+def _window(acceptance_rate, n_chains, costs):
+    """Steps to evaluate ahead: the most steps per second of likelihood calls, expected.
+
+    A window of ``w`` steps advances ``(1 - q^w) / (1 - q)`` steps, ``q`` the chance that
+    no chain accepts at a step, and costs ``fixed + w * n_chains * per_row``; powers of two,
+    so the calls see few batch shapes.
+    """
+    fixed, per_row = costs
+    q = (1.0 - min(max(acceptance_rate, 0.0), 1.0)) ** n_chains
+    w = 2 ** np.arange(int(np.log2(max(1, min(MAX_WINDOW, MAX_BATCH // n_chains)))) + 1)
+    advance = np.where(q < 1, (1 - q**w) / max(1 - q, 1e-300), w)
+    return int(w[np.argmax(advance / (fixed + w * n_chains * per_row))])
+
+
+def _run_chains_speculative(plugin, log_prior, theta0, seeds, n_steps, scale, burn_in, thin, log):
+    """Random-walk MH for a deterministic plug-in (:class:`CallableLikelihood`), evaluated ahead.
+
+    Until one of them accepts, the chains stay put, so their next proposals ``theta + z_t``,
+    ``theta + z_{t+1}``, ... are known from noise already drawn: one call evaluates a window
+    of steps for all chains, and the chains advance together to the first step at which one
+    of them accepts (or through the window). The draws, decisions and samples are those of
+    :func:`_run_chains` (same generators, same order of use); only the proposals after that
+    step are evaluated in vain. This is the "prefetching" of Brockwell (2006) along the
+    rejection path, the likely one when acceptance is rare; it gains little when every
+    step some chain accepts.
+    """
+    rngs = [np.random.default_rng(s) for s in seeds]
+    theta = theta0.copy()
+    c, p = theta.shape
+    uniform = log_prior is _uniform_log_prior
+    function = plugin.function
+    current = plugin._evaluate(theta) + (0.0 if uniform else log_prior(theta))
+    costs = _call_costs(function, theta)
+    n_kept = len(range(burn_in, n_steps, thin))
+    kept = np.empty((c, n_kept, p))
+    n_accepted = np.zeros(c, dtype=np.int64)
+    rate = 0.25  # a guess until the first block has been run
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for a in range(0, n_steps, STEP_BLOCK):
+            m = min(STEP_BLOCK, n_steps - a)
+            window = _window(rate, c, costs)
+            # Padded by a window so every slice is full: the padding's log_u is +inf (never accepted).
+            noise = np.zeros((c, m + window, p))
+            log_u = np.full((c, m + window), np.inf)
+            for i, r in enumerate(rngs):
+                noise[i, :m] = r.standard_normal((m, p))
+                log_u[i, :m] = np.log(r.random(m))
+            noise *= scale
+            n_before = n_accepted.sum()
+            t = calls = 0
+            block_start = time.perf_counter()
+            while t < m:
+                calls += 1
+                proposal = theta[:, None] + noise[:, t : t + window]  # (c, window, p)
+                inside = True
+                if not (proposal.min() > 0 and proposal.max() < 1):
+                    # Outside (0, 1)^p the prior is 0: rejected, and evaluated at theta instead.
+                    inside = ((proposal > 0) & (proposal < 1)).all(axis=2)
+                    proposal = np.where(inside[..., None], proposal, theta[:, None])
+                flat = proposal.reshape(-1, p)
+                value = function(flat) if uniform else function(flat) + log_prior(flat)
+                value = value.reshape(c, window)
+                accept = log_u[:, t : t + window] < value - current[:, None]
+                accept &= inside
+                some = accept.any(axis=0)
+                k = int(some.argmax())  # the first step at which some chain accepts
+                n = k + 1 if some[k] else min(window, m - t)
+                # Steps t .. t + n - 1 of the block: the chains stay put, except the movers at the last.
+                lo = len(range(burn_in, a + t, thin))
+                hi = len(range(burn_in, a + t + n, thin))
+                kept[:, lo:hi] = theta[:, None]
+                if some[k]:
+                    moved = accept[:, k]
+                    np.copyto(theta, proposal[:, k], where=moved[:, None])
+                    np.copyto(current, value[:, k], where=moved)
+                    n_accepted += moved
+                    if hi > lo and a + t + k == burn_in + (hi - 1) * thin:
+                        kept[:, hi - 1] = theta
+                t += n
+            # A call's true fixed cost includes this loop's own: measured, for the next window.
+            fixed = (time.perf_counter() - block_start) / calls - c * window * costs[1]
+            costs = (max(fixed, costs[0]), costs[1])
+            rate = (n_accepted.sum() - n_before + 1.0) / (c * m + 1.0)
+            log("step %d of %d, acceptance rate %.3f", a + m, n_steps, n_accepted.sum() / (c * (a + m)))
+    return kept, n_accepted
+
+
 @fill_doc
 class MetropolisHastingsMRF(BaseDiscreteMRF):
     """Posterior samples of the agreement model's edge parameters by Metropolis-Hastings.
@@ -126,8 +238,13 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
           of an auxiliary data set), with exact draws from the junction tree's forward
           sampler (the chain then targets the exact posterior); where the treewidth is too
           large, draws from ``n_sweeps`` Gibbs sweeps started at the data, an approximation.
-        - a callable ``f(theta) -> log_likelihood``, ``theta`` of shape ``(n_chains, p)``
-          in ``(0, 1)``, returning shape ``(n_chains,)``.
+        - a callable ``f(theta) -> log_likelihood``, ``theta`` of shape ``(m, p)`` in
+          ``(0, 1)``, returning shape ``(m,)``; a deterministic function of ``theta``.
+
+        The deterministic ones (all but ``"persistent_mc"`` and ``"exchange"``) are
+        evaluated ahead of the chain: until a chain accepts, its next proposals are known,
+        so a window of them is evaluated in one call (prefetching, Brockwell 2006). The
+        chain is the same as one step at a time; only the speed differs.
     n_steps : int, default=10000
         MH steps per chain.
     proposal_scale : float, default=0.0316
@@ -345,11 +462,12 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         log = ProgressLog(type(self).__name__, self.verbose)
         blocks = np.array_split(np.arange(self.n_chains), min(self.n_chains, effective_n_jobs(self.n_jobs)))
         args = (self.n_steps, self.proposal_scale, burn_in, self.thin, log)
+        run = _run_chains_speculative if isinstance(plugin, CallableLikelihood) else _run_chains
         if len(blocks) == 1:
-            results = [_run_chains(plugin, log_prior, theta0, seeds, *args)]
+            results = [run(plugin, log_prior, theta0, seeds, *args)]
         else:
             results = Parallel(n_jobs=len(blocks), verbose=max(0, self.verbose - 1))(
-                delayed(_run_chains)(plugin, log_prior, theta0[b], seeds[b], *args) for b in blocks
+                delayed(run)(plugin, log_prior, theta0[b], seeds[b], *args) for b in blocks
             )
         kept = np.concatenate([r[0] for r in results])
         n_accepted = np.concatenate([r[1] for r in results])

@@ -54,8 +54,8 @@ def features(model, xs):
     return np.array(cols).T
 
 
-def max_likelihood(model, X, alpha=0.0):
-    """Brute-force ML by BFGS with the exact enumerated gradient."""
+def max_likelihood(model, X, alpha=0.0, bounds=None):
+    """Brute-force ML by BFGS (L-BFGS-B with ``bounds``) with the exact enumerated gradient."""
     xs = states(model.n_states)
     F = features(model, xs)
     s = features(model, np.asarray(X)).mean(axis=0)
@@ -66,6 +66,10 @@ def max_likelihood(model, X, alpha=0.0):
         p = np.exp(e - lz)
         return lz - theta @ s + 0.5 * alpha * theta @ theta, F.T @ p - s + alpha * theta
 
+    if bounds is not None:
+        options = {"gtol": 1e-13, "ftol": 0, "maxiter": 10000, "maxcor": 30}
+        res = minimize(f, np.zeros(model.n_params), jac=True, method="L-BFGS-B", bounds=bounds, options=options)
+        return res.x
     res = minimize(f, np.zeros(model.n_params), jac=True, method="BFGS", options={"gtol": 1e-11, "maxiter": 10000})
     return res.x
 

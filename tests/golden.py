@@ -72,7 +72,7 @@ def _discrete_cases():
                 )
         cases.append((f"lap_a0/{key}", key, LAPEstimator(g, alpha=0.0, strategy="exact")))
     g = GRAPHS["bin_grid"]
-    mcmc = dict(n_iter=15, n_samples=300, n_sweeps=3, random_state=0)
+    mcmc = dict(schedule="theory", n_iter=15, n_samples=300, n_sweeps=3, random_state=0)  # Algorithm 1
     unpenalised = dict(alpha=0.0, **mcmc)  # recorded before the default became "auto"
     cases.append(("mcmc_box/bin_grid", "bin_grid", MCMCMaxLikelihood(g, **unpenalised)))
     cases.append(("mcmc_box_ridge/bin_grid", "bin_grid", MCMCMaxLikelihood(g, alpha=0.1, **mcmc)))

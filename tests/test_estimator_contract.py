@@ -25,8 +25,8 @@ PARAMS = {
     # A short exact-likelihood chain from the prior: the contract, not the posterior, is tested.
     "MetropolisHastingsMRF": {"likelihood": "exact", "n_steps": 200, "init": "prior", "random_state": 0},
 }
-# Estimators that refuse data with more than two states (MCMC's fast-mixing sets).
-BINARY_ONLY = {"MCMCMaxLikelihood", "MetropolisHastingsMRF"}
+# Estimators that refuse data with more than two states (the agreement model).
+BINARY_ONLY = {"MetropolisHastingsMRF"}
 
 ESTIMATORS = sorted(
     (

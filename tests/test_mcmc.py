@@ -1,12 +1,14 @@
 import itertools
 import math
+import re
+from functools import partial
 
 import numpy as np
 import pytest
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from skmrf import grid_graph
+from skmrf import ExactMaxLikelihood, grid_graph
 from skmrf.datasets import make_random_mrf
 from skmrf.estimators._fast_mixing import (
     MAX_WORK,
@@ -18,13 +20,16 @@ from skmrf.estimators._fast_mixing import (
     schedule_values,
     spectral_mixing_constants,
 )
-from skmrf.estimators.mcmc import MCMCMaxLikelihood, _ExactExpectation
+from skmrf.estimators.mcmc import MCMCMaxLikelihood, MCMCSchedule, MixingBoundWarning, _ExactExpectation
 from skmrf.inference.gibbs import BinaryGibbsKernel, colour_classes
 from skmrf.model import DiscreteMRF
 from skmrf.model.ising import binary_to_ising, ising_to_binary
 from skmrf.solvers.projected_gradient import projected_gradient
 
 from . import brute_force as bf
+
+#: Domke's Algorithm 1 and its schedule (the estimator's default is the adaptive schedule).
+Theory = partial(MCMCMaxLikelihood, schedule="theory")
 
 # The paper's Section 6 inputs (ERRATA.md).
 PAPER = dict(
@@ -224,7 +229,7 @@ def _strongly_coupled_data(rows, cols, n_rows, seed):
 def test_exact_gradients_converge_to_constrained_optimum():
     X = _strongly_coupled_data(3, 3, 300, 0)
     beta, lam = 0.2, 0.5
-    est = MCMCMaxLikelihood(
+    est = Theory(
         "grid:3x3", max_coupling=beta, alpha=lam, lipschitz=5.0, n_iter=600, n_samples=1, n_sweeps=1, average=False
     )
     est._gradient = "exact"  # junction-tree expectations instead of MCMC
@@ -240,13 +245,81 @@ def test_exact_gradients_converge_to_constrained_optimum():
     np.testing.assert_allclose(est.model_.theta, np.r_[tu, tp], atol=4e-6)
 
 
+def _box_bounds(model, beta):
+    """L-BFGS-B bounds: pair entries in [-beta, beta], node parameters free."""
+    sizes = [len(c) for c in model.cliques]
+    out = []
+    for k, size in enumerate(sizes):
+        n_block = model.layout.block_offsets[k + 1] - model.layout.block_offsets[k]
+        out += [(-beta, beta) if size == 2 else (None, None)] * n_block
+    return out
+
+
+def test_exact_gradients_reach_the_box_optimum_with_three_states():
+    # The adaptive schedule's projected step (package parametrisation, any K) with exact
+    # junction-tree expectations: the box binds, and plain projected gradient with step 1/L
+    # contracts by at least (1 - alpha / L) per step; L = 2 bounds the covariance of these
+    # features (measured largest eigenvalue ~0.9), so 1500 steps leave ~(1 - 0.25)^1500.
+    model = make_random_mrf(grid_graph(3, 3), n_states=3, scale=1.5, random_state=0)
+    X = model.sample(300, 1, method="exact")
+    beta, alpha = 0.1, 0.5
+    est = MCMCMaxLikelihood("grid:3x3", n_states=3, max_coupling=beta, alpha=alpha, lipschitz=2.0, n_iter=1500)
+    est._gradient = "exact"
+    est.fit(X)
+    ref = bf.max_likelihood(est.model_, X, alpha=alpha, bounds=_box_bounds(est.model_, beta))
+    offsets = est.model_.layout.block_offsets
+    edges = [k for k, c in enumerate(est.model_.cliques) if len(c) == 2]
+    pair = np.concatenate([np.arange(offsets[k], offsets[k + 1]) for k in edges])
+    assert np.sum(np.abs(ref[pair]) >= beta - 1e-9) >= 5  # the box binds
+    np.testing.assert_allclose(est.theta_, ref, atol=1e-6)  # L-BFGS-B's own error is ~1e-9
+
+
+def test_natural_steps_reach_the_box_optimum():
+    # MCMC with natural-gradient steps and a binding box: the two-metric projection keeps the
+    # constrained optimum as the fixed point (a plain Newton step then a Euclidean projection
+    # would not). Tolerance: Monte-Carlo error of 4000 chains averaged over 200 steps.
+    X = _strongly_coupled_data(3, 3, 500, 7)
+    est = MCMCMaxLikelihood("grid:3x3", max_coupling=0.125, alpha=0.1, n_iter=400, n_samples=4000, random_state=0)
+    est.fit(X)
+    ref = bf.max_likelihood(est.model_, X, alpha=0.1, bounds=_box_bounds(est.model_, 4 * 0.125))
+    assert est.lipschitz_ is None  # natural steps
+    assert np.abs(est.ising_couplings_).max() <= 0.125 + 1e-12
+    assert np.sum(np.abs(ref[9:]) >= 0.5 - 1e-9) >= 3  # the box binds on the theta scale (4 beta)
+    assert np.linalg.norm(est.theta_ - ref) / np.linalg.norm(ref) < 0.03
+
+
+@pytest.mark.parametrize("n_states", [2, 3])
+def test_defaults_land_near_exact_ml(n_states):
+    # The default (adaptive) schedule on data from a known model: relative error to exact ML.
+    # benchmarks/mcmc_defaults.py runs 10 seeds on 6x6 grids (results there); here one seed on
+    # a 4x4 grid, measured 0.02 (binary) and 0.05 (3 states) against the issue's 10 %.
+    graph = grid_graph(4, 4)
+    X = make_random_mrf(graph, n_states=n_states, scale=1.0, random_state=3).sample(1000, 3, method="exact")
+    ml = ExactMaxLikelihood(graph, n_states=n_states).fit(X)
+    est = MCMCMaxLikelihood(graph, n_states=n_states, random_state=0).fit(X)
+    assert est.schedule_.kind == "adaptive" and est.converged_ and est.n_iter_ >= 200
+    assert np.linalg.norm(est.theta_ - ml.theta_) / np.linalg.norm(ml.theta_) < 0.10
+    assert set(est.trace_) == {"gradient_norm", "noise_ratio", "time"} and len(est.trace_["time"]) == est.n_iter_
+
+
+def test_wide_box_lands_on_the_interior_optimum():
+    # max_coupling=2.0 is far outside the fast-mixing range (a warning says so) but the
+    # optimum is inside it, so an explicit schedule must land on exact ML (issue: within 5 %).
+    X = _strongly_coupled_data(3, 3, 2000, 8)
+    ml = ExactMaxLikelihood("grid:3x3").fit(X)
+    with pytest.warns(MixingBoundWarning):
+        est = MCMCMaxLikelihood("grid:3x3", max_coupling=2.0, n_iter=400, n_samples=4000, random_state=0).fit(X)
+    assert np.abs(est.ising_couplings_).max() < 2.0  # interior
+    assert np.linalg.norm(est.theta_ - ml.theta_) / np.linalg.norm(ml.theta_) < 0.05
+
+
 def test_exact_samples_average_is_close():
     # Exact independent samples (v = infinity): the average of the iterates
     # is near the optimum; with M = 20000 the gradient noise is about
     # R2/sqrt(M) = 0.03, times 1/lambda.
     X = _strongly_coupled_data(3, 3, 300, 1)
     kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=60, n_sweeps=1)
-    est = MCMCMaxLikelihood("grid:3x3", n_samples=20000, random_state=0, **kw)
+    est = Theory("grid:3x3", n_samples=20000, random_state=0, **kw)
     est._gradient = "exact-samples"
     est.fit(X)
     ref = _brute_force_constrained_ml(X, est.edges_, 0.2, 1.0)
@@ -257,7 +330,7 @@ def test_mcmc_fit_near_optimum():
     # n_jobs invariance is in test_estimator_contract.py.
     X = _strongly_coupled_data(3, 3, 200, 2)
     kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=40, n_samples=5000, n_sweeps=10)
-    a = MCMCMaxLikelihood("grid:3x3", random_state=3, **kw).fit(X)
+    a = Theory("grid:3x3", random_state=3, **kw).fit(X)
     ref = _brute_force_constrained_ml(X, a.edges_, 0.2, 1.0)
     # Same noise scale as above (M = 5000): 0.1 is several standard deviations.
     assert np.linalg.norm(np.r_[a.ising_fields_, a.ising_couplings_] - ref) < 0.1
@@ -274,9 +347,9 @@ def test_chain_blocks_arriving_as_read_only_memmaps(parallel_always):
 
     X = _strongly_coupled_data(3, 3, 200, 2)
     kw = dict(max_coupling=0.2, n_iter=2, n_samples=5000, n_sweeps=1, random_state=0)
-    ref = MCMCMaxLikelihood("grid:3x3", n_jobs=1, **kw).fit(X)
+    ref = Theory("grid:3x3", n_jobs=1, **kw).fit(X)
     with parallel_config(max_nbytes=0):
-        est = MCMCMaxLikelihood("grid:3x3", n_jobs=2, **kw).fit(X)
+        est = Theory("grid:3x3", n_jobs=2, **kw).fit(X)
     np.testing.assert_array_equal(est.theta_, ref.theta_)
 
 
@@ -284,14 +357,14 @@ def test_chain_blocks_arriving_as_read_only_memmaps(parallel_always):
 def test_init_and_persistent_chains(init, persistent):
     X = _strongly_coupled_data(3, 3, 200, 4)
     kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=40, n_samples=5000, n_sweeps=5)
-    est = MCMCMaxLikelihood("grid:3x3", init=init, persistent=persistent, random_state=0, **kw).fit(X)
+    est = Theory("grid:3x3", init=init, persistent=persistent, random_state=0, **kw).fit(X)
     ref = _brute_force_constrained_ml(X, est.edges_, 0.2, 1.0)
     assert np.linalg.norm(np.r_[est.ising_fields_, est.ising_couplings_] - ref) < 0.15
 
 
 def test_spectral_projection_fit():
     X = _strongly_coupled_data(3, 3, 200, 5)
-    est = MCMCMaxLikelihood(
+    est = Theory(
         "grid:3x3",
         projection="spectral",
         max_coupling=0.6,
@@ -309,7 +382,7 @@ def test_spectral_projection_fit():
     A[e[:, 0], e[:, 1]] = A[e[:, 1], e[:, 0]] = np.abs(est.ising_couplings_)
     assert np.abs(np.linalg.eigvalsh(A)).max() <= 0.6 + 1e-9
     # Fixed point of the projected gradient step (first-order optimality).
-    est2 = MCMCMaxLikelihood(
+    est2 = Theory(
         "grid:3x3",
         projection="spectral",
         max_coupling=0.6,
@@ -350,8 +423,8 @@ def test_grid_4x4_within_schedule_eps():
         model, _ = _model_from_ising(grid_graph(4, 4), rng.uniform(-0.3, 0.3, 16), rng.uniform(-0.15, 0.15, 24))
         X = model.sample(200, rng, method="exact")
         kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=10.0, average=False)
-        est = MCMCMaxLikelihood("grid:4x4", eps=2.0, random_state=seed, **kw).fit(X)
-        ref = MCMCMaxLikelihood("grid:4x4", n_iter=400, n_samples=1, n_sweeps=1, **kw)
+        est = Theory("grid:4x4", eps=2.0, random_state=seed, **kw).fit(X)
+        ref = Theory("grid:4x4", n_iter=400, n_samples=1, n_sweeps=1, **kw)
         ref._gradient = "exact"  # theta*: projected gradient with junction-tree gradients
         ref.fit(X)
         dist = np.linalg.norm(np.r_[est.ising_fields_ - ref.ising_fields_, est.ising_couplings_ - ref.ising_couplings_])
@@ -368,30 +441,68 @@ def test_bad_inputs():
         MCMCMaxLikelihood(max_coupling=-1.0).fit(X)
     with pytest.raises(ValueError, match="projection"):
         MCMCMaxLikelihood(projection="ellipse").fit(X)
-    with pytest.raises(ValueError, match=r"binary.*column 2 has state 2 at row 0"):
-        X3 = X.copy()
-        X3[0, 2] = 2
-        MCMCMaxLikelihood(n_iter=1, n_samples=1, n_sweeps=1).fit(X3)
+    X3 = X.copy()
+    X3[0, 2] = 2
+    with pytest.raises(ValueError, match=r"theory schedule is defined for binary.*column 2 has state 2 at row 0"):
+        Theory(n_iter=1, n_samples=1, n_sweeps=1).fit(X3)
+    with pytest.raises(ValueError, match=r"spectral set is defined for binary.*column 2 has state 2 at row 0"):
+        MCMCMaxLikelihood(projection="spectral", n_iter=1).fit(X3)
     with pytest.raises(ValueError, match=r"K=\d+ steps, M=\d+ samples, v=\d+ sweeps .* single-site updates"):
-        MCMCMaxLikelihood(alpha=0.01, eps=0.01).fit(X)
+        Theory(alpha=0.01, eps=0.01).fit(X)
     with pytest.raises(ValueError, match="MAX_WORK"):
-        MCMCMaxLikelihood(n_iter=10**6, n_samples=10**6, n_sweeps=10).fit(X)
-    with pytest.raises(ValueError, match="Delta tanh"):
-        MCMCMaxLikelihood("grid:2x2", max_coupling=1.0, n_iter=1, n_samples=1, n_sweeps=1).fit(X)
+        Theory(n_iter=10**6, n_samples=10**6, n_sweeps=10).fit(X)
+    with pytest.raises(ValueError, match="Delta tanh"):  # the theory's own schedule needs the bound
+        Theory("grid:2x2", max_coupling=1.0).fit(X)
     with pytest.raises(ValueError, match="pairwise"):
         MCMCMaxLikelihood([(0, 1, 2), (2, 3)], n_iter=1, n_samples=1, n_sweeps=1).fit(X)
     Xc = X.copy()
     Xc[:, 1] = 1
     with pytest.raises(ValueError, match="column 1 is constant"):
-        MCMCMaxLikelihood(alpha=0.0, eps=100.0, lipschitz=1.0).fit(Xc)
+        Theory(alpha=0.0, eps=100.0, lipschitz=1.0).fit(Xc)
+
+
+@pytest.mark.parametrize("graph", ["grid:4x4", "grid:6x6"])
+def test_over_budget_advice_lowers_the_work(graph):
+    # The refusal quotes settings with their work; each must be below the refused work, and
+    # refitting with it must give exactly the quoted schedule's work.
+    n = int(graph[-1]) ** 2
+    X = np.random.default_rng(0).integers(0, 2, (500, n))
+    with pytest.raises(ValueError, match="over the budget") as info:
+        Theory(graph).fit(X)
+    message = str(info.value)
+    refused = float(re.search(r"K\*M\*v\*n = ([0-9.e+]+)", message).group(1))
+    quoted = re.findall(r"(\w+)=([0-9.e+-]+) \(([0-9.e+]+)\)", message)
+    assert quoted, message
+    for name, value, work in quoted:
+        assert float(work) < refused
+        est = Theory(graph, **{name: float(value)})
+        try:
+            est.fit(X[:, :n])
+        except ValueError as err:  # still over the budget: the same figure is in its message
+            assert re.search(r"K\*M\*v\*n = ([0-9.e+]+)", str(err)).group(1) == work
+            continue
+        assert float(f"{est.schedule_.n_iter * est.schedule_.n_samples * est.schedule_.n_sweeps * n:.3g}") == float(
+            work
+        )
+    assert "schedule='adaptive'" in message
+
+
+def test_explicit_schedule_outside_the_fast_mixing_set_warns():
+    X = _strongly_coupled_data(3, 3, 200, 6)
+    kw = dict(max_coupling=2.0, n_iter=3, n_samples=50, n_sweeps=2, random_state=0)
+    for schedule in ("theory", "adaptive"):
+        with pytest.warns(MixingBoundWarning, match="not a guarantee"):
+            est = MCMCMaxLikelihood("grid:3x3", schedule=schedule, **kw).fit(X)
+        assert est.schedule_.fast_mixing is False and est.max_coupling_ == 2.0
 
 
 def test_schedule_recorded():
     X = np.random.default_rng(0).integers(0, 2, (30, 4))
-    est = MCMCMaxLikelihood(alpha=1.0, lipschitz=5.0, eps=2.0, n_sweeps=3, random_state=0).fit(X)
-    assert isinstance(est.schedule_, FastMixingSchedule)
+    est = Theory(alpha=1.0, lipschitz=5.0, eps=2.0, n_sweeps=3, random_state=0).fit(X)
+    assert isinstance(est.schedule_, MCMCSchedule) and isinstance(est.schedule_auto_, FastMixingSchedule)
+    assert est.schedule_.kind == "theory" and est.schedule_.fast_mixing
     assert est.schedule_.n_sweeps == 3 and est.schedule_auto_.n_sweeps != 3
-    assert est.schedule_[:2] == est.schedule_auto_[:2]
+    assert est.schedule_[1:3] == est.schedule_auto_[:2]
     assert est.schedule_.n_iter * est.schedule_.n_samples * 3 * 4 <= MAX_WORK
     assert est.max_coupling_ == pytest.approx(math.atanh(0.8 / 2))  # chain: max degree 2
     assert est.mixing_constant_ == 4

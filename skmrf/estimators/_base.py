@@ -142,6 +142,10 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
                 "data (binarise the columns), or use an estimator for multi-state models such as "
                 "ExactMaxLikelihood."
             )
+        self._check_pairwise()
+
+    def _check_pairwise(self):
+        """Refuse factors of more than two variables, naming the first."""
         big = [c for c in self.graph_.factors if len(c) > 2]
         if big:
             raise ValueError(

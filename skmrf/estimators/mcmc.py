@@ -1,41 +1,54 @@
-"""MCMC maximum likelihood inside a fast-mixing parameter set (Domke, 2015).
+"""MCMC maximum likelihood: the practical (adaptive) schedule and Domke's (2015) provable one.
 
-- the expectations ``E_phi[t(x)]`` that drive Algorithm 1: from Gibbs chains
-  (:class:`_MCMCExpectation`, the paper's), from the junction tree and from exact
-  samples (test references);
-- the estimator :class:`MCMCMaxLikelihood`, which validates, computes the schedule
-  (:mod:`skmrf.estimators._fast_mixing`), runs Algorithm 1
-  (:func:`skmrf.solvers.projected_gradient.projected_gradient`) and stores ``model_``.
-
-The paper's model is the Ising model over ``x in {-1, +1}``; the package's
-model is over ``s in {0, 1}`` normalised with respect to zero. Everything the
-paper bounds (the fast-mixing set, ``R_2``, the Lipschitz constant) is stated
-in the ``{-1, +1}`` coordinates, so the optimisation runs there and the result
-is converted at the end (:func:`skmrf.model.ising.ising_to_binary`).
+- ``schedule="adaptive"`` (the default): persistent Gibbs chains, a constant step, a stopping
+  rule on the gradient's noise level and the average of the last half of the iterates
+  (:func:`skmrf.solvers.stochastic_gradient.stochastic_gradient`), in the package's
+  parametrisation, for pairwise models with any numbers of states (:class:`_PersistentChains`);
+- ``schedule="theory"``: Algorithm 1 of Domke (2015) inside a fast-mixing set, with the K/M/v
+  schedule of its theorems (:mod:`skmrf.estimators._fast_mixing`), for binary models. The
+  paper's model is the Ising model over ``x in {-1, +1}``; everything it bounds (the set,
+  ``R_2``, the Lipschitz constant) is stated in those coordinates, so Algorithm 1 runs there
+  (:class:`_MCMCExpectation`) and the result is converted at the end
+  (:func:`skmrf.model.ising.ising_to_binary`);
+- expectations from the junction tree and from exact samples (test references).
 """
 
 from __future__ import annotations
 
 import math
+import time
+import warnings
 from functools import partial
 from numbers import Integral, Real
 from typing import NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 
-from ..inference.gibbs import BinaryGibbsKernel, colour_classes, run_chains
-from ..model.ising import ising_statistics, ising_to_binary
+from ..inference.gibbs import BinaryGibbsKernel, GeneralGibbsKernel, colour_classes, is_binary_pairwise, run_chains
+from ..model.ising import binary_to_ising, ising_statistics, ising_to_binary
 from ..solvers._convergence import warn_not_converged
 from ..solvers.projected_gradient import projected_gradient
+from ..solvers.stochastic_gradient import stochastic_gradient
 from ..utils._docstrings import fill_doc
 from ..utils._parallel import parallel_or_serial, workers_for
 from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
-from ._fast_mixing import MAX_WORK, FastMixingSchedule, distance_bound, fast_mixing_schedule, fast_mixing_set
+from ._existence import NoFiniteEstimateWarning, warn_if_unbounded
+from ._fast_mixing import (
+    MAX_WORK,
+    FastMixingSchedule,
+    FastMixingSet,
+    distance_bound,
+    fast_mixing_schedule,
+    fast_mixing_set,
+    project_spectral,
+)
+from .pseudo import PseudoLikelihoodEstimator
 
-__all__ = ["MCMCMaxLikelihood"]
+__all__ = ["MCMCMaxLikelihood", "MCMCSchedule", "MixingBoundWarning"]
 
 #: Chains per Gibbs block. Blocks are the unit of parallel work and each has
 #: its own random stream, drawn up front, so results do not depend on n_jobs.
@@ -46,6 +59,46 @@ CHAIN_BLOCK = 4096
 #: (benchmarks/results/parallel_threshold.txt): t(2 jobs) / t(1 job) was 15 at 1.8e3, 2.0 at
 #: 4.1e6, 0.87 at 2.1e7, 0.68 at 8.4e7, so two workers start at 1.6e7.
 MCMC_MIN_WORK_PER_WORKER = 8e6
+
+#: The adaptive schedule's "auto" values: chains, sweeps per step, most steps; and its fixed
+#: parts: fewest steps before the stopping rule may end the run, the rule's window, and the
+#: sweeps that bring the chains (started at data rows) to the start parameters.
+ADAPTIVE_CHAINS = 1000
+ADAPTIVE_SWEEPS = 1
+ADAPTIVE_MAX_ITER = 2000
+ADAPTIVE_MIN_ITER = 200
+ADAPTIVE_WINDOW = 20
+ADAPTIVE_BURN_IN = 20
+
+#: The natural-gradient step: damping added to the chains' feature covariance (it bounds the
+#: step in directions the chains barely see), conjugate-gradient iterations and tolerance per step.
+NATURAL_DAMPING = 1e-2
+NATURAL_CG_ITER = 50
+NATURAL_CG_RTOL = 1e-2
+#: The natural step's largest change of one parameter (a trust region).
+NATURAL_MAX_STEP = 1.0
+#: Steps between rebuilds of the natural step's covariance from the chains (the most costly part).
+NATURAL_REFRESH = 10
+
+
+class MixingBoundWarning(UserWarning):
+    """The parameter set is outside the fast-mixing set: a constraint, not a mixing guarantee."""
+
+
+class MCMCSchedule(NamedTuple):
+    """The schedule a fit ran.
+
+    ``kind`` is ``"theory"`` (Domke's Algorithm 1) or ``"adaptive"``; ``n_iter`` the steps
+    allowed (the adaptive rule may stop earlier: see ``n_iter_``), ``n_samples`` the chains,
+    ``n_sweeps`` the Gibbs sweeps per chain and step; ``fast_mixing`` whether the parameter
+    set is inside a fast-mixing set, so that the mixing bound of the theory holds.
+    """
+
+    kind: str
+    n_iter: int
+    n_samples: int
+    n_sweeps: int
+    fast_mixing: bool
 
 
 def _chain_sums(S, order, edge_rows, chunk=1 << 22):
@@ -159,6 +212,216 @@ class _ExactSampleExpectation(_ExactExpectation):
         return _mean_statistics(S, self.edges)
 
 
+def _gibbs_kernel(layout, theta, colours):
+    """The Gibbs kernel of a pairwise model at ``theta`` (fast path when binary)."""
+    if is_binary_pairwise(layout):
+        return BinaryGibbsKernel.from_layout(layout, theta, colours)
+    return GeneralGibbsKernel(layout, theta, colours)
+
+
+def _indicator_matrix(layout, S):
+    """The features ``phi(x)`` of every row of integer states ``S``: sparse ``(n_rows, n_params)``."""
+    column = np.full(layout.n_table, -1, dtype=np.int64)
+    column[layout.theta_pos] = np.arange(layout.n_params)
+    rows, cols = [], []
+    for _, codes in layout.iter_codes(S):
+        c = column[codes]
+        keep = c >= 0
+        rows.append(np.broadcast_to(np.arange(len(S))[:, None], c.shape)[keep])
+        cols.append(c[keep])
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(S), layout.n_params))
+
+
+def _largest_covariance_eigenvalue(T, n_iter=50, seed=0):
+    """The largest eigenvalue of the covariance of the rows of ``T`` (power iteration).
+
+    The covariance of ``phi(x)`` under the model is the Hessian of the log-partition function,
+    so this is the local Lipschitz constant of the gradient (its step is ``1 / L``).
+    """
+    m = T.shape[0]
+    mu = np.asarray(T.mean(axis=0)).ravel()
+    v = np.random.default_rng(seed).standard_normal(T.shape[1])
+    value = 0.0
+    for _ in range(n_iter):
+        norm = np.linalg.norm(v)
+        if not norm > 0:  # no variance on the chains at all
+            return 0.0
+        v /= norm
+        w = T.T @ (T @ v) / m - mu * (mu @ v)
+        value = float(v @ w)
+        v = w
+    return value
+
+
+def _binary_feature_sums(S, order, edge_rows, positions):
+    """Feature sums of binary chains ``S`` (internal layout) in ``theta`` order."""
+    node_pos, edge_pos = positions
+    out = np.empty(len(node_pos) + len(edge_pos))
+    out[node_pos], out[edge_pos] = _chain_sums(S, order, edge_rows)
+    return out
+
+
+def _feature_sums(S, layout, kernel):
+    """Feature sums of chains ``S`` (``kernel``'s internal layout) in ``theta`` order."""
+    return layout.table_counts(kernel.to_external(S))[layout.theta_pos].astype(np.float64)
+
+
+class _PersistentChains:
+    """``E_theta[phi(x)]`` in the package's parametrisation from persistent Gibbs chains.
+
+    Pairwise models with any numbers of states. Calling it with ``theta`` advances the chains
+    ``n_sweeps`` sweeps under ``theta`` and returns the mean features and the variance of that
+    mean, ``p (1 - p) / M`` per feature (features are indicators), floored at ``1 / M^2``. The
+    chains run in blocks of :data:`CHAIN_BLOCK`, each with its own stream spawned up front, so
+    the result does not depend on ``n_jobs``. ``persistent=False`` restarts them every call
+    (from data rows with ``init="data"``, else uniformly).
+    """
+
+    def __init__(self, model, colours, X, n_samples, n_sweeps, init, persistent, rng, parallel):
+        self.layout, self.colours, self.X = model.layout, colours, X
+        self.n_states = model.n_states
+        self.n_samples, self.n_sweeps = n_samples, n_sweeps
+        self.init, self.persistent, self.rng, self.parallel = init, persistent, rng, parallel
+        self.binary = is_binary_pairwise(self.layout)
+        if self.binary:
+            self.positions = _pairwise_positions(self.layout)
+        self.pool = None
+        self.features, self.calls = None, 0  # the natural step's feature matrix, and its age
+
+    def _start(self, kernel, m, rng):
+        if self.init == "data":
+            return kernel.to_internal(self.X[rng.integers(0, len(self.X), m)])
+        return kernel.to_internal(np.floor(rng.random((m, len(self.n_states))) * self.n_states).astype(np.int64))
+
+    def _features(self, kernel):
+        """Per-block statistic (picklable, for process workers): the chains' feature sums."""
+        if self.binary:
+            node_pos, edge_pos, edges = self.positions
+            edge_rows = (kernel.inv[edges[:, 0]], kernel.inv[edges[:, 1]])
+            return partial(_binary_feature_sums, order=kernel.inv, edge_rows=edge_rows, positions=(node_pos, edge_pos))
+        return partial(_feature_sums, layout=self.layout, kernel=kernel)
+
+    def advance(self, theta, n_sweeps, statistic=True):
+        """Advance the chains ``n_sweeps`` sweeps under ``theta``; the feature sums, or None."""
+        kernel = _gibbs_kernel(self.layout, theta, self.colours)
+        sizes = [min(CHAIN_BLOCK, self.n_samples - a) for a in range(0, self.n_samples, CHAIN_BLOCK)]
+        if self.persistent and self.pool is not None:
+            starts = self.pool  # the internal layout depends on the colouring only
+        else:
+            starts = [self._start(kernel, m, r) for m, r in zip(sizes, self.rng.spawn(len(sizes)))]
+        out = run_chains(
+            kernel,
+            starts,
+            n_sweeps,
+            self.rng.spawn(len(sizes)),
+            parallel=self.parallel,
+            statistic=self._features(kernel) if statistic else None,
+            keep_states=True,
+        )
+        self.pool = [S for S, _ in out]
+        self.kernel = kernel
+        return sum(f for _, f in out) if statistic else None
+
+    def states(self):
+        """The chains' current states, ``(n_samples, n_variables)`` integers."""
+        return np.concatenate([self.kernel.to_external(S) for S in self.pool])
+
+    def natural_step(self, gradient, free, damping):
+        """Solve ``(C + damping I) s = g`` on the ``free`` features (conjugate gradients).
+
+        ``C`` is the covariance of the features over the chains' current states (the Fisher
+        information, the Hessian of ``log Z``): a stochastic Newton / natural-gradient step.
+        Features outside ``free`` (active bounds) take the plain gradient step, as in
+        Bertsekas' two-metric projection, so the projected iteration keeps the constrained
+        optimum as its fixed point.
+        """
+        if self.calls % NATURAL_REFRESH == 0 or self.features is None:
+            # Any fixed positive-definite preconditioner keeps the fixed point: refreshed now and then.
+            self.features = _indicator_matrix(self.layout, self.states())
+        self.calls += 1
+        T = self.features if free.all() else self.features[:, free]
+        m, mu = T.shape[0], np.asarray(T.mean(axis=0)).ravel()
+        s = _conjugate_gradients(lambda v: T.T @ (T @ v) / m - mu * (mu @ v) + damping * v, gradient[free])
+        out = gradient.copy()
+        out[free] = s
+        # A trust region: directions the chains barely see get steps of 1 / damping times the
+        # gradient; no parameter moves more than NATURAL_MAX_STEP at once.
+        largest = np.abs(out).max(initial=0.0)
+        return out * (NATURAL_MAX_STEP / largest) if largest > NATURAL_MAX_STEP else out
+
+    def __call__(self, theta):
+        mean = self.advance(theta, self.n_sweeps) / self.n_samples
+        m = self.n_samples
+        return mean, np.maximum(mean * (1 - mean), 1.0 / m) / m
+
+
+def _conjugate_gradients(matvec, b, rtol=NATURAL_CG_RTOL, max_iter=NATURAL_CG_ITER):
+    """Solve ``A x = b`` for symmetric positive definite ``A`` (given by ``matvec``), from 0.
+
+    Loose by design: the solution is a step direction, and any positive-definite approximation
+    of the Newton step keeps the iteration's fixed point.
+    """
+    x = np.zeros_like(b)
+    r = b.copy()
+    p = r.copy()
+    rr = r @ r
+    stop = (rtol * np.linalg.norm(b)) ** 2
+    for _ in range(max_iter):
+        if rr <= stop:
+            break
+        Ap = matvec(p)
+        a = rr / (p @ Ap)
+        x += a * p
+        r -= a * Ap
+        rr, rr_old = r @ r, rr
+        p = r + (rr / rr_old) * p
+    return x
+
+
+def _natural_direction(x, gradient, chains, box, damping):
+    """The natural-gradient step of ``chains``; with a box, plain on the pair entries held at it.
+
+    ``box`` is ``(pair, bound)`` or None. An entry at its bound whose gradient points out of
+    the box is active (two-metric projection, Bertsekas 1982).
+    """
+    free = np.ones(len(x), dtype=bool)
+    if box is not None:
+        pair, bound = box
+        xp, gp = x[pair], gradient[pair]
+        free[pair] = ~(((xp >= bound * (1 - 1e-12)) & (gp < 0)) | ((xp <= -bound * (1 - 1e-12)) & (gp > 0)))
+    return chains.natural_step(gradient, free, damping)
+
+
+class _ExactFeatures:
+    """Exact ``E_theta[phi(x)]`` by the junction tree (test reference); variance 1."""
+
+    def __init__(self, model):
+        self.model = model
+
+    def __call__(self, theta):
+        self.model.theta = theta
+        return self.model.expected_statistics(), np.ones(len(theta))
+
+
+def _pair_box(theta, max_entry, pair):
+    """Clip the pair entries ``theta[pair]`` to ``[-max_entry, max_entry]``; the rest is free."""
+    out = theta.copy()
+    out[pair] = np.clip(theta[pair], -max_entry, max_entry)
+    return out
+
+
+def _pair_spectral(theta, pair, edges, n_variables, max_norm):
+    """The spectral projection of binary couplings ``J = theta_ij / 4``, in ``theta``."""
+    out = theta.copy()
+    out[pair] = 4.0 * project_spectral(theta[pair] / 4.0, edges, n_variables, max_norm)
+    return out
+
+
+def _work(schedule, n_variables):
+    return float(schedule.n_iter) * schedule.n_samples * schedule.n_sweeps * n_variables
+
+
 class _Positions(NamedTuple):
     """Where a binary pairwise model keeps its unary and pair parameters, and its edges."""
 
@@ -175,25 +438,37 @@ def _pairwise_positions(layout):
     return _Positions(layout.block_offsets[np.flatnonzero(sizes == 1)], layout.block_offsets[edge_blocks], edges)
 
 
-def _check_work(schedule, n_variables):
-    """Refuse a schedule over :data:`~skmrf.estimators._fast_mixing.MAX_WORK` single-site updates."""
+def _check_work(schedule, n_variables, alternatives=()):
+    """Refuse a schedule over :data:`~skmrf.estimators._fast_mixing.MAX_WORK` single-site updates.
+
+    ``alternatives`` are ``(change, schedule)`` pairs; the message quotes those whose work is
+    lower, with their figures, so that its advice is advice that helps.
+    """
     n = n_variables
-    work = float(schedule.n_iter) * schedule.n_samples * schedule.n_sweeps * n
-    if work > MAX_WORK:
-        raise ValueError(
-            f"The schedule K={schedule.n_iter} steps, M={schedule.n_samples} samples, v={schedule.n_sweeps} "
-            f"sweeps ({schedule.n_sweeps * n} single-site transitions) of {n} variables is K*M*v*n = {work:.3g} "
-            f"single-site updates, over the budget MAX_WORK={MAX_WORK:.3g}. "
-            "Increase eps or alpha, lower lipschitz (the paper uses L well below Theorem 1's bound), "
-            "or give n_iter, n_samples and n_sweeps explicitly."
-        )
-
-
-def _report(log, n_variables, k, phi, grad):
-    """Algorithm 1's progress line: the step, the gradient norm and the largest coupling."""
-    log(
-        "Iteration %d, |grad| = %.4f, max |J| = %.4f", k, np.linalg.norm(grad), np.abs(phi[n_variables:]).max(initial=0)
+    work = _work(schedule, n)
+    if work <= MAX_WORK:
+        return
+    better = sorted(((_work(s, n), change) for change, s in alternatives if _work(s, n) < work))
+    advice = (
+        "Settings that lower it (work): " + "; ".join(f"{change} ({w:.3g})" for w, change in better) + ". "
+        if better
+        else ""
     )
+    raise ValueError(
+        f"The theory schedule K={schedule.n_iter} steps, M={schedule.n_samples} samples, v={schedule.n_sweeps} "
+        f"sweeps ({schedule.n_sweeps * n} single-site transitions) of {n} variables is K*M*v*n = {work:.3g} "
+        f"single-site updates, over the budget MAX_WORK={MAX_WORK:.3g}. {advice}"
+        "Or use schedule='adaptive' (the default: persistent chains and a stopping rule, no guarantee), "
+        "or give n_iter, n_samples and n_sweeps explicitly."
+    )
+
+
+def _report(log, k, x, grad, ratio=None):
+    """One progress line per step: the gradient estimate (and its noise ratio)."""
+    if ratio is None:
+        log("Iteration %d, |grad| = %.4g", k, np.linalg.norm(grad))
+    else:
+        log("Iteration %d, |grad| = %.4g, grad^2 / noise = %.3g", k, np.linalg.norm(grad), ratio)
 
 
 def _project_couplings(phi, n_variables, project):
@@ -206,108 +481,132 @@ def _project_couplings(phi, n_variables, project):
 # ---------------------------------------------------------------------------
 @fill_doc
 class MCMCMaxLikelihood(BaseDiscreteMRF):
-    """Maximum likelihood by projected gradient with MCMC gradients in a fast-mixing set.
+    """Maximum likelihood by projected gradient with MCMC gradients.
 
-    Algorithm 1 of Domke (2015): gradient descent with step ``1 / L`` on the
-    (ridge-regularised) negative mean log-likelihood of a binary pairwise MRF,
-    the model expectation estimated from ``n_samples`` Gibbs chains of
-    ``n_sweeps`` sweeps each, every step projected onto a set of parameters
-    in which Gibbs sampling is guaranteed to mix fast. With the schedule of
-    :func:`fast_mixing_schedule` (``"auto"``), the result is within ``eps``
-    of the best parameters inside the set with probability ``1 - delta``.
+    Two schedules share one estimator:
+
+    - ``schedule="adaptive"`` (default): persistent Gibbs chains started at data rows, one
+      sweep per step, a constant step ``1 / L`` with ``L`` the largest eigenvalue of the
+      features' covariance measured on the chains, a start at the pseudo-likelihood estimate,
+      a stopping rule on the gradient's noise level and the average of the last half of the
+      iterates. It works in the package's parametrisation, for pairwise models with any
+      numbers of states, with or without a constraint set. No guarantee comes with it.
+    - ``schedule="theory"``: Algorithm 1 of Domke (2015) for binary pairwise models, with the
+      K/M/v schedule of its theorems (:func:`fast_mixing_schedule`), inside a fast-mixing set:
+      the result is within ``eps`` of the best parameters in the set with probability
+      ``1 - delta``. The theory's constants are conservative, so its schedules are often
+      astronomically long; fits over ``MAX_WORK`` single-site updates are refused with the
+      settings that would shorten them.
 
     Parameters
     ----------
     %(graph)s
         Pairwise only: every factor must be a node or an edge.
-    max_coupling : float, default=None
-        Size of the fast-mixing set, on the ``{-1, +1}`` couplings ``J``
-        (``theta_ij = 4 J_ij``): the bound ``beta`` on ``|J_ij|`` (box) or the
-        bound ``c < 1`` on ``||R(J)||_2`` (spectral). None takes
-        ``artanh(0.8 / max_degree)`` (box) or ``0.8`` (spectral).
+    %(n_states)s
+    schedule : {"adaptive", "theory"}, default="adaptive"
+        The algorithm and the meaning of ``"auto"`` in ``n_iter``, ``n_samples`` and
+        ``n_sweeps`` (see above and the Notes).
+    max_coupling : float or None, default=None
+        A constraint set on the couplings. With ``projection="box"``: ``|J_ij| <= beta`` on
+        the ``{-1, +1}`` couplings of a binary model (``theta_ij = 4 J_ij``), and
+        ``|theta_ij(s, t)| <= beta`` on every pair entry of a model with more states. Either
+        way the Dobrushin influence of a neighbour is at most ``tanh(beta)`` (Notes), so the
+        set is fast-mixing when ``max_degree * tanh(beta) < 1``. With ``"spectral"``
+        (binary only): ``||R(J)||_2 <= c``, fast-mixing when ``c < 1``. None: no constraint
+        with the adaptive schedule; the default fast-mixing set (``artanh(0.8 / max_degree)``
+        or ``0.8``) with the theory schedule. Outside the fast-mixing range the set is a
+        constraint, not a guarantee: a ``MixingBoundWarning`` says so and
+        ``schedule_.fast_mixing`` is False (the theory schedule's "auto" values refuse it).
     projection : {"box", "spectral"}, default="box"
-        The fast-mixing set. ``"box"``: ``|J_ij| <= beta`` with
-        ``max_degree * tanh(beta) < 1`` (Dobrushin, Section 3.1), projected by
-        clipping. ``"spectral"``: ``||R(J)||_2 <= c`` with ``R_ij = |J_ij|``
-        (Eq. 4, Domke & Liu 2013), projected by Dykstra's algorithm
-        (``O(n_features^3)`` per step).
+        The constraint set's shape. The spectral projection is Dykstra's algorithm
+        (Domke & Liu 2013).
     alpha : float or "auto", default="auto"
-        Ridge penalty ``alpha / 2 * ||theta||^2`` on the ``{-1, +1}``
-        parameters, added to the negative mean log-likelihood: the paper's
-        ``lambda``. ``alpha > 0`` selects the strongly convex analysis
-        (Corollary 9), ``alpha = 0`` the convex one (Theorem 5).
+        Ridge penalty ``alpha / 2 * ||theta||^2`` added to the mean negative log-likelihood:
+        on the package's parameters with the adaptive schedule (as every discrete estimator),
+        on the paper's ``{-1, +1}`` parameters ``(h, J)`` with the theory schedule (its
+        ``lambda``: ``alpha > 0`` selects the strongly convex analysis, Corollary 9,
+        ``alpha = 0`` the convex one, Theorem 5).
         %(alpha_auto)s
     lipschitz : float, default=None
-        ``L``; the step is ``1 / L``. None takes Theorem 1's
-        ``4 R2^2 + alpha`` with ``R2^2 = n_features + n_edges``.
+        ``L``; the step is ``1 / L``. None: measured on the chains (adaptive); Theorem 1's
+        ``4 R2^2 + alpha`` with ``R2^2 = n_features + n_edges`` (theory).
     n_iter : int or "auto", default="auto"
-        Gradient steps ``K``.
+        Gradient steps ``K``. Adaptive "auto": at most 2000, ended by the stopping rule (at
+        least 200); an integer runs exactly that many.
     n_samples : int or "auto", default="auto"
-        Chains (samples) per step ``M``.
+        Chains ``M``. Adaptive "auto": 1000.
     n_sweeps : int or "auto", default="auto"
-        Gibbs sweeps per chain and step: ``ceil(v / n_features)``.
+        Gibbs sweeps per chain and step (theory: ``ceil(v / n_features)``). Adaptive "auto": 1.
+    tol : float, default=0.5
+        The adaptive stopping rule: stop when the gradient estimates averaged over the last
+        20 steps, squared and divided by their Monte-Carlo variance, are below ``1 + tol`` on
+        average over the features (about 1 or less at the optimum, where only noise is left).
     eps : float, default=1.0
-        Target accuracy of the schedule: ``eps_theta`` (parameter distance,
+        Target accuracy of the theory schedule: ``eps_theta`` (parameter distance,
         ``alpha > 0``) or ``eps_f`` (objective, ``alpha = 0``).
     delta : float, default=0.1
-        Allowed probability of missing ``eps``.
-    init : {"uniform", "data"}, default="uniform"
-        Start distribution ``r`` of the chains: uniform (the paper), or
-        training rows (contrastive divergence).
-    persistent : bool, default=False
-        Keep the chains between steps (persistent contrastive divergence).
-        Outside the paper's guarantee (its proof needs fresh independent
-        chains at every step, Section 7).
+        Allowed probability of missing ``eps`` (theory).
+    init : {"uniform", "data"} or None, default=None
+        Start states of the chains: uniform (the paper's ``r``), or training rows (contrastive
+        divergence). None: ``"data"`` (adaptive), ``"uniform"`` (theory).
+    persistent : bool or None, default=None
+        Keep the chains between steps (persistent contrastive divergence; outside the theory's
+        guarantee, whose proof needs fresh chains at every step, Section 7). None: True
+        (adaptive), False (theory).
     average : bool, default=True
-        Return the average of the iterates ``(1/K) sum theta_k`` (Theorem 2's
-        output); False returns the last iterate ``theta_K`` (Corollary 9's).
+        Return the average of the iterates (theory: of all ``K``, Theorem 2's output;
+        adaptive: of the last half); False returns the last iterate (Corollary 9's).
     %(score_method)s
     max_bytes : int, default=None
         Memory budget of one junction-tree calibration for exact scoring.
     random_state : int, RandomState instance or None, default=None
-        Seeds the start states and every Gibbs update. The streams of the
-        chain blocks are drawn up front, so the result does not depend on
-        ``n_jobs``.
+        Seeds the start states and every Gibbs update. The streams of the chain blocks are
+        drawn up front, so the result does not depend on ``n_jobs``.
     n_jobs : int, default=None
-        Parallel jobs over blocks of 4096 chains (joblib). With one block, or
-        steps too small to pay for the pool (under ``2 *
-        MCMC_MIN_WORK_PER_WORKER`` single-site updates, measured by
-        ``benchmarks/parallel_threshold.py``), the chains run serially,
-        whatever ``n_jobs`` and backend (a Dask cluster included).
+        Parallel jobs over blocks of 4096 chains (joblib). With one block, or steps too small
+        to pay for the pool (under ``2 * MCMC_MIN_WORK_PER_WORKER`` single-site updates,
+        measured by ``benchmarks/parallel_threshold.py``), the chains run serially, whatever
+        ``n_jobs`` and backend (a Dask cluster included).
     verbose : int, default=0
-        Print one line per step when positive.
+        Print one line per step (the gradient estimate, its noise ratio, the time) when
+        positive; ``trace_`` keeps them.
 
     Attributes
     ----------
     graph_ : MRFGraph
     n_states_ : ndarray of shape (n_features,)
-        All 2.
     model_ : DiscreteMRF
-        The fitted model in the package's ``{0, 1}`` parametrisation.
+        The fitted model in the package's parametrisation.
     %(alpha_)s
     theta_ : ndarray of shape (n_params,)
         Alias of ``model_.theta``.
     edges_ : ndarray of shape (n_edges, 2)
     ising_fields_ : ndarray of shape (n_features,)
-        Fitted ``{-1, +1}`` fields ``h``.
+        Binary models: the fitted ``{-1, +1}`` fields ``h``.
     ising_couplings_ : ndarray of shape (n_edges,)
-        Fitted ``{-1, +1}`` couplings ``J`` (inside the fast-mixing set).
-    schedule_ : FastMixingSchedule
-        ``(n_iter, n_samples, n_sweeps)`` used.
+        Binary models: the fitted ``{-1, +1}`` couplings ``J``.
+    schedule_ : MCMCSchedule
+        ``(kind, n_iter, n_samples, n_sweeps, fast_mixing)``.
     schedule_auto_ : FastMixingSchedule or None
-        The theoretical schedule (None when all three were given).
-    max_coupling_ : float
+        The theoretical schedule (theory with an "auto" entry; else None).
+    max_coupling_ : float or None
+        The constraint's size (None: unconstrained).
     mixing_constant_, mixing_rate_ : float
-        ``C`` and ``alpha`` of Eq. 2 for the set.
+        ``C`` and ``alpha`` of Eq. 2 for the set (theory schedule only).
     lipschitz_ : float
-    suff_stat_bound_ : float
-        ``R2 = sqrt(n_features + n_edges)``.
-    distance_bound_ : float
-        ``D >= ||theta_0 - theta*||_2`` used by the schedule.
+        ``L`` of the step ``1 / L``.
+    suff_stat_bound_, distance_bound_ : float
+        ``R2`` and ``D`` of the theory schedule.
     n_iter_ : int
+        Steps run.
+    converged_ : bool
+        Whether the adaptive stopping rule ended the run (True for fixed schedules).
+    trace_ : dict
+        One value per step: ``"gradient_norm"``, ``"noise_ratio"`` (adaptive) and ``"time"``
+        (seconds since the first step).
     log_partition_ : float or None
-        ``log Z`` when scoring is exact, its AIS estimate when it is
-        ``"ais"``, None for ``"pseudo"``.
+        ``log Z`` when scoring is exact, its AIS estimate when it is ``"ais"``, None for
+        ``"pseudo"``.
     log_partition_std_ : float
         Standard error of the AIS estimate (only with ``score_method="ais"``).
     score_method_ : str
@@ -316,21 +615,37 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
 
     See Also
     --------
-    ExactMaxLikelihood : exact (junction tree) maximum likelihood, without a set.
+    ExactMaxLikelihood : exact (junction tree) maximum likelihood.
 
     Notes
     -----
-    **Coordinates.** The paper's model (Section 3.1) is the Ising model over
-    ``x in {-1, +1}``, ``p(x) ~ exp(sum J_ij x_i x_j + sum h_i x_i)``. With
-    ``x = 2 s - 1`` it is the package's model over ``s in {0, 1}`` with
-    ``theta_ij = 4 J_ij`` and ``theta_i = 2 h_i - 2 sum_j J_ij``. The fast-mixing
-    sets, ``R2`` (``|x_i|, |x_i x_j| <= 1``) and the Lipschitz bound are
-    defined on ``(h, J)``, so the optimisation, the projection and the ridge
-    penalty all act on ``(h, J)``; ``model_`` receives the converted
-    parameters. Fields are not constrained (the Dobrushin condition does not
-    involve them).
+    **Adaptive schedule.** Every step advances ``n_samples`` persistent chains ``n_sweeps``
+    sweeps and moves ``theta -= (E_chains[phi] - mean_data[phi] + alpha theta) / L``.
+    ``L`` is measured once, after 20 sweeps at the start: the largest eigenvalue of the
+    covariance of the features over the chains (the Hessian of ``log Z``), plus ``alpha``.
+    The features are indicators, so the Monte-Carlo variance of their chain mean is
+    ``p (1 - p) / M``; the run ends when the gradient is as small as that noise (``tol``).
+    The estimate is the mean of the last half of the iterates, which averages the steps'
+    noise away; its Monte-Carlo error is the one limit, and it shrinks with ``n_samples``.
+    Measured on 6x6 grids (``benchmarks/mcmc_defaults.py``).
 
-    **Objective** (Eq. 1), with ``t(x) = (x_i, x_i x_j)``:
+    **The box for any number of states.** For ``p ~ exp(f)`` and ``q ~ exp(f + d)`` on the
+    same states, ``TV(p, q) <= tanh(osc(d) / 4)`` with ``osc(d) = max d - min d``. Changing
+    neighbour ``j`` from ``a`` to ``b`` adds ``d_s = W_ij[s, a] - W_ij[s, b]`` to site
+    ``i``'s conditional, so the Dobrushin influence is at most ``tanh(sigma_ij / 4)`` with
+    ``sigma_ij`` the largest such oscillation ("spread") of the coupling block. Pair entries
+    normalised with respect to zero and bounded by ``beta`` give ``sigma_ij <= 4 beta`` (any
+    ``K >= 3``; row and column 0 are zero), and a binary ``|theta_ij| = 4 |J_ij| <= 4 beta``
+    gives ``sigma_ij <= 4 beta``: the influence is at most ``tanh(beta)`` and Dobrushin's
+    condition is ``max_degree * tanh(beta) < 1`` for every ``K``.
+
+    **Theory schedule (Domke 2015).** The paper's model (Section 3.1) is the Ising model over
+    ``x in {-1, +1}``, ``p(x) ~ exp(sum J_ij x_i x_j + sum h_i x_i)``. With ``x = 2 s - 1``
+    it is the package's model over ``s in {0, 1}`` with ``theta_ij = 4 J_ij`` and
+    ``theta_i = 2 h_i - 2 sum_j J_ij``. The fast-mixing sets, ``R2`` (``|x_i|, |x_i x_j| <=
+    1``) and the Lipschitz bound are defined on ``(h, J)``, so the optimisation, the
+    projection and the ridge all act on ``(h, J)``; ``model_`` receives the converted
+    parameters. Fields are not constrained.
 
     .. math::
 
@@ -338,49 +653,45 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         \\phi_{k} = \\Pi_\\Theta\\Bigl[\\phi_{k-1} - \\frac1L\\Bigl(\\frac1M\\sum_i t(x_i)
             - \\bar t + \\lambda\\phi_{k-1}\\Bigr)\\Bigr].
 
-    **Schedule.** ``C = n_features`` and ``alpha = exp(-(1 - rho) / n_features)``
-    with ``rho = max_degree tanh(beta)`` (box) or ``c`` (spectral). ``D`` bounds
-    ``||phi*||`` (``phi_0 = 0``): ``2 beta`` per edge (the paper's diameter
-    convention), ``artanh(|mean x_i|) + max_degree beta`` per field (at the
-    optimum ``E[x_i]`` is pulled towards the data mean, and a field moves
-    ``E[x_i]`` by ``tanh`` with neighbours contributing at most
-    ``max_degree beta``), and with ``alpha > 0`` at most
-    ``sqrt(2 n_features log 2 / alpha)`` overall (since ``f(phi*) <= f(0)``).
-    For the spectral set the couplings contribute ``sqrt(2 n_features) c``
-    and a field's neighbours ``sqrt(max_degree) c``.
-    One Gibbs sweep counts as ``n_features`` of the paper's single-site
-    transitions: under the Dobrushin condition a systematic sweep contracts by
-    at least ``rho <= exp(-(1 - rho))`` (Dyer, Goldberg and Jerrum 2009).
-    Fits whose work ``n_iter * n_samples * n_sweeps * n_features`` exceeds
-    :data:`~skmrf.estimators._fast_mixing.MAX_WORK` single-site updates are refused.
-
-    Each step costs ``n_samples * n_sweeps`` sweeps, vectorised over chains
-    and colour classes; the projection is ``O(n_edges)`` (box).
+    ``C = n_features`` and ``alpha = exp(-(1 - rho) / n_features)`` with ``rho = max_degree
+    tanh(beta)`` (box) or ``c`` (spectral). ``D`` bounds ``||phi*||`` (``phi_0 = 0``): ``2
+    beta`` per edge (the paper's diameter convention), ``artanh(|mean x_i|) + max_degree beta``
+    per field, and with ``alpha > 0`` at most ``sqrt(2 n_features log 2 / alpha)`` overall. For
+    the spectral set the couplings contribute ``sqrt(2 n_features) c`` and a field's neighbours
+    ``sqrt(max_degree) c``. One Gibbs sweep counts as ``n_features`` single-site transitions:
+    under the Dobrushin condition a systematic sweep contracts by at least ``rho <= exp(-(1 -
+    rho))`` (Dyer, Goldberg and Jerrum 2009).
 
     References
     ----------
-    J. Domke, "Maximum likelihood learning with arbitrary treewidth via
-    fast-mixing parameter sets", NIPS 2015.
-    J. Domke and X. Liu, "Projecting Ising model parameters for fast
-    mixing", NIPS 2013.
+    J. Domke, "Maximum likelihood learning with arbitrary treewidth via fast-mixing parameter
+    sets", NIPS 2015.
+    J. Domke and X. Liu, "Projecting Ising model parameters for fast mixing", NIPS 2013.
+    T. Tieleman, "Training restricted Boltzmann machines using approximations to the
+    likelihood gradient", ICML 2008 (persistent chains).
 
     Examples
     --------
     >>> import numpy as np
-    >>> from skmrf.estimators.mcmc import MCMCMaxLikelihood
-    >>> X = np.random.default_rng(0).integers(0, 2, size=(50, 4))
-    >>> est = MCMCMaxLikelihood("chain", alpha=1.0, lipschitz=5.0, eps=1.0,
-    ...                         random_state=0).fit(X)
-    >>> est.schedule_
+    >>> from skmrf import MCMCMaxLikelihood
+    >>> X = np.random.default_rng(0).integers(0, 2, size=(200, 4))
+    >>> est = MCMCMaxLikelihood("chain", random_state=0).fit(X)
+    >>> est.schedule_.kind, est.converged_
+    ('adaptive', True)
+    >>> theory = MCMCMaxLikelihood("chain", schedule="theory", alpha=1.0, lipschitz=5.0,
+    ...                            random_state=0).fit(X[:50])
+    >>> theory.schedule_auto_
     FastMixingSchedule(n_iter=14, n_samples=3005, n_sweeps=34)
-    >>> bool(np.all(np.abs(est.ising_couplings_) <= est.max_coupling_))
+    >>> bool(np.all(np.abs(theory.ising_couplings_) <= theory.max_coupling_))
     True
     """
 
     _parameter_constraints: dict = {
         "graph": BaseDiscreteMRF._parameter_constraints["graph"],
+        "n_states": BaseDiscreteMRF._parameter_constraints["n_states"],
         "score_method": BaseDiscreteMRF._parameter_constraints["score_method"],
         "max_bytes": BaseDiscreteMRF._parameter_constraints["max_bytes"],
+        "schedule": [StrOptions({"adaptive", "theory"})],
         "max_coupling": [Interval(Real, 0, None, closed="neither"), None],
         "projection": [StrOptions({"box", "spectral"})],
         "alpha": ALPHA_CONSTRAINT,
@@ -388,27 +699,27 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         "n_iter": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "n_samples": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "n_sweeps": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "tol": [Interval(Real, 0, None, closed="neither")],
         "eps": [Interval(Real, 0, None, closed="neither")],
         "delta": [Interval(Real, 0, 1, closed="neither")],
-        "init": [StrOptions({"uniform", "data"})],
-        "persistent": ["boolean"],
+        "init": [StrOptions({"uniform", "data"}), None],
+        "persistent": ["boolean", None],
         "average": ["boolean"],
         "random_state": ["random_state"],
         "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
     }
 
-    #: The model is binary; not a parameter (``_validate_fit_data`` reads it).
-    n_states = "auto"
-
-    #: Test hook: "mcmc" (Algorithm 1), "exact" (junction-tree expectations) or
-    #: "exact-samples" (``n_samples`` exact junction-tree draws per step).
+    #: Test hook: "mcmc" (chains), "exact" (junction-tree expectations) or "exact-samples"
+    #: (``n_samples`` exact junction-tree draws per step; theory schedule).
     _gradient = "mcmc"
 
     def __init__(
         self,
         graph="chain",
         *,
+        n_states="auto",
+        schedule="adaptive",
         max_coupling=None,
         projection="box",
         alpha="auto",
@@ -416,10 +727,11 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         n_iter="auto",
         n_samples="auto",
         n_sweeps="auto",
+        tol=0.5,
         eps=1.0,
         delta=0.1,
-        init="uniform",
-        persistent=False,
+        init=None,
+        persistent=None,
         average=True,
         score_method="auto",
         max_bytes=None,
@@ -428,6 +740,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         verbose=0,
     ):
         self.graph = graph
+        self.n_states = n_states
+        self.schedule = schedule
         self.max_coupling = max_coupling
         self.projection = projection
         self.alpha = alpha
@@ -435,6 +749,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         self.n_iter = n_iter
         self.n_samples = n_samples
         self.n_sweeps = n_sweeps
+        self.tol = tol
         self.eps = eps
         self.delta = delta
         self.init = init
@@ -448,12 +763,12 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
-        """Fit by Algorithm 1 (projected gradient with MCMC gradients).
+        """Fit by projected gradient with MCMC gradients (see ``schedule``).
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Binary states 0/1; never modified.
+            Integer states (0/1 for ``schedule="theory"``); never modified.
         y : None
             Ignored.
 
@@ -465,25 +780,182 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         Raises
         ------
         ValueError
-            For non-binary data or non-pairwise graphs, a ``max_coupling``
-            outside the fast-mixing range, or a schedule whose work exceeds
-            :data:`~skmrf.estimators._fast_mixing.MAX_WORK`.
+            For non-pairwise graphs, non-binary data with the theory schedule or the spectral
+            set, a fast-mixing set the theory schedule cannot use, or a theory schedule
+            whose work exceeds :data:`~skmrf.estimators._fast_mixing.MAX_WORK`.
         """
         log = ProgressLog(type(self).__name__, self.verbose)
         Xi = self._validate_fit_data(X)
-        self._check_binary_pairwise(Xi, f"MCMCMaxLikelihood's fast-mixing sets ({self.projection!r}) are defined")
+        theory = self.schedule == "theory"
+        if theory or self.projection == "spectral":
+            subject = "MCMCMaxLikelihood's theory schedule is" if theory else "The spectral set is"
+            self._check_binary_pairwise(Xi, f"{subject} defined")
+        else:
+            self._check_pairwise()
         self._ridge(Xi.shape[0])
         positions = _pairwise_positions(self.model_.layout)
+        self.edges_ = positions.edges
+        rng = check_generator(self.random_state)
+        self._trace = {"gradient_norm": [], "time": []}
+        if theory:
+            phi = self._fit_theory(Xi, positions, rng, log)
+            self._set_ising(phi, positions)
+        else:
+            theta = self._fit_adaptive(Xi, positions, rng, log)
+            self.model_.theta = theta
+            if is_binary_pairwise(self.model_.layout):
+                self.ising_fields_, self.ising_couplings_ = binary_to_ising(
+                    theta[positions.node_pos], theta[positions.edge_pos], positions.edges, Xi.shape[1]
+                )
+        if not np.all(np.isfinite(self.model_.theta)):
+            warn_not_converged(
+                type(self).__name__,
+                f"in {self.n_iter_} steps: the parameters diverged (non-finite)",
+                "Increase lipschitz (smaller steps) or alpha.",
+                stacklevel=3,
+            )
+        self._resolve_score_method(self.random_state)
+        return self
+
+    # -- the constraint set ----------------------------------------------------
+    def _constraint(self, n, edges, required):
+        """``(bound, FastMixingSet or None, fast_mixing)`` of ``max_coupling`` and ``projection``.
+
+        ``required``: the theory schedule computes K/M/v from the set, so it must be
+        fast-mixing (the error names the limit); otherwise a set outside the range only warns.
+        """
+        max_degree = self.graph_.max_degree
+        if self.max_coupling is None and self.schedule == "adaptive":
+            return None, None, False
+        try:
+            geometry = fast_mixing_set(self.projection, self.max_coupling, n, edges, max_degree)
+            return geometry.bound, geometry, True
+        except ValueError as err:
+            if required:
+                raise
+            warnings.warn(
+                f"{err} Used as given: a constraint, not a guarantee; the mixing bound does not hold "
+                "(schedule_.fast_mixing is False).",
+                MixingBoundWarning,
+                stacklevel=4,
+            )
+        bound = float(self.max_coupling)
+        if self.projection == "box":
+            project = partial(np.clip, a_min=-bound, a_max=bound)
+        else:
+            project = partial(project_spectral, edges=edges, n_variables=n, max_norm=bound)
+        return bound, FastMixingSet(bound, math.nan, math.nan, project), False
+
+    # -- adaptive schedule -------------------------------------------------------
+    def _fit_adaptive(self, Xi, positions, rng, log):
+        """Persistent chains, natural-gradient steps, noise-level stopping rule, averaged iterates."""
+        model, (_, edge_pos, edges) = self.model_, positions
+        n = Xi.shape[1]
+        binary = is_binary_pairwise(model.layout)
+        bound, geometry, fast = self._constraint(n, edges, required=False)
+        self.max_coupling_ = bound
+        offsets = model.layout.block_offsets
+        pair = np.concatenate(
+            [np.arange(offsets[k], offsets[k + 1]) for k, c in enumerate(model.cliques) if len(c) == 2] + [[]]
+        ).astype(np.int64)  # every pair entry (K - 1)^2 per edge
+        if geometry is None:
+            project = np.asarray
+        elif self.projection == "box":
+            project = partial(_pair_box, max_entry=4 * bound if binary else bound, pair=pair)
+        else:
+            project = partial(_pair_spectral, pair=edge_pos, edges=edges, n_variables=n, max_norm=bound)
+        auto = ADAPTIVE_MAX_ITER, ADAPTIVE_CHAINS, ADAPTIVE_SWEEPS
+        given = (self.n_iter, self.n_samples, self.n_sweeps)
+        n_iter, n_samples, n_sweeps = (a if isinstance(g, str) else int(g) for g, a in zip(given, auto))
+        self.schedule_ = MCMCSchedule("adaptive", n_iter, n_samples, n_sweeps, fast)
+        self.schedule_auto_ = self.mixing_constant_ = self.mixing_rate_ = None
+        self.suff_stat_bound_ = self.distance_bound_ = None
+        if self.alpha_ == 0:
+            warn_if_unbounded(self, Xi)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NoFiniteEstimateWarning)  # said above, by this estimator
+            # One job: the parallel PL sums its chunks in an n_jobs-dependent order (last bits).
+            start = PseudoLikelihoodEstimator(self.graph_, n_states=self.n_states_, alpha=self.alpha_).fit(Xi)
+        theta0 = project(start.theta_)
+        mean_stats = model.sufficient_statistics(Xi) / Xi.shape[0]
+        n_workers = workers_for(self.n_jobs, n_samples * n_sweeps * n, MCMC_MIN_WORK_PER_WORKER)
+        with parallel_or_serial(n_workers, verbose=max(0, self.verbose - 1)) as parallel:
+            if self._gradient == "exact":
+                features = _ExactFeatures(model)
+            else:
+                features = _PersistentChains(
+                    model,
+                    colour_classes(self.graph_),
+                    Xi,
+                    n_samples,
+                    n_sweeps,
+                    "data" if self.init is None else self.init,
+                    True if self.persistent is None else self.persistent,
+                    rng,
+                    parallel,
+                )
+                features.advance(theta0, ADAPTIVE_BURN_IN, statistic=False)
+            L, direction = self.lipschitz, None
+            natural = L is None and self._gradient == "mcmc" and (geometry is None or self.projection == "box")
+            if natural:
+                box = None if geometry is None else (pair, 4 * bound if binary else bound)
+                direction = partial(_natural_direction, chains=features, box=box, damping=NATURAL_DAMPING + self.alpha_)
+            elif L is None and self._gradient == "mcmc":
+                # Floored at a fair coin's variance: a few chains can see next to no variance.
+                L = max(_largest_covariance_eigenvalue(_indicator_matrix(model.layout, features.states())), 0.25)
+                L += self.alpha_
+            elif L is None:
+                L = 1.0 + self.alpha_
+            stopping = isinstance(self.n_iter, str) and self._gradient == "mcmc"
+            result = stochastic_gradient(
+                features,
+                mean_stats,
+                project,
+                theta0,
+                lipschitz=L,
+                direction=direction,
+                ridge=self.alpha_,
+                n_iter=n_iter,
+                min_iter=ADAPTIVE_MIN_ITER if stopping else 0,
+                tol=self.tol if stopping else None,
+                window=ADAPTIVE_WINDOW,
+                callback=partial(_report, log) if self.verbose else None,
+            )
+        self.lipschitz_ = None if L is None else float(L)
+        self.n_iter_, self.converged_ = result.n_iter, result.converged or not stopping
+        self.trace_ = result.trace
+        if not self.converged_:
+            warn_not_converged(
+                type(self).__name__,
+                f"in {n_iter} steps: the mean gradient of the last {ADAPTIVE_WINDOW} steps is still "
+                f"{result.trace['noise_ratio'][-1]:.3g} times its Monte-Carlo variance (the rule stops below "
+                f"{1 + self.tol:g})",
+                "Raise n_iter, or n_samples for less noise.",
+                stacklevel=4,
+            )
+        return result.x_mean if self.average else result.x_last
+
+    # -- theory schedule ---------------------------------------------------------
+    def _fit_theory(self, Xi, positions, rng, log):
+        """Algorithm 1 of Domke (2015) in the ``{-1, +1}`` coordinates; returns ``phi = (h, J)``."""
         n, edges = Xi.shape[1], positions.edges
-        geometry = fast_mixing_set(self.projection, self.max_coupling, n, edges, self.graph_.max_degree)
+        given = (self.n_iter, self.n_samples, self.n_sweeps)
+        needs_theory = any(isinstance(g, str) for g in given)
+        bound, geometry, fast = self._constraint(n, edges, required=needs_theory)
         mean_stats = _mean_statistics(Xi.astype(np.float64), edges)
-        auto, sched, L, R2, D = self._schedule(mean_stats[:n], len(edges), geometry)
-        self.schedule_auto_, self.schedule_, self.edges_ = auto, sched, edges
+        auto, sched, L, R2, D = self._theory_schedule(mean_stats[:n], len(edges), geometry)
+        self.schedule_auto_, self.schedule_ = auto, MCMCSchedule("theory", *sched, fast)
         self.max_coupling_, self.mixing_constant_, self.mixing_rate_ = geometry[:3]
         self.lipschitz_, self.suff_stat_bound_, self.distance_bound_ = L, R2, D
-
-        rng = check_generator(self.random_state)
         n_workers = workers_for(self.n_jobs, sched.n_samples * sched.n_sweeps * n, MCMC_MIN_WORK_PER_WORKER)
+        trace, start = self._trace, time.perf_counter()
+
+        def callback(k, x, grad):
+            trace["gradient_norm"].append(float(np.linalg.norm(grad)))
+            trace["time"].append(time.perf_counter() - start)
+            if self.verbose:
+                _report(log, k, x, grad)
+
         with parallel_or_serial(n_workers, verbose=max(0, self.verbose - 1)) as parallel:
             last, mean = projected_gradient(
                 self._expectation(Xi, positions, sched, rng, parallel),
@@ -492,42 +964,74 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 lipschitz=L,
                 ridge=self.alpha_,
                 n_iter=sched.n_iter,
-                callback=partial(_report, log, n) if self.verbose else None,
+                callback=callback,
             )
-        self.n_iter_ = sched.n_iter
-        self._set_parameters(mean if self.average else last, geometry.project, positions)
-        self._resolve_score_method(self.random_state)
-        return self
+        self.n_iter_, self.converged_ = sched.n_iter, True
+        self.trace_ = {key: np.array(value) for key, value in trace.items()}
+        phi = mean if self.average else last
+        if self.average and self.projection == "spectral":
+            # The set is convex, so the average is inside it; project away round-off.
+            phi[n:] = geometry.project(phi[n:])
+        return phi
 
-    def _schedule(self, mean_x, n_edges, geometry):
+    def _theory_schedule(self, mean_x, n_edges, geometry):
         """``(schedule_auto, schedule, L, R2, D)``: the given or theoretical K/M/v and its inputs."""
         n = len(mean_x)
         R2 = math.sqrt(n + n_edges)
-        L = float(self.lipschitz) if self.lipschitz is not None else 4 * R2**2 + self.alpha_
-        D = distance_bound(self.projection, geometry.bound, mean_x, n_edges, self.graph_.max_degree, self.alpha_)
-        given = (self.n_iter, self.n_samples, self.n_sweeps)
-        auto = None
-        if any(isinstance(g, str) for g in given):
-            if not np.isfinite(D):
-                j = int(np.argmax(np.abs(mean_x)))
-                raise ValueError(
-                    f"The schedule needs a bound on ||theta_0 - theta*||, but column {j} is constant, so "
-                    "with alpha=0 its field has no finite optimum. Set alpha > 0, drop the column, or give "
-                    "n_iter, n_samples and n_sweeps explicitly."
-                )
-            auto = fast_mixing_schedule(
-                self.eps,
+        max_degree = self.graph_.max_degree
+
+        def theory(eps, alpha, lipschitz):
+            L = float(lipschitz) if lipschitz is not None else 4 * R2**2 + alpha
+            D = distance_bound(self.projection, geometry.bound, mean_x, n_edges, max_degree, alpha)
+            if not (np.isfinite(D) and np.isfinite(geometry.mixing_constant)):
+                return L, D, None  # no bound on the distance, or no mixing bound: no schedule
+            schedule = fast_mixing_schedule(
+                eps,
                 lipschitz=L,
                 suff_stat_bound=R2,
                 mixing_constant=geometry.mixing_constant,
                 mixing_rate=geometry.mixing_rate,
                 distance_bound=D,
-                ridge=self.alpha_,
+                ridge=alpha,
                 delta=self.delta,
                 n_variables=n,
             )
-        sched = FastMixingSchedule(*(a if isinstance(g, str) else int(g) for g, a in zip(given, auto or given)))
-        _check_work(sched, n)
+            return L, D, schedule
+
+        L, D, auto = theory(self.eps, self.alpha_, self.lipschitz)
+        given = (self.n_iter, self.n_samples, self.n_sweeps)
+        if not any(isinstance(g, str) for g in given):
+            sched = FastMixingSchedule(*map(int, given))
+            _check_work(sched, n)
+            return None, sched, L, R2, D
+        if auto is None:
+            j = int(np.argmax(np.abs(mean_x)))
+            raise ValueError(
+                f"The schedule needs a bound on ||theta_0 - theta*||, but column {j} is constant, so "
+                "with alpha=0 its field has no finite optimum. Set alpha > 0, drop the column, or give "
+                "n_iter, n_samples and n_sweeps explicitly."
+            )
+        sched = FastMixingSchedule(*(a if isinstance(g, str) else int(g) for g, a in zip(given, auto)))
+        if _work(sched, n) > MAX_WORK:
+            changes = [(f"eps={self.eps * f:g}", self.eps * f, self.alpha_, self.lipschitz) for f in (10, 100)]
+            changes += [(f"alpha={self.alpha_ * f:g}", self.eps, self.alpha_ * f, self.lipschitz) for f in (10, 100)]
+            changes += (
+                [("alpha=0", self.eps, 0.0, self.lipschitz)]
+                if self.alpha_ > 0
+                else [(f"alpha={a:g}", self.eps, a, self.lipschitz) for a in (0.1, 1.0)]
+            )
+            changes += [(f"lipschitz={L / f:.3g}", self.eps, self.alpha_, L / f) for f in (10, 100)]
+            alternatives = []
+            for change, eps, alpha, lipschitz in changes:
+                other = theory(eps, alpha, lipschitz)[2]
+                if other is not None:
+                    alternatives.append(
+                        (
+                            change,
+                            FastMixingSchedule(*(a if isinstance(g, str) else int(g) for g, a in zip(given, other))),
+                        )
+                    )
+            _check_work(sched, n, alternatives)
         return auto, sched, L, R2, D
 
     def _expectation(self, Xi, positions, sched, rng, parallel):
@@ -537,23 +1041,13 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         if self._gradient == "exact-samples":
             return _ExactSampleExpectation(self.model_, *positions, sched.n_samples, rng)
         colours = colour_classes(self.graph_)
+        init = "uniform" if self.init is None else self.init
         return _MCMCExpectation(
-            Xi, positions.edges, colours, sched.n_samples, sched.n_sweeps, self.init, self.persistent, rng, parallel
+            Xi, positions.edges, colours, sched.n_samples, sched.n_sweeps, init, bool(self.persistent), rng, parallel
         )
 
-    def _set_parameters(self, phi, project, positions):
+    def _set_ising(self, phi, positions):
         """Store ``phi = (h, J)`` as ``ising_fields_``, ``ising_couplings_`` and, in ``{0, 1}``, ``model_``."""
         n = self.model_.n_variables
-        if self.average and self.projection == "spectral":
-            # The set is convex, so the average is inside it; project away round-off.
-            phi[n:] = project(phi[n:])
         self.ising_fields_, self.ising_couplings_ = phi[:n].copy(), phi[n:].copy()
-        theta = _binary_theta(phi, self.model_, *positions)
-        self.model_.theta = theta
-        if not np.all(np.isfinite(theta)):
-            warn_not_converged(
-                type(self).__name__,
-                f"in {self.n_iter_} steps: the parameters diverged (non-finite)",
-                "Increase lipschitz (smaller steps) or alpha.",
-                stacklevel=4,
-            )
+        self.model_.theta = _binary_theta(phi, self.model_, *positions)

@@ -130,6 +130,7 @@ def mcmc_cases():
             "skmrf.estimators.mcmc",
             lambda nj, X=X, G=G, M=M, v=v: MCMCMaxLikelihood(
                 f"grid:{G}x{G}",
+                schedule="theory",
                 max_coupling=0.2,
                 n_iter=5,
                 n_samples=M,

@@ -45,7 +45,7 @@ theta[lay.block_offsets[np.flatnonzero(sizes == 1)]], theta[lay.block_offsets[ed
 true.theta = theta
 X = true.sample(2000, rng, method="exact")
 
-common = dict(max_coupling=0.2, alpha=0.1, lipschitz=10.0, average=False)
+common = dict(schedule="theory", max_coupling=0.2, alpha=0.1, lipschitz=10.0, average=False)
 
 # %%
 # The theoretical schedule (Corollary 9, with ``eps`` in parameter distance)

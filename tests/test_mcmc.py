@@ -299,7 +299,8 @@ def test_defaults_land_near_exact_ml(n_states):
     est = MCMCMaxLikelihood(graph, n_states=n_states, random_state=0).fit(X)
     assert est.schedule_.kind == "adaptive" and est.converged_ and est.n_iter_ >= 200
     assert np.linalg.norm(est.theta_ - ml.theta_) / np.linalg.norm(ml.theta_) < 0.10
-    assert set(est.trace_) == {"gradient_norm", "noise_ratio", "time"} and len(est.trace_["time"]) == est.n_iter_
+    assert set(est.trace_) == {"gradient_norm", "noise_ratio", "step_norm", "time"}
+    assert len(est.trace_["time"]) == est.n_iter_
 
 
 def test_wide_box_lands_on_the_interior_optimum():

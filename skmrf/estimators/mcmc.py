@@ -472,12 +472,13 @@ def _check_work(schedule, n_variables, alternatives=()):
     )
 
 
-def _report(log, k, x, grad, ratio=None):
-    """One progress line per step: the gradient estimate (and its noise ratio)."""
+def _report(log, k, x, grad, ratio=None, step=None):
+    """One progress line per step: the gradient estimate (its noise ratio, the step's length)."""
     if ratio is None:
         log("Iteration %d, |grad| = %.4g", k, np.linalg.norm(grad))
     else:
-        log("Iteration %d, |grad| = %.4g, grad^2 / noise = %.3g", k, np.linalg.norm(grad), ratio)
+        norm = np.linalg.norm(grad)
+        log("Iteration %d, |grad| = %.4g, mean grad^2 / noise = %.3g, |step| = %.3g", k, norm, ratio, step)
 
 
 def _project_couplings(phi, n_variables, project):
@@ -612,8 +613,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     converged_ : bool
         Whether the adaptive stopping rule ended the run (True for fixed schedules).
     trace_ : dict
-        One value per step: ``"gradient_norm"``, ``"noise_ratio"`` (adaptive) and ``"time"``
-        (seconds since the first step).
+        One value per step: ``"gradient_norm"``, ``"noise_ratio"`` and ``"step_norm"``
+        (adaptive) and ``"time"`` (seconds since the first step).
     log_partition_ : float or None
         ``log Z`` when scoring is exact, its AIS estimate when it is ``"ais"``, None for
         ``"pseudo"``.

@@ -21,7 +21,8 @@ __all__ = ["StochasticGradientResult", "stochastic_gradient"]
 class StochasticGradientResult(NamedTuple):
     """What :func:`stochastic_gradient` returns.
 
-    ``trace`` maps ``"gradient_norm"``, ``"noise_ratio"`` and ``"time"`` to one value per step.
+    ``trace`` maps ``"gradient_norm"``, ``"noise_ratio"``, ``"step_norm"`` (``||x_k - x_{k-1}||``)
+    and ``"time"`` to one value per step.
     """
 
     x_last: np.ndarray
@@ -79,7 +80,7 @@ def stochastic_gradient(
         The stopping rule's excess of the noise ratio over 1; None runs ``n_iter`` steps.
     window : int, default=20
     callback : callable, optional
-        ``callback(k, x_k, gradient, noise_ratio)`` after step ``k`` (1-based).
+        ``callback(k, x_k, gradient, noise_ratio, step_norm)`` after step ``k`` (1-based).
 
     Returns
     -------
@@ -88,7 +89,7 @@ def stochastic_gradient(
     """
     x = np.array(x0, dtype=float)
     path, recent = [], []
-    gradient_norm, noise_ratio, elapsed = [], [], []
+    gradient_norm, noise_ratio, step_norm, elapsed = [], [], [], []
     start = time.perf_counter()
     converged = False
     for k in range(1, n_iter + 1):
@@ -97,17 +98,24 @@ def stochastic_gradient(
         recent = (recent + [(grad, variance)])[-window:]
         mean_grad = np.mean([g for g, _ in recent], axis=0)
         ratio = float(np.mean(mean_grad**2 * len(recent) / np.mean([v for _, v in recent], axis=0)))
+        previous = x
         x = project(x - (grad / lipschitz if direction is None else direction(x, grad)))
         path.append(x)
         gradient_norm.append(float(np.linalg.norm(grad)))
         noise_ratio.append(ratio)
+        step_norm.append(float(np.linalg.norm(x - previous)))
         elapsed.append(time.perf_counter() - start)
         if callback is not None:
-            callback(k, x, grad, ratio)
+            callback(k, x, grad, ratio, step_norm[-1])
         if tol is not None and k >= max(min_iter, window) and ratio < 1 + tol:
             converged = True
             break
     n_run = len(path)
-    trace = {"gradient_norm": np.array(gradient_norm), "noise_ratio": np.array(noise_ratio), "time": np.array(elapsed)}
+    trace = {
+        "gradient_norm": np.array(gradient_norm),
+        "noise_ratio": np.array(noise_ratio),
+        "step_norm": np.array(step_norm),
+        "time": np.array(elapsed),
+    }
     x_mean = np.mean(path[n_run // 2 :], axis=0) if path else x
     return StochasticGradientResult(x, project(x_mean), n_run, converged, trace)

@@ -377,8 +377,10 @@ class CategoricalGibbsKernel:
 
     Cost per site update: one gathered row of ``width`` floats (4, 8 or ``K_max``) and one
     multiply per group, then ``O(K_max)`` contiguous operations. Memory: the table holds
-    ``K_max^g x width`` floats per (site, group), and is rebuilt (``O(table)``) when
-    ``beta`` changes, as annealing does at every step.
+    ``K_max^g x width`` floats per (site, group) (12 MiB at ``K = 3``, 67 MiB at ``K = 21``
+    on a 100 x 100 grid), plus the float64 coupling tables. A new ``beta`` (annealing
+    changes it at every step) costs three float32 passes over the table, from a float32
+    copy of the pair logs kept after the first such call (the size of a second table).
     """
 
     #: Floats per chunk buffer ``(sites x chains, width)``: a chunk's working set stays in cache.
@@ -399,9 +401,9 @@ class CategoricalGibbsKernel:
         m = len(edges)
         pair = np.asarray(pair, dtype=np.float64).reshape(m, kmax, kmax)
         ki, kj = k[edges[:, 0]], k[edges[:, 1]]
-        valid = (states[None, :, None] < ki[:, None, None]) & (states[None, None, :] < kj[:, None, None])
+        beyond = (states[None, :, None] >= ki[:, None, None]) | (states[None, None, :] >= kj[:, None, None])
+        self.pair = np.where(beyond, 0.0, pair) if pair[beyond].any() else pair  # copy only if needed
         self.edges = edges
-        self.pair = np.where(valid, pair, 0.0)
         unary = np.asarray(unary, dtype=np.float64).reshape(n, kmax)
         self.colours = [np.asarray(c, dtype=np.int64) for c in colours]
 
@@ -445,6 +447,7 @@ class CategoricalGibbsKernel:
         self.group_first[self.group_ptr[:-1]] = True
         self.ones_group = n_grp  # rows of ones for the groups a site does not have
         self._tables = {}
+        self._shifted = None
         self._plans = {}
 
     @classmethod
@@ -464,9 +467,12 @@ class CategoricalGibbsKernel:
         edges = np.array([layout.cliques[b] for b in pairs], dtype=np.int64).reshape(-1, 2)
         pair = np.zeros((len(pairs), kmax, kmax))
         for shape in {layout.table_shapes[b] for b in pairs}:  # vectorised per table shape
-            sel = np.array([layout.table_shapes[b] == shape for b in pairs])
-            at = layout.table_offsets[pairs[sel]][:, None] + np.arange(shape[0] * shape[1])
-            pair[sel, : shape[0], : shape[1]] = full[at].reshape(-1, *shape)
+            sel = np.flatnonzero([layout.table_shapes[b] == shape for b in pairs])
+            step = max(1, (1 << 18) // (shape[0] * shape[1]))
+            for a in range(0, len(sel), step):
+                e = sel[a : a + step]
+                at = layout.table_offsets[pairs[e]][:, None] + np.arange(shape[0] * shape[1])
+                pair[e, : shape[0], : shape[1]] = full[at].reshape(-1, *shape)
         return cls(k, unary, edges, pair, colours)
 
     # -- tables --------------------------------------------------------------------------
@@ -478,39 +484,81 @@ class CategoricalGibbsKernel:
         out[real] = beta * np.where(self.slot_flip[slots[real], None, None], w, w.transpose(0, 2, 1))
         return out
 
-    def _log_rows(self, groups, beta):
+    def _log_rows(self, groups, beta, unary=True):
         """Log-potential rows of ``groups``, float64 ``(len(groups), K_max^g, K_max)``: row
         ``code`` (the group's neighbour states, first one most significant) holds the
-        contribution to each state of the site (its unary term added in its first group)."""
+        contribution to each state of the site (its unary term added in its first group
+        unless ``unary`` is False)."""
         kmax, g = self.kmax, self.group
         L = np.zeros((len(groups),) + (kmax,) * g + (kmax,))
         for p in range(g):
             shape = [len(groups)] + [1] * g + [kmax]
             shape[1 + p] = kmax
             L += self._slot_rows(self.group_slots[groups, p], beta).reshape(shape)
-        first = self.group_first[groups]
-        L[first] += self.unary[self.group_site[groups[first]]].reshape((-1,) + (1,) * g + (kmax,))
+        if unary:
+            first = self.group_first[groups]
+            L[first] += self.unary[self.group_site[groups[first]]].reshape((-1,) + (1,) * g + (kmax,))
         return L.reshape(len(groups), self.rows, kmax)
 
+    def _group_chunks(self):
+        """Slices of groups whose float64 rows stay within a few MiB."""
+        step = max(1, (1 << 18) // (self.rows * self.kmax))
+        return [np.arange(a, min(self.ones_group, a + step)) for a in range(0, self.ones_group, step)]
+
     def _table(self, beta):
-        """The float32 table of scaled exponentiated rows at inverse temperature ``beta``."""
+        """The float32 table of scaled exponentiated rows at inverse temperature ``beta``.
+
+        ``beta = 1`` (and a negative ``beta``) is computed in float64 from the log-potentials.
+        Other values, one per annealing step, come from a stored float32 copy of the pair
+        rows' logs, shifted to a maximum of zero so that ``beta`` times them still is
+        (``beta >= 0``): ``exp(beta * pair + unary)``, three float32 passes over the table.
+        """
         beta = float(beta)
         if beta in self._tables:
             return self._tables[beta]
         kmax, rows, n_grp = self.kmax, self.rows, self.ones_group
-        E = np.zeros((n_grp + 1, rows, self.width), dtype=np.float32)
-        E[n_grp] = 1.0
-        step = max(1, (1 << 20) // (rows * kmax))
-        for a in range(0, n_grp, step):
-            grp = np.arange(a, min(n_grp, a + step))
-            L = self._log_rows(grp, beta)
-            L -= L.max(axis=2, keepdims=True)  # the first state is always finite
-            E[grp[0] : grp[-1] + 1, :, :kmax] = np.exp(L)
+        E = np.empty((n_grp + 1, rows, self.width), dtype=np.float32)
+        if beta == 1.0 or beta < 0:
+            E[:, :, kmax:] = 0.0
+            E[n_grp] = 1.0
+            for grp in self._group_chunks():
+                L = self._log_rows(grp, beta)
+                L -= L.max(axis=2, keepdims=True)  # the first state is always finite
+                E[grp[0] : grp[-1] + 1, :, :kmax] = np.exp(L)
+        else:
+            pair, unary = self._shifted_logs()
+            for grp in [*self._group_chunks(), np.array([n_grp])]:
+                e = E[grp[0] : grp[-1] + 1]
+                np.multiply(pair[grp[0] : grp[-1] + 1], np.float32(beta), out=e)
+                e += unary[grp[0] : grp[-1] + 1, None, :]
+                np.exp(e, out=e)
         E = E.reshape(-1, self.width)
         if beta != 1.0:  # keep the model's own table and the last annealing step's
             self._tables = {b: t for b, t in self._tables.items() if b == 1.0}
         self._tables[beta] = E
         return E
+
+    def _shifted_logs(self):
+        """Float32 ``(pair, unary)`` logs for :meth:`_table`, built once: ``pair`` shaped as the
+        table, each row shifted to a maximum of zero over the site's states (zero elsewhere);
+        ``unary`` one row per group, the site's shifted unary term in its first group, zero in
+        the others, ``-inf`` on the states a site does not have."""
+        if self._shifted is None:
+            kmax, n_grp = self.kmax, self.ones_group
+            pair = np.zeros((n_grp + 1, self.rows, self.width), dtype=np.float32)
+            unary = np.zeros((n_grp + 1, self.width), dtype=np.float32)
+            missing = np.arange(self.width)[None, :] >= self.own_states[self.group_site][:, None]
+            unary[:n_grp][missing] = -np.inf
+            first = np.flatnonzero(self.group_first)
+            u = self.unary[self.group_site[first]]
+            unary[first, :kmax] = u - u.max(axis=1, keepdims=True)
+            for grp in self._group_chunks():
+                L = self._log_rows(grp, 1.0, unary=False)
+                L[np.broadcast_to(missing[grp, None, :kmax], L.shape)] = -np.inf
+                L -= L.max(axis=2, keepdims=True)
+                pair[grp[0] : grp[-1] + 1, :, :kmax] = np.where(np.isfinite(L), L, 0.0)
+            self._shifted = (pair, unary)
+        return self._shifted
 
     def _plan(self, n_chains):
         """Chunks ``(a, b, c0, c1, nbr, slot, base)`` of every colour class for ``n_chains`` chains.

@@ -421,8 +421,8 @@ class CategoricalGibbsKernel:
         g_max = 1
         while kmax >= 2 and g_max < d_max and kmax ** (g_max + 1) <= self.max_group_rows:
             g_max += 1
-        n_max = -(-d_max // g_max)
-        self.group = g = max(1, -(-d_max // n_max)) if d_max else 1
+        n_full = -(-d_max // g_max)  # groups of the largest site
+        self.group = g = max(1, -(-d_max // n_full)) if d_max else 1
         self.rows = kmax**g
 
         # Directed slots (site, neighbour, edge, flipped), internal indices, sorted by site;

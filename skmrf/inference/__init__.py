@@ -3,12 +3,20 @@
 from .ais import AISResult, annealed_importance_sampling
 from .conditionals import ConditionalPlan
 from .enumerate import Enumerator, all_states
-from .gibbs import BinaryGibbsKernel, GeneralGibbsKernel, GibbsSampler, colour_classes, run_chains
+from .gibbs import (
+    BinaryGibbsKernel,
+    CategoricalGibbsKernel,
+    GeneralGibbsKernel,
+    GibbsSampler,
+    colour_classes,
+    run_chains,
+)
 from .junction_tree import DEFAULT_MAX_BYTES, JunctionTree, TreewidthError, elimination_order
 
 __all__ = [
     "AISResult",
     "BinaryGibbsKernel",
+    "CategoricalGibbsKernel",
     "ConditionalPlan",
     "GeneralGibbsKernel",
     "DEFAULT_MAX_BYTES",

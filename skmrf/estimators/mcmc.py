@@ -25,7 +25,13 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from ..inference.gibbs import BinaryGibbsKernel, GeneralGibbsKernel, colour_classes, is_binary_pairwise, run_chains
+from ..inference.gibbs import (
+    BinaryGibbsKernel,
+    CategoricalGibbsKernel,
+    colour_classes,
+    is_binary_pairwise,
+    run_chains,
+)
 from ..model.ising import binary_to_ising, ising_statistics, ising_to_binary
 from ..solvers._convergence import warn_not_converged
 from ..solvers.projected_gradient import projected_gradient
@@ -213,10 +219,10 @@ class _ExactSampleExpectation(_ExactExpectation):
 
 
 def _gibbs_kernel(layout, theta, colours):
-    """The Gibbs kernel of a pairwise model at ``theta`` (fast path when binary)."""
+    """The Gibbs kernel of a pairwise model at ``theta`` (binary or categorical fast path)."""
     if is_binary_pairwise(layout):
         return BinaryGibbsKernel.from_layout(layout, theta, colours)
-    return GeneralGibbsKernel(layout, theta, colours)
+    return CategoricalGibbsKernel.from_layout(layout, theta, colours)
 
 
 def _indicator_matrix(layout, S):

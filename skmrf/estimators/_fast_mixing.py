@@ -373,13 +373,16 @@ def project_spectral(J, edges, n_variables, max_norm, tol=1e-9, max_iter=10000):
     ``J`` is returned unchanged after one eigenvalue check.
 
     Measured (``benchmarks/spectral_projection.py``, one core): a 100 x 100
-    grid (19,800 edges) with ``||R||_2 = 1.2 c`` in about 0.15 s (2 c: about
-    0.1 s), where the previous dense Dykstra iteration (kept as
-    ``_project_spectral_dykstra``, ``O(N^3)`` per iteration) took 0.1 s at
-    ``N = 64`` and 1.2 s at ``N = 144``; the two agree to about 1e-10, the
-    Dykstra iteration's own stopping error. Linear algebra runs on one BLAS
-    thread (small operations, where threaded BLAS is many times slower when
-    cores are busy).
+    grid (19,800 edges) with ``||R||_2 = 1.2 c`` in 0.14 s (2 c: 0.08 s);
+    the previous dense Dykstra iteration (kept as
+    ``_project_spectral_dykstra``, ``O(N^3)`` per iteration) took 0.07 s at
+    ``N = 64`` and 1.0 s at ``N = 144`` (0.2 s and 5.7 s at 2 c), against
+    4 ms and 6 ms now, and would take about 300 s per iteration at
+    ``N = 10^4``. Below about ``N = 10`` it is faster by under 1 ms. The two
+    agree to 3e-12 with Dykstra run to ``tol=1e-13`` (at its default
+    ``tol=1e-9`` Dykstra stops up to 2.4e-8 short of its limit). Linear
+    algebra runs on one BLAS thread (small operations, where threaded BLAS
+    is many times slower when cores are busy).
     """
     with single_blas_thread():
         return _project_spectral(J, edges, n_variables, max_norm, tol, max_iter)[0]
@@ -634,7 +637,7 @@ def _truncated_cg(H, diag, b, rtol, max_cg):
     return d
 
 
-def _project_spectral_dykstra(J, edges, n_variables, max_norm, tol=1e-9, max_iter=10000):
+def _project_spectral_dykstra(J, edges, n_variables, max_norm, tol=1e-9, max_iter=10000, return_n_iter=False):
     """The previous :func:`project_spectral`: Dykstra's alternating projections, dense.
 
     Projects ``A = |J|`` onto the intersection of the non-negative matrices
@@ -642,41 +645,49 @@ def _project_spectral_dykstra(J, edges, n_variables, max_norm, tol=1e-9, max_ite
     clipping the eigenvalues of a dense symmetric matrix (``O(N^3)`` per
     iteration); stops when an iteration moves the iterate by less than
     ``tol`` (max norm). Kept as a reference for the tests and
-    ``benchmarks/spectral_projection.py``.
+    ``benchmarks/spectral_projection.py``; ``return_n_iter=True`` also
+    returns the number of iterations.
     """
     with single_blas_thread():
-        J = np.asarray(J, dtype=float)
-        edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-        if len(J) == 0:
-            return J.copy()
-        a0 = np.abs(J)
-        i, j = edges[:, 0], edges[:, 1]
-        A0 = np.zeros((n_variables, n_variables))
-        A0[i, j] = A0[j, i] = a0
-        if np.linalg.eigvalsh(A0)[[0, -1]].__abs__().max() <= max_norm:
-            return J.copy()
-        support = np.zeros((n_variables, n_variables), dtype=bool)
-        support[i, j] = support[j, i] = True
-        x = A0.copy()
-        p = np.zeros_like(x)
-        q = np.zeros_like(x)
-        for _ in range(max_iter):
-            # Ball step (eigenvalue clipping), then the non-negative edge-support cone.
-            w, V = np.linalg.eigh(x + p)
-            y = (V * np.clip(w, -max_norm, max_norm)) @ V.T
-            y = 0.5 * (y + y.T)
-            p = x + p - y
-            x_new = np.where(support, np.maximum(y + q, 0.0), 0.0)
-            q = y + q - x_new
-            moved = np.abs(x_new - x).max()
-            x = x_new
-            if moved < tol:
-                break
-        # Final feasibility: shrink the (tiny) remaining excess of the norm.
-        norm = np.abs(np.linalg.eigvalsh(x)).max()
-        if norm > max_norm:
-            x *= max_norm / norm
-        return np.sign(J) * x[i, j]
+        P, n_iter = _dykstra(J, edges, n_variables, max_norm, tol, max_iter)
+    return (P, n_iter) if return_n_iter else P
+
+
+def _dykstra(J, edges, n_variables, max_norm, tol, max_iter):
+    J = np.asarray(J, dtype=float)
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    if len(J) == 0:
+        return J.copy(), 0
+    a0 = np.abs(J)
+    i, j = edges[:, 0], edges[:, 1]
+    A0 = np.zeros((n_variables, n_variables))
+    A0[i, j] = A0[j, i] = a0
+    if np.linalg.eigvalsh(A0)[[0, -1]].__abs__().max() <= max_norm:
+        return J.copy(), 0
+    support = np.zeros((n_variables, n_variables), dtype=bool)
+    support[i, j] = support[j, i] = True
+    x = A0.copy()
+    p = np.zeros_like(x)
+    q = np.zeros_like(x)
+    n_iter = 0
+    while n_iter < max_iter:
+        n_iter += 1
+        # Ball step (eigenvalue clipping), then the non-negative edge-support cone.
+        w, V = np.linalg.eigh(x + p)
+        y = (V * np.clip(w, -max_norm, max_norm)) @ V.T
+        y = 0.5 * (y + y.T)
+        p = x + p - y
+        x_new = np.where(support, np.maximum(y + q, 0.0), 0.0)
+        q = y + q - x_new
+        moved = np.abs(x_new - x).max()
+        x = x_new
+        if moved < tol:
+            break
+    # Final feasibility: shrink the (tiny) remaining excess of the norm.
+    norm = np.abs(np.linalg.eigvalsh(x)).max()
+    if norm > max_norm:
+        x *= max_norm / norm
+    return np.sign(J) * x[i, j], n_iter
 
 
 # ---------------------------------------------------------------------------

@@ -186,7 +186,7 @@ def test_gaussian_lap_n_jobs_does_not_change_the_result(path, monkeypatch, paral
     one = GaussianLAP("grid:8x8", n_jobs=1).fit(X)
     two = GaussianLAP("grid:8x8", n_jobs=2).fit(X)
     # Each cluster's block is computed alone and assembled by position: bit-identical.
-    np.testing.assert_array_equal(one.precision_.toarray(), two.precision_.toarray())
+    np.testing.assert_array_equal(one.precision_, two.precision_)
 
 
 @pytest.mark.parametrize("cls", ESTIMATORS, ids=IDS)

@@ -129,7 +129,7 @@ def test_complete_graph_gives_inverse_sample_covariance(kernel_path):
     X = sample(chain_precision(6), 300, seed=2)
     est = GaussianLAP("complete", bias_correction=False).fit(X)
     expected = EmpiricalCovariance().fit(X).precision_
-    np.testing.assert_allclose(est.precision_.toarray(), expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(est.precision_, expected, rtol=1e-9, atol=1e-12)
     assert est.is_positive_definite_
 
 
@@ -153,12 +153,12 @@ def test_lap_matches_definition(graph, kernel_path, bias_correction):
         est = GaussianLAP(graph, bias_correction=bias_correction).fit(X)
     adj = nx.to_scipy_sparse_array(graph)
     expected = brute_force_lap(X, adj, bias_correction=bias_correction)
-    np.testing.assert_allclose(est.precision_.toarray(), expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(est.precision_, expected, rtol=1e-9, atol=1e-12)
     # Zero outside the graph, symmetric by construction.
     P = est.precision_
-    assert (abs(P - P.T)).nnz == 0 or abs(P - P.T).max() == 0
+    assert np.array_equal(P, P.T)
     pattern = (adj != 0).toarray() | np.eye(p, dtype=bool)
-    assert np.all(P.toarray()[~pattern] == 0)
+    assert np.all(P[~pattern] == 0)
 
 
 def test_lap_shrinkage_and_assume_centered_match_definition(kernel_path):
@@ -168,22 +168,22 @@ def test_lap_shrinkage_and_assume_centered_match_definition(kernel_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
         est = GaussianLAP(G, shrinkage=0.2).fit(X)
-        np.testing.assert_allclose(est.precision_.toarray(), brute_force_lap(X, adj, shrinkage=0.2), rtol=1e-9)
+        np.testing.assert_allclose(est.precision_, brute_force_lap(X, adj, shrinkage=0.2), rtol=1e-9)
         est = GaussianLAP(G, assume_centered=True).fit(X)
         raw = GaussianLAP(G, assume_centered=True, bias_correction=False).fit(X)
     np.testing.assert_array_equal(est.location_, 0.0)
     # rtol=1e-9: the same arithmetic up to rounding in differently ordered solves.
     expected = brute_force_lap(X, adj, assume_centered=True, bias_correction=True)
-    np.testing.assert_allclose(est.precision_.toarray(), expected, rtol=1e-9)
+    np.testing.assert_allclose(est.precision_, expected, rtol=1e-9)
     expected = brute_force_lap(X, adj, assume_centered=True)
-    np.testing.assert_allclose(raw.precision_.toarray(), expected, rtol=1e-9)
+    np.testing.assert_allclose(raw.precision_, expected, rtol=1e-9)
 
 
 def test_lap_converges_to_truth():
     Q = laplacian_precision(6, 6)
     X = sample(Q, 200_000, seed=7)
     est = GaussianLAP(Q).fit(X)
-    err = np.linalg.norm(est.precision_.toarray() - Q.toarray()) / np.linalg.norm(Q.toarray())
+    err = np.linalg.norm(est.precision_ - Q.toarray()) / np.linalg.norm(Q.toarray())
     assert err < 0.02  # O(1/sqrt(n)) statistical error
 
 
@@ -203,17 +203,17 @@ def test_bias_correction_is_the_inverse_wishart_factor(kernel_path, assume_cente
     X = sample(Q, 80, seed=30)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
-        raw = GaussianLAP(Q, assume_centered=assume_centered, bias_correction=False).fit(X).precision_.toarray()
+        raw = GaussianLAP(Q, assume_centered=assume_centered, bias_correction=False).fit(X).precision_
         est = GaussianLAP(Q, assume_centered=assume_centered).fit(X)
     F = _entry_factors(resolve_adjacency(Q, 30), 80, assume_centered)
     assert len(np.unique(F[F != 0])) > 2  # blocks of several sizes: the factor is per entry
     # rtol=1e-12: one multiplication of the same numbers, so equal up to rounding.
-    np.testing.assert_allclose(est.precision_.toarray(), raw * F, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(est.precision_, raw * F, rtol=1e-12, atol=0)
     # Not applied with shrinkage > 0.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
-        a = GaussianLAP(Q, shrinkage=0.1).fit(X).precision_.toarray()
-        b = GaussianLAP(Q, shrinkage=0.1, bias_correction=False).fit(X).precision_.toarray()
+        a = GaussianLAP(Q, shrinkage=0.1).fit(X).precision_
+        b = GaussianLAP(Q, shrinkage=0.1, bias_correction=False).fit(X).precision_
     np.testing.assert_array_equal(a, b)
 
 
@@ -230,8 +230,8 @@ def test_bias_correction_makes_entries_unbiased():
         warnings.simplefilter("ignore", NotPositiveDefiniteWarning)  # common at n = 20; irrelevant here
         for _ in range(reps):
             X = np.linalg.solve(C.T, rng.standard_normal((p, n))).T
-            raw.append(GaussianLAP(graph, bias_correction=False).fit(X).precision_.toarray())
-            corrected.append(GaussianLAP(graph).fit(X).precision_.toarray())
+            raw.append(GaussianLAP(graph, bias_correction=False).fit(X).precision_)
+            corrected.append(GaussianLAP(graph).fit(X).precision_)
     pattern = Q != 0
     corrected, raw = np.array(corrected)[:, pattern], np.array(raw)[:, pattern]
     truth = Q[pattern]
@@ -266,7 +266,7 @@ def test_bias_correction_needs_three_more_samples_than_the_block():
         GaussianLAP(Q, assume_centered=True).fit(X)
         GaussianLAP(Q, shrinkage=0.1).fit(X[:5])
         est = GaussianLAP(Q).fit(sample(Q, m + 3, seed=32))
-    assert np.all(np.isfinite(est.precision_.data))
+    assert np.all(np.isfinite(est.precision_))
 
 
 @pytest.mark.parametrize("bias_correction", [False, True])
@@ -281,7 +281,7 @@ def test_star_edges_and_hub_are_inverse_sample_covariance_entries(kernel_path, b
     K = np.linalg.inv(S)
     full = (n - p - 2) / n if bias_correction else 1.0
     pair = (n - 2 - 2) / n if bias_correction else 1.0
-    P = est.precision_.toarray()
+    P = est.precision_
     # rtol=1e-9: Schur complements versus an explicit inverse, rounding only (cond(S) < 100).
     np.testing.assert_allclose(P[0, 1:], K[0, 1:] * full, rtol=1e-9)
     assert P[0, 0] == pytest.approx(K[0, 0] * full, rel=1e-9)
@@ -299,8 +299,8 @@ def test_shrink_repair_is_positive_definite_and_keeps_the_pattern():
     with pytest.warns(NotPositiveDefiniteWarning, match="scaled its off-diagonal entries"):
         est = GaussianLAP(Q, repair="shrink").fit(X)
     assert 0 < est.repair_factor_ < 1 and est.is_positive_definite_
-    np.linalg.cholesky(est.precision_.toarray())
-    assert est.precision_.nnz == Q.nnz  # still zero outside the graph
+    np.linalg.cholesky(est.precision_)
+    assert np.count_nonzero(est.precision_) == Q.nnz  # still zero outside the graph
     assert np.isfinite(est.score(X_test))
     assert est.score(X_test) < GaussianMaxLikelihood(Q).fit(X).score(X_test)
 
@@ -343,7 +343,7 @@ def test_not_positive_definite_warns_and_score_raises():
     assert est.repair_factor_ == 1.0
     with pytest.raises(ValueError, match="not positive definite"):
         est.score(X)
-    assert np.linalg.eigvalsh(est.precision_.toarray())[0] < 0  # the warning is not a false alarm
+    assert np.linalg.eigvalsh(est.precision_)[0] < 0  # the warning is not a false alarm
 
 
 @pytest.mark.parametrize("eigensolver", ["dense", "lanczos"])
@@ -355,16 +355,16 @@ def test_repair_shrink(eigensolver, monkeypatch):
         est = GaussianLAP(Q, repair="shrink").fit(X)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
-        raw = GaussianLAP(Q).fit(X).precision_.toarray()
+        raw = GaussianLAP(Q).fit(X).precision_
     t = est.repair_factor_
     assert 0 < t < 1 and est.is_positive_definite_
     D = np.diag(np.diag(raw))
-    np.testing.assert_allclose(est.precision_.toarray(), D + t * (raw - D), rtol=1e-12)
+    np.testing.assert_allclose(est.precision_, D + t * (raw - D), rtol=1e-12)
     # The smallest eigenvalue of D^-1/2 P D^-1/2 is REPAIR_MIN_EIGENVALUE (dense
     # eigensolver: to rounding, 1e-12 here) or up to about 2e-4 above it (Lanczos:
     # t is lowered by 2 * tol = 2e-4 relative to cover the estimate's error).
     d = 1 / np.sqrt(np.diag(raw))
-    lam = np.linalg.eigvalsh(d[:, None] * est.precision_.toarray() * d[None, :])[0]
+    lam = np.linalg.eigvalsh(d[:, None] * est.precision_ * d[None, :])[0]
     target = spd.REPAIR_MIN_EIGENVALUE
     if eigensolver == "dense":
         assert lam == pytest.approx(target, abs=1e-12)
@@ -386,7 +386,7 @@ def test_score_matches_scikit_learn_and_scipy(Est):
     X = sample(P, 3000, seed=11, mean=np.arange(8.0))
     Xtest = sample(P, 50, seed=12, mean=np.arange(8.0))
     est = Est("chain").fit(X)
-    dense = est.precision_.toarray()
+    dense = est.precision_
     ref = log_likelihood(empirical_covariance(Xtest - est.location_, assume_centered=True), dense)
     assert est.score(Xtest) == pytest.approx(ref, rel=1e-10)
     logpdf = multivariate_normal(est.location_, np.linalg.inv(dense)).logpdf(Xtest)
@@ -413,7 +413,7 @@ def test_sparse_factorisation_path(monkeypatch):
     X = sample(Q, 50_000, seed=13)
     est = GaussianLAP(Q).fit(X)
     assert est.covariance_ is None
-    dense = est.precision_.toarray()
+    dense = est.precision_
     sign, logdet = np.linalg.slogdet(dense)
     assert sign > 0
     assert est.log_partition_ == pytest.approx(0.5 * (30 * np.log(2 * np.pi) - logdet), rel=1e-10)
@@ -432,7 +432,7 @@ def test_store_covariance():
     X = sample(P, 500, seed=14)
     assert GaussianLAP(store_covariance=False).fit(X).covariance_ is None
     est = GaussianLAP(store_covariance=True).fit(X)
-    np.testing.assert_allclose(est.covariance_ @ est.precision_.toarray(), np.eye(5), atol=1e-10)
+    np.testing.assert_allclose(est.covariance_ @ est.precision_, np.eye(5), atol=1e-10)
 
 
 # ---------------------------------------------------------------------------
@@ -440,10 +440,10 @@ def test_store_covariance():
 # ---------------------------------------------------------------------------
 def _check_ml_conditions(est, X, adjacency, assume_centered=False):
     S = X.T @ X / len(X) if assume_centered else np.cov(X.T, bias=True)
-    W = np.linalg.inv(est.precision_.toarray())
+    W = np.linalg.inv(est.precision_)
     rows, cols = np.nonzero(adjacency.toarray() + np.eye(X.shape[1]))
     np.testing.assert_allclose(W[rows, cols], S[rows, cols], rtol=0, atol=1e-8 * S.diagonal().max())
-    P = est.precision_.toarray()
+    P = est.precision_
     assert np.all(P[(adjacency.toarray() == 0) & ~np.eye(X.shape[1], dtype=bool)] == 0)
 
 
@@ -455,7 +455,7 @@ def test_ml_optimality_conditions(solver):
     assert est.solver_ == solver
     _check_ml_conditions(est, X, resolve_adjacency(Q, 30))
     if solver == "newton":
-        np.testing.assert_allclose(est.covariance_, np.linalg.inv(est.precision_.toarray()), rtol=1e-9)
+        np.testing.assert_allclose(est.covariance_, np.linalg.inv(est.precision_), rtol=1e-9)
 
 
 @pytest.mark.parametrize("solver", ["newton", "regression"])
@@ -474,7 +474,7 @@ def test_ml_regression_stores_covariance_only_when_asked():
     assert est.covariance_ is None and est.is_positive_definite_
     est = GaussianMaxLikelihood(Q, solver="regression", max_iter=5000, store_covariance=True).fit(X)
     # rtol=1e-9: the stored covariance is inv(precision_) up to rounding (condition number < 1e4).
-    np.testing.assert_allclose(est.covariance_, np.linalg.inv(est.precision_.toarray()), rtol=1e-9)
+    np.testing.assert_allclose(est.covariance_, np.linalg.inv(est.precision_), rtol=1e-9)
 
 
 def test_ml_regression_not_converged_warning_names_the_sweep_change():
@@ -504,13 +504,13 @@ def test_ml_chordal_graph_closed_form():
     for i in range(1, 5):
         expected[i, i] -= 1 / S[i, i]
     est = GaussianMaxLikelihood("chain").fit(X)
-    np.testing.assert_allclose(est.precision_.toarray(), expected, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(est.precision_, expected, rtol=1e-9, atol=1e-12)
 
 
 def test_ml_complete_graph_is_inverse_sample_covariance():
     X = sample(chain_precision(5), 300, seed=19)
     est = GaussianMaxLikelihood("complete").fit(X)
-    np.testing.assert_allclose(est.precision_.toarray(), EmpiricalCovariance().fit(X).precision_, rtol=1e-8)
+    np.testing.assert_allclose(est.precision_, EmpiricalCovariance().fit(X).precision_, rtol=1e-8)
 
 
 def test_ml_not_converged_warns():
@@ -525,7 +525,7 @@ def test_ml_more_accurate_than_lap_with_many_samples_both_consistent():
     X = sample(Q, 50_000, seed=21)
     Qd = Q.toarray()
     for Est in (GaussianLAP, GaussianMaxLikelihood):
-        P = Est(Q).fit(X).precision_.toarray()
+        P = Est(Q).fit(X).precision_
         assert np.linalg.norm(P - Qd) / np.linalg.norm(Qd) < 0.05
 
 
@@ -539,15 +539,15 @@ def test_graph_forms_agree():
     adj = nx.to_numpy_array(G)
     X = sample(nx.laplacian_matrix(G).toarray() + 0.5 * np.eye(p), 2000, seed=22)  # pattern = G
     forms = [G, edges, [list(e) for e in edges], adj, sp.csr_array(adj), sp.csr_matrix(adj), "grid:3x4"]
-    ref = GaussianLAP(G).fit(X).precision_.toarray()
+    ref = GaussianLAP(G).fit(X).precision_
     for g in forms:
         est = GaussianLAP(g).fit(X)
-        np.testing.assert_array_equal(est.precision_.toarray(), ref)
+        np.testing.assert_array_equal(est.precision_, ref)
         assert est.adjacency_.shape == (p, p) and est.adjacency_.nnz == 2 * len(edges)
     # A weighted, value-asymmetric matrix with a symmetric pattern and a
     # diagonal (e.g. a precision matrix) is used for its off-diagonal pattern.
     weighted = adj * np.random.default_rng(0).uniform(1, 2, adj.shape) + 5 * np.eye(p)
-    np.testing.assert_array_equal(GaussianLAP(weighted).fit(X).precision_.toarray(), ref)
+    np.testing.assert_array_equal(GaussianLAP(weighted).fit(X).precision_, ref)
     # A 2-D array is an adjacency matrix (as everywhere in skmrf), not an edge list.
     with pytest.raises(ValueError, match="list of tuples"):
         GaussianLAP(np.array(edges)).fit(X)
@@ -563,7 +563,7 @@ def test_graph_by_dataframe_column_names():
     G = nx.Graph([("c", "d"), ("a", "b"), ("b", "c")])  # node order differs from the columns
     est = GaussianLAP(G).fit(df)
     ref = GaussianLAP("chain").fit(X)
-    np.testing.assert_allclose(est.precision_.toarray(), ref.precision_.toarray(), rtol=1e-12)
+    np.testing.assert_allclose(est.precision_, ref.precision_, rtol=1e-12)
     assert est.score(df) == pytest.approx(ref.score(X), rel=1e-12)
 
 
@@ -600,7 +600,7 @@ def test_too_few_rows(Est):
         warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
         warnings.simplefilter("ignore", ConvergenceWarning)
         est = Est(Q, shrinkage=0.5).fit(X)
-    assert np.all(np.isfinite(est.precision_.data))
+    assert np.all(np.isfinite(est.precision_))
 
 
 def test_singular_block_named_in_error(kernel_path):

@@ -88,7 +88,7 @@ def check_equivariant(Est, params, d, shrinkage_exact=True):
     np.testing.assert_allclose(
         est.standardized_precision_.toarray(), ref.standardized_precision_.toarray(), rtol=RTOL, atol=RTOL
     )
-    got = est.precision_.toarray()
+    got = est.precision_
     assert np.all(np.isfinite(got))
     want = expected_precision(ref, d)
     normal = np.abs(want) >= TINY / np.finfo(np.float64).eps  # not near the subnormal range
@@ -146,7 +146,7 @@ def test_shrinkage_keeps_its_covariance_scale_meaning(Est):
     want = np.linalg.inv((1 - a) * S + a * np.mean(np.diag(S)) * np.eye(4))
     est = Est("complete", shrinkage=a).fit(X)
     # Relative to the geometric scale of each entry (the shrunk matrix has condition ~1e5).
-    rel = np.abs(est.precision_.toarray() - want) * np.outer(d, d)
+    rel = np.abs(est.precision_ - want) * np.outer(d, d)
     assert rel.max() <= 1e-9
 
 
@@ -210,7 +210,7 @@ def test_ml_collinear_non_neighbours_still_fit(solver):
         GaussianLAP(star).fit(X)
     est, caught = fit_recording(GaussianMaxLikelihood(star, solver=solver), X)
     assert not caught
-    assert est.is_positive_definite_ and np.all(np.isfinite(est.precision_.data))
+    assert est.is_positive_definite_ and np.all(np.isfinite(est.precision_))
     np.testing.assert_allclose(np.diag(est.covariance_), X.var(axis=0), rtol=1e-8)
 
 
@@ -222,7 +222,7 @@ def test_constant_column_named(Est, value):
     with pytest.raises(ValueError, match="column 4 has zero variance"):
         Est("chain").fit(X)
     est = Est("chain", shrinkage=0.1).fit(X)  # the documented alternative
-    assert np.all(np.isfinite(est.precision_.data)) and np.isfinite(est.score(X))
+    assert np.all(np.isfinite(est.precision_)) and np.isfinite(est.score(X))
 
 
 # ---------------------------------------------------------------------------
@@ -235,7 +235,7 @@ def test_score_never_nan_or_inf(Est, params, d):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ScaleWarning)
         est = Est("chain", **params).fit(X)
-    assert np.all(np.isfinite(est.precision_.data))
+    assert np.all(np.isfinite(est.precision_))
     assert np.isfinite(est.score(X))
     assert np.all(np.isfinite(est.score_samples(X)))
     assert np.isfinite(est.log_partition_)

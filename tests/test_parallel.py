@@ -71,7 +71,7 @@ def _small_fits():
         ),
         # 64 features would take the dense-covariance path, which has no n_jobs; the
         # cluster-Gram path is forced below.
-        ("GLAP_MIN_WORK_PER_WORKER", lambda nj: GaussianLAP("grid:8x8", n_jobs=nj).fit(Z).precision_.toarray()),
+        ("GLAP_MIN_WORK_PER_WORKER", lambda nj: GaussianLAP("grid:8x8", n_jobs=nj).fit(Z).precision_),
     ]
 
 

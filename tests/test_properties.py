@@ -90,9 +90,9 @@ def _check_gaussian(make, X, graph):
             return
         again = make(graph).fit(X)
     np.testing.assert_array_equal(X, before)
-    P = est.precision_.toarray()
+    P = est.precision_
     assert np.all(np.isfinite(P))
-    np.testing.assert_array_equal(P, again.precision_.toarray())
+    np.testing.assert_array_equal(P, again.precision_)
     if est.is_positive_definite_:
         assert np.isfinite(est.score(X))
         assert pickle.loads(pickle.dumps(est)).score(X) == est.score(X)

@@ -23,6 +23,12 @@ _FIT_Y_RETURNS = """y : None
             The fitted estimator."""
 
 DOCS = {
+    "gaussian_sparse": """sparse : bool or "auto", default="auto"
+        Type of ``precision_`` (and of :meth:`get_precision`): ``"auto"``
+        gives a dense ndarray for at most 5000 features, as scikit-learn's
+        covariance estimators do, and a ``scipy.sparse.csr_array`` above;
+        True or False force one type. ``standardized_precision_`` is always
+        sparse and ``covariance_`` always dense (when stored).""",
     # The continuation of every discrete estimator's ``alpha`` entry (#10: one default).
     "alpha_auto": """``"auto"`` (the default of every discrete estimator) takes
         ``1 / n_samples``, the rows given to ``fit``: for the summed

@@ -24,7 +24,7 @@ from ...utils._sklearn_compat import Interval, StrOptions, check_is_fitted, vali
 from .._score import MeanScoreMixin
 from .lap_kernel import CHUNK_ENTRIES
 
-__all__ = ["DENSE_MAX_FEATURES", "NotPositiveDefiniteWarning", "ScaleWarning"]
+__all__ = ["DENSE_MAX_FEATURES", "DENSE_PRECISION_MAX_FEATURES", "NotPositiveDefiniteWarning", "ScaleWarning"]
 
 # Entries of a standardised quantity mapped back below this are reported as underflowing.
 _TINY = np.finfo(np.float64).tiny
@@ -42,6 +42,10 @@ class ScaleWarning(UserWarning):
 #: Largest number of variables for which ``store_covariance="auto"`` keeps the
 #: dense covariance.
 DENSE_MAX_FEATURES = 2000
+
+#: Largest number of variables for which ``sparse="auto"`` returns ``precision_``
+#: as a dense ndarray (200 MB), as scikit-learn's covariance estimators do.
+DENSE_PRECISION_MAX_FEATURES = 5000
 
 
 class NotPositiveDefiniteWarning(UserWarning):
@@ -63,6 +67,7 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         "assume_centered": ["boolean"],
         "shrinkage": [Interval(Real, 0, 1, closed="left")],
         "store_covariance": ["boolean", StrOptions({"auto"})],
+        "sparse": ["boolean", StrOptions({"auto"})],
         "verbose": ["verbose"],
     }
 
@@ -202,7 +207,10 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         lost = (np.abs(precision.data) < _TINY) & (self.standardized_precision_.data != 0)
         if lost.any():
             notes.append(f"{int(lost.sum())} entries of precision_ underflow float64 (to zero or subnormal numbers)")
-        self.precision_ = precision
+        sparse = self.sparse
+        if sparse == "auto":
+            sparse = p > DENSE_PRECISION_MAX_FEATURES
+        self.precision_ = precision if sparse else precision.toarray()
         self.is_positive_definite_ = bool(is_pd)
         logdet = logdet - 2.0 * float(np.sum(np.log(scale)))
         self.log_partition_ = 0.5 * (p * np.log(2 * np.pi) - logdet) if is_pd else np.nan
@@ -232,12 +240,14 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
 
     # -- the covariance-estimator API ----------------------------------------
     def get_precision(self):
-        """The fitted precision matrix (sparse).
+        """The fitted precision matrix.
 
         Returns
         -------
-        precision : scipy.sparse.csr_array of shape (n_features, n_features)
-            Same object as ``precision_``; use ``.toarray()`` for a dense copy.
+        precision : ndarray or scipy.sparse.csr_array of shape (n_features, n_features)
+            Same object as ``precision_``: a dense ndarray for at most 5000
+            features with ``sparse="auto"`` (or with ``sparse=False``), a
+            sparse array otherwise.
         """
         check_is_fitted(self)
         return self.precision_

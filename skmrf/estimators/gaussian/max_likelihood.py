@@ -18,8 +18,9 @@ from ...utils._docstrings import fill_doc
 from ...utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ...utils._verbose import ProgressLog
 from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF, _column_name
+from .chordal import ChordalPattern, chordal_max_likelihood, newton_cg_covsel, pattern_covariance
 from .covariance_selection import dense_covariance, newton_covsel, regression_covsel
-from .lap_kernel import _SINGULAR_RTOL, LapPlan, assemble_symmetric, lap_from_covariance
+from .lap_kernel import _SINGULAR_RTOL, LapPlan, assemble_symmetric, lap_from_covariance, lap_from_data
 from .spd import logdet_spd, logdet_spd_dense
 
 __all__ = ["GaussianMaxLikelihood"]
@@ -33,7 +34,9 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     over precision matrices that are zero outside the graph. The solution
     ``Theta`` is characterised by ``inv(Theta)`` equalling the sample
     covariance on the diagonal and on every edge. This is the accuracy
-    baseline for :class:`GaussianLAP`; it needs dense ``p x p`` matrices.
+    baseline for :class:`GaussianLAP`. Chordal patterns (trees, chains,
+    complete graphs) get the closed form; large patterns are solved on a
+    sparse chordal embedding with no dense ``p x p`` matrix.
 
     Parameters
     ----------
@@ -48,15 +51,28 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         Fit to ``(1 - shrinkage) * S + shrinkage * mu * I`` (``mu`` the mean
         sample variance) instead of the sample covariance ``S``.
 
-    solver : {"auto", "newton", "regression"}, default="auto"
-        ``"newton"``: Newton's method on the non-zeros with the exact
+    solver : {"auto", "sparse", "newton", "regression"}, default="auto"
+        ``"sparse"``: the closed form when the pattern is chordal (the
+        inverse of the maximum-determinant completion of ``S``, no
+        iteration), else Newton-CG on a sparse chordal embedding of the
+        pattern (Dahl, Vandenberghe & Roychowdhury, 2008): the gradient needs
+        ``inv(Theta)`` only on the pattern (a projected inverse from a sparse
+        Cholesky factor), Hessian-vector products are sparse multifrontal
+        computations, and the sample covariance is formed on the pattern
+        only. Memory and time grow with the fill of the Cholesky factor:
+        near-linear on lattices and other local graphs, prohibitive on
+        random graphs with many variables (refused, with the figures, beyond
+        300 million stored entries).
+        ``"newton"``: dense Newton's method on the non-zeros with the exact
         Hessian (quadratic convergence; ``O(q^2)`` memory and ``O(q^3)``
         time per iteration for ``q = p + n_edges`` unknowns).
         ``"regression"``: the modified regression algorithm of Hastie,
-        Tibshirani & Friedman (``O(p^2)`` memory, ``O(p^2 d)`` per sweep for
-        degree ``d``, linear convergence: fast on well-conditioned problems,
-        slow on ill-conditioned ones such as lattice Laplacians).
-        ``"auto"``: ``"newton"`` when ``q <= 6000``, else ``"regression"``.
+        Tibshirani & Friedman on dense ``p x p`` matrices (``O(p^2 d)`` per
+        sweep for degree ``d``, linear convergence: fast on well-conditioned
+        problems, slow on ill-conditioned ones such as lattice Laplacians).
+        The dense solvers refuse more than 20,000 variables.
+        ``"auto"``: the closed form on chordal patterns, ``"newton"`` when
+        ``q <= 6000``, else ``"sparse"``.
 
     max_iter : int, default=200
         Maximum Newton iterations or regression sweeps.
@@ -64,13 +80,15 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     tol : float, default=1e-10
         Measured in standardised units (``|A_ij| / (scale_i scale_j)``, see
         ``scale_``), so that every entry converges whatever the scales of the
-        columns. Newton: stop when ``max |inv(Theta) - S|`` over the diagonal
-        and the edges is at most ``tol``. Regression: stop when a sweep
+        columns. Newton (dense or sparse): stop when ``max |inv(Theta) - S|``
+        over the diagonal and the edges is at most ``tol``. Regression: stop when a sweep
         changes no entry of the working covariance by more than ``tol``.
 
     store_covariance : bool or "auto", default="auto"
         Keep ``covariance_ = inv(precision_)`` (dense). ``"auto"``: for at
         most 2000 features.
+
+    %(gaussian_sparse)s
 
     verbose : int, default=0
         Print the objective and the optimality residual at each iteration.
@@ -80,7 +98,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     location_ : ndarray of shape (n_features,)
         Estimated mean.
 
-    precision_ : scipy.sparse.csr_array of shape (n_features, n_features)
+    precision_ : ndarray or scipy.sparse.csr_array of shape (n_features, n_features)
         The ML precision, zero outside the graph.
 
     covariance_ : ndarray of shape (n_features, n_features) or None
@@ -99,10 +117,11 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     %(gaussian_scale_)s
 
     solver_ : str
-        The solver used (``"newton"`` or ``"regression"``).
+        The solver used: ``"chordal"`` (closed form), ``"sparse"``,
+        ``"newton"`` or ``"regression"``.
 
     n_iter_ : int
-        Newton iterations or regression sweeps run.
+        Newton iterations or regression sweeps run (0 for the closed form).
 
     %(n_features_in_)s
 
@@ -135,13 +154,22 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     ``mean(diag(S)) I`` is kept; it is not equivariant under per-column
     scaling (only under a common factor).
 
-    Newton starts from the LAP estimate when that is positive definite
-    (usually close, so few iterations are needed) and from
+    Newton (dense or sparse) starts from the LAP estimate when that is
+    positive definite (usually close, so few iterations are needed) and from
     ``diag(1 / S_ii)`` otherwise. The regression solver starts from ``S``.
+    Each sparse Newton system is solved by conjugate gradients preconditioned
+    with the exact inverse Hessian of the chordal embedding, restricted to
+    the pattern; on ill-conditioned precisions (lattice Laplacians) this
+    still takes hundreds of CG steps per Newton step
+    (``benchmarks/gaussian_lap.py sparse_ml`` gives the figures).
 
     References
     ----------
     Dempster, A. P. "Covariance selection." Biometrics 28(1), 1972.
+
+    Dahl, J., Vandenberghe, L. and Roychowdhury, V. "Covariance selection
+    for nonchordal graphs via chordal embedding." Optimization Methods and
+    Software 23(4), 2008.
 
     Hastie, T., Tibshirani, R. and Friedman, J. "The Elements of Statistical
     Learning", 2nd ed., Section 17.3.1, Algorithm 17.1. Springer, 2009.
@@ -161,13 +189,19 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
 
     _parameter_constraints: dict = {
         **_BaseGaussianMRF._parameter_constraints,
-        "solver": [StrOptions({"auto", "newton", "regression"})],
+        "solver": [StrOptions({"auto", "newton", "regression", "sparse"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
     }
 
-    #: ``solver="auto"`` uses Newton up to this many unknowns.
+    #: ``solver="auto"`` uses dense Newton up to this many unknowns (and the sparse solver above).
     NEWTON_MAX_UNKNOWNS = 6000
+
+    #: The dense solvers refuse more variables than this (``p x p`` matrices of 3 GiB).
+    DENSE_MAX_FEATURES = 20000
+
+    #: The sparse solver refuses chordal embeddings storing more entries than this (2.4 GB a matrix).
+    SPARSE_MAX_STORED = 300_000_000
 
     def __init__(
         self,
@@ -179,6 +213,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         max_iter=200,
         tol=1e-10,
         store_covariance="auto",
+        sparse="auto",
         verbose=0,
     ):
         self.graph = graph
@@ -188,6 +223,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         self.max_iter = max_iter
         self.tol = tol
         self.store_covariance = store_covariance
+        self.sparse = sparse
         self.verbose = verbose
 
     _pd_advice = "more samples, shrinkage > 0, or a larger max_iter"
@@ -201,37 +237,37 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         return rows, cols
 
     def _choose_solver(self, q, p):
-        """The solver for ``q`` unknowns on ``p`` variables; raise when the problem is too large."""
+        """The solver for ``q`` unknowns on ``p`` variables; raise when a dense problem is too large."""
         solver = self.solver
         if solver == "auto":
-            solver = "newton" if q <= self.NEWTON_MAX_UNKNOWNS else "regression"
+            solver = "newton" if q <= self.NEWTON_MAX_UNKNOWNS else "sparse"
+        if solver == "sparse":
+            return solver
         if solver == "newton" and q > 4 * self.NEWTON_MAX_UNKNOWNS:
             raise ValueError(
                 f"solver='newton' would build a dense {q} x {q} Hessian "
                 f"({8 * q * q / 2**30:.1f} GiB) for {p} variables and {q - p} edges; use "
-                "solver='regression' or GaussianLAP."
+                "solver='sparse' (or 'auto')."
             )
-        if p > 20000:
+        if p > self.DENSE_MAX_FEATURES:
             raise ValueError(
-                f"GaussianMaxLikelihood works with dense {p} x {p} matrices "
-                f"({8 * p * p / 2**30:.1f} GiB each); use GaussianLAP for this many variables."
+                f"solver={solver!r} works with dense {p} x {p} matrices "
+                f"({8 * p * p / 2**30:.1f} GiB each); use solver='sparse' (or 'auto')."
             )
         return solver
 
     def _sample_covariance(self, XT, n_div, mu):
-        """The dense (shrunk) sample covariance, after checking the samples suffice and no edge is collinear."""
-        p, n = XT.shape
-        degree = np.diff(self.adjacency_.indptr)
-        max_nb = int(degree.max()) + 1 if p else 0
-        self._check_enough_samples(n, max_nb, "the largest closed neighbourhood {i} u N(i)")
+        """The dense (shrunk) sample covariance, after checking that no edge is collinear."""
         S = dense_covariance(XT, n_div, self.shrinkage, mu)
         if np.any(np.diag(S) <= 0):
             j = int(np.flatnonzero(np.diag(S) <= 0)[0])
             raise ValueError(f"Column {j} has zero variance; remove constant columns or set shrinkage > 0.")
-        self._check_collinear_edges(S)
+        upper = sp.triu(self.adjacency_, k=1, format="coo")
+        i, j = upper.row.astype(np.int64), upper.col.astype(np.int64)
+        self._check_collinear_edges(np.diag(S), i, j, S[i, j])
         return S
 
-    def _check_collinear_edges(self, S):
+    def _check_collinear_edges(self, d, i, j, s_ij):
         """Raise when two neighbours are (numerically) collinear: no maximum-likelihood estimate.
 
         ``[inv(Theta)]_ij = S_ij`` on an edge needs the 2 x 2 block of ``S`` on
@@ -239,16 +275,13 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         ``|corr(x_i, x_j)| = 1`` the likelihood is unbounded. Same relative
         threshold as the singular blocks of GaussianLAP.
         """
-        upper = sp.triu(self.adjacency_, k=1, format="coo")
-        i, j = upper.row.astype(np.int64), upper.col.astype(np.int64)
-        d = np.diag(S)
-        bad = ~(d[i] * d[j] - S[i, j] ** 2 > _SINGULAR_RTOL * d[i] * d[j])
+        bad = ~(d[i] * d[j] - s_ij**2 > _SINGULAR_RTOL * d[i] * d[j])
         if not bad.any():
             return
         names = getattr(self, "feature_names_in_", None)
         pairs = [f"({_column_name(a, names)}, {_column_name(b, names)})" for a, b in zip(i[bad][:10], j[bad][:10])]
         k = int(np.flatnonzero(bad)[0])
-        corr = S[i[k], j[k]] / np.sqrt(d[i[k]] * d[j[k]])
+        corr = s_ij[k] / np.sqrt(d[i[k]] * d[j[k]])
         raise ValueError(
             f"GaussianMaxLikelihood: the sample covariance of neighbouring columns "
             f"{', '.join(pairs)}{', ...' if bad.sum() > 10 else ''} is singular (the first pair has "
@@ -275,8 +308,11 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         return np.diag(1.0 / np.diag(S))
 
     def _singular_neighbourhood(self, S):
-        """The GaussianLAP error naming a singular 1-neighbourhood block of ``S``, or None."""
-        if self._singular is None:
+        """The GaussianLAP error naming a singular 1-neighbourhood block of ``S``, or None.
+
+        ``S`` is None on the sparse path, which always tried the LAP start.
+        """
+        if self._singular is None and S is not None:
             try:
                 plan = LapPlan(self.adjacency_)
                 lap_from_covariance(S, plan)
@@ -326,7 +362,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             self._fail(S, "the regression solver diverged")
         return Theta, None, resid
 
-    def _check_solution(self, S, Theta, resid, is_pd):
+    def _check_solution(self, S, theta_diag, s_diag, resid, is_pd):
         """Refuse a solution that is numerically singular, or failed where a neighbourhood is singular.
 
         With ``inv(Theta)_ii = S_ii`` at the optimum, ``Theta_ii S_ii`` is
@@ -335,7 +371,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         (numerically) a linear combination of the others and the likelihood
         has no maximum.
         """
-        ratio = np.diag(Theta) * np.diag(S)
+        ratio = theta_diag * s_diag
         bad = np.flatnonzero(~(ratio < 1.0 / _SINGULAR_RTOL))
         if len(bad):
             names = getattr(self, "feature_names_in_", None)
@@ -347,7 +383,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             )
         if resid > self.tol or not is_pd:
             if self._singular_neighbourhood(S) is not None:
-                solver = "Newton's method" if self.solver_ == "newton" else "the regression solver"
+                solver = {"regression": "the regression solver"}.get(self.solver_, "Newton's method")
                 how = "did not converge" if resid > self.tol else "ended at a matrix that is not positive definite"
                 self._fail(S, f"{solver} {how} in {self.n_iter_} iterations")
 
@@ -356,9 +392,9 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         if resid <= self.tol:
             return
         measure = (
-            "the optimality residual max |inv(Theta) - S| over the pattern (in standardised units) is"
-            if self.solver_ == "newton"
-            else "the largest change of the working covariance in the last sweep (in standardised units) is"
+            "the largest change of the working covariance in the last sweep (in standardised units) is"
+            if self.solver_ == "regression"
+            else "the optimality residual max |inv(Theta) - S| over the pattern (in standardised units) is"
         )
         warn_not_converged(
             f"GaussianMaxLikelihood (solver={self.solver_!r})",
@@ -406,15 +442,96 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         rows, cols = self._unknowns()
         solver = self._choose_solver(len(rows), p)
         self._singular, self._n_samples = None, n
+        degree = np.diff(self.adjacency_.indptr)
+        self._check_enough_samples(n, int(degree.max()) + 1 if p else 0, "the largest closed neighbourhood {i} u N(i)")
+        pattern = None
+        if self.solver in ("auto", "sparse"):
+            # cols >= rows: the lower triangle, as the chordal embedding stores it.
+            pattern = ChordalPattern(cols, rows, p)
+            log("chordal embedding: %d entries on the pattern, %d fill", len(rows), pattern.n_fill)
+            if pattern.n_fill == 0:
+                solver = "chordal"
+        self.solver_ = solver
+        if solver in ("chordal", "sparse"):
+            self._check_sparse_size(pattern)
+            x, s, resid, logdet = self._fit_sparse(XT, n_div, mu, pattern, log)
+            del XT
+            self._check_solution(None, x[: p], s[: p], resid, True)
+            self._warn_if_not_converged(resid)
+            self._store(assemble_symmetric(rows, cols, x, p), True, logdet)
+            return self
+        self._check_dense_size(p)
         S = self._sample_covariance(XT, n_div, mu)
         del XT
-        self.solver_ = solver
         if solver == "newton":
             Theta, covariance, resid = self._fit_newton(S, rows, cols, log)
         else:
             Theta, covariance, resid = self._fit_regression(S, n, log)
-        self._check_solution(S, Theta, resid, logdet_spd_dense(Theta)[0])
+        self._check_solution(S, np.diag(Theta), np.diag(S), resid, logdet_spd_dense(Theta)[0])
         self._warn_if_not_converged(resid)
         is_pd, logdet = self._positive_definite(Theta)
         self._store(assemble_symmetric(rows, cols, Theta[rows, cols], p), is_pd, logdet, covariance)
         return self
+
+    def _check_dense_size(self, p):
+        """Refuse a dense problem that does not fit (after ``solver="auto"`` chose a dense solver)."""
+        if p > self.DENSE_MAX_FEATURES:  # pragma: no cover - _choose_solver refuses first
+            raise ValueError(f"{p} variables are too many for the dense solvers; use solver='sparse'.")
+
+    def _check_sparse_size(self, pattern):
+        """Refuse a chordal embedding too large to store (a pattern with a wide elimination order)."""
+        if pattern.n_stored > self.SPARSE_MAX_STORED:
+            raise ValueError(
+                f"GaussianMaxLikelihood(solver='sparse'): the sparse Cholesky factor of this pattern "
+                f"({pattern.p} variables, {len(pattern.rows) - pattern.p} edges) has {pattern.n_fill} fill-in "
+                f"entries and stores {pattern.n_stored} numbers ({8 * pattern.n_stored / 2**30:.1f} GiB per "
+                "matrix, several matrices are needed): the graph has no narrow elimination order (random "
+                "graphs do not). Use GaussianLAP, or a sparser or more local graph."
+            )
+
+    def _fit_sparse(self, XT, n_div, mu, pattern, log):
+        """Closed form (chordal pattern) or Newton-CG; return ``(x, s, residual, log_det)`` on the pattern.
+
+        ``x`` and ``s`` hold the diagonal first (``_unknowns`` order). The
+        sample covariance is formed on the pattern only, in chunks.
+        """
+        lower_rows, lower_cols = pattern.rows, pattern.cols
+        s = pattern_covariance(XT, lower_rows, lower_cols, n_div, self.shrinkage, mu)
+        upper = lower_rows != lower_cols
+        self._check_collinear_edges(s[pattern.diagonal], lower_cols[upper], lower_rows[upper], s[upper])
+        if self.solver_ == "chordal":
+            x, logdet = chordal_max_likelihood(pattern, s)
+            self.n_iter_ = 0
+            if x is None:
+                self._sparse_start(XT, n_div, mu, pattern)  # names a singular neighbourhood, if any
+                self._fail(None, "the sample covariance has no positive definite completion on this chordal graph")
+            resid = float(np.max(np.abs(pattern.inverse_on_pattern(pattern.cholesky(x)[0])[1] - s)))
+            return x, s, resid / float(np.max(s[pattern.diagonal])), logdet
+        x0 = self._sparse_start(XT, n_div, mu, pattern)
+        x, self.n_iter_, resid, logdet = newton_cg_covsel(
+            pattern, s, x0, tol=self.tol, max_iter=self.max_iter, log=log
+        )
+        if not (np.all(np.isfinite(x)) and np.isfinite(resid)):  # pragma: no cover - steps keep definiteness
+            self._fail(None, "Newton's method diverged")
+        return x, s, resid, logdet
+
+    def _sparse_start(self, XT, n_div, mu, pattern):
+        """The LAP estimate on the pattern when it is positive definite, else ``diag(1 / S_ii)``.
+
+        A singular 1-neighbourhood block is remembered in ``self._singular``.
+        """
+        diag = pattern.diagonal
+        try:
+            plan = LapPlan(self.adjacency_)
+            lap = assemble_symmetric(plan.ti, plan.tj, lap_from_data(XT, plan, n_div, self.shrinkage, mu), XT.shape[0])
+            x0 = np.asarray(lap[pattern.rows, pattern.cols]).ravel()
+            if pattern.cholesky(x0)[0] is not None:
+                return x0
+        except ValueError as exc:
+            self._singular = exc
+        except np.linalg.LinAlgError:
+            pass
+        s_diag = np.einsum("ij,ij->i", XT, XT) / n_div
+        if self.shrinkage:
+            s_diag = (1.0 - self.shrinkage) * s_diag + self.shrinkage * mu
+        return np.where(diag, 1.0 / s_diag[pattern.rows], 0.0)

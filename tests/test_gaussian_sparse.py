@@ -1,0 +1,272 @@
+"""Sparse covariance selection (#14): the chordal-embedding solver against the dense one and closed forms.
+
+Every comparison is in standardised units (``standardized_precision_``), where
+the dense Newton solver is converged to its default residual 1e-10; 1e-8 leaves
+two orders of magnitude for the conditioning of the precision (the entries are
+compared relative to the largest).
+"""
+
+import tracemalloc
+import warnings
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+from skmrf import GaussianLAP, GaussianMaxLikelihood
+from skmrf.estimators.gaussian import NotPositiveDefiniteWarning
+from skmrf.estimators.gaussian.chordal import ChordalPattern, pattern_covariance
+from skmrf.graphs import grid_graph
+
+from .test_gaussian import laplacian_precision, sample
+
+
+def _data(graph, n, seed=0):
+    """Samples of a diagonally dominant precision on the graph (so the ML exists with moderate n)."""
+    A = nx.to_scipy_sparse_array(graph, format="csr")
+    p = A.shape[0]
+    Q = sp.csr_array(sp.eye(p) * (1.0 + np.asarray(A.sum(axis=1)).ravel().max() * 0.3) - 0.3 * A)
+    return sample(Q, n, seed=seed)
+
+
+PATTERNS = {
+    "chain": nx.path_graph(12),
+    "cycle": nx.cycle_graph(11),
+    "grid": grid_graph(7, 6),
+    "random": nx.gnp_random_graph(40, 0.08, seed=3),
+    "star": nx.star_graph(11),
+    "empty": nx.empty_graph(9),
+    "complete": nx.complete_graph(7),
+    "tree": nx.random_labeled_tree(30, seed=1),
+}
+
+
+def _standardised_dense(est):
+    return est.standardized_precision_.toarray()
+
+
+def _sample_covariance(X):
+    Xc = X - X.mean(axis=0)
+    return Xc.T @ Xc / len(X)
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_sparse_equals_dense_newton(name):
+    graph = PATTERNS[name]
+    X = _data(graph, 200, seed=1)
+    dense = GaussianMaxLikelihood(graph, solver="newton").fit(X)
+    sparse = GaussianMaxLikelihood(graph, solver="sparse").fit(X)
+    assert sparse.solver_ in ("sparse", "chordal")
+    a, b = _standardised_dense(dense), _standardised_dense(sparse)
+    assert np.max(np.abs(a - b)) <= 1e-8 * np.max(np.abs(a))
+    assert abs(dense.score(X) - sparse.score(X)) <= 1e-8 * abs(dense.score(X))
+
+
+@pytest.mark.parametrize("name", sorted(PATTERNS))
+def test_sparse_solution_satisfies_the_optimality_conditions(name):
+    # [inv(Theta)]_ij = S_ij on the diagonal and every edge; zero outside the graph.
+    graph = PATTERNS[name]
+    X = _data(graph, 150, seed=2)
+    est = GaussianMaxLikelihood(graph, solver="sparse", sparse=False).fit(X)
+    S = _sample_covariance(X)
+    W = np.linalg.inv(est.precision_)
+    A = nx.to_numpy_array(graph) != 0
+    on = A | np.eye(len(A), dtype=bool)
+    d = np.sqrt(np.diag(S))
+    assert np.max(np.abs((W - S) / np.outer(d, d))[on]) <= 1e-8
+    assert np.all(est.precision_[~on] == 0)
+
+
+def _closed_form(S, graph):
+    """Lauritzen's formula: sum of inverse clique blocks minus inverse separator blocks (a clique tree)."""
+    p = len(S)
+    cliques = [tuple(sorted(c)) for c in nx.chordal_graph_cliques(graph)]
+    if not cliques:
+        cliques = [(i,) for i in range(p)]
+    covered = set().union(*map(set, cliques))
+    cliques += [(i,) for i in range(p) if i not in covered]
+    tree = nx.Graph()
+    tree.add_nodes_from(range(len(cliques)))
+    for a in range(len(cliques)):
+        for b in range(a + 1, len(cliques)):
+            tree.add_edge(a, b, weight=len(set(cliques[a]) & set(cliques[b])))
+    Theta = np.zeros((p, p))
+    for c in cliques:
+        Theta[np.ix_(c, c)] += np.linalg.inv(S[np.ix_(c, c)])
+    for a, b in nx.maximum_spanning_tree(tree).edges():
+        sep = sorted(set(cliques[a]) & set(cliques[b]))
+        if sep:
+            Theta[np.ix_(sep, sep)] -= np.linalg.inv(S[np.ix_(sep, sep)])
+    return Theta
+
+
+@pytest.mark.parametrize(
+    "graph",
+    [nx.path_graph(15), nx.random_labeled_tree(25, seed=4), nx.complete_graph(6), nx.star_graph(8)]
+    + [nx.Graph([(0, 1), (1, 2), (0, 2), (2, 3), (1, 3), (3, 4), (4, 5), (3, 5), (5, 6)])],
+    ids=["chain", "tree", "complete", "star", "chordal"],
+)
+def test_chordal_patterns_get_the_closed_form(graph):
+    assert nx.is_chordal(graph)
+    X = _data(graph, 100, seed=3)
+    est = GaussianMaxLikelihood(graph, sparse=False).fit(X)
+    assert est.solver_ == "chordal" and est.n_iter_ == 0
+    expected = _closed_form(_sample_covariance(X), graph)
+    np.testing.assert_allclose(est.precision_, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
+
+
+def test_pattern_covariance_is_the_sample_covariance_on_the_pattern():
+    rng = np.random.default_rng(0)
+    XT = rng.standard_normal((6, 40))
+    rows = np.array([0, 1, 5, 3, 2], dtype=np.int64)
+    cols = np.array([0, 0, 2, 3, 1], dtype=np.int64)
+    S = XT @ XT.T / 40
+    np.testing.assert_allclose(pattern_covariance(XT, rows, cols, 40.0), S[rows, cols], rtol=1e-13)
+    shrunk = pattern_covariance(XT, rows, cols, 40.0, shrinkage=0.25, mu=2.0)
+    np.testing.assert_allclose(shrunk, 0.75 * S[rows, cols] + 0.25 * 2.0 * (rows == cols), rtol=1e-13)
+
+
+def test_auto_uses_the_sparse_solver_above_the_dense_limit(monkeypatch):
+    graph = grid_graph(9, 9)
+    X = _data(graph, 300, seed=4)
+    monkeypatch.setattr(GaussianMaxLikelihood, "NEWTON_MAX_UNKNOWNS", 50)
+    monkeypatch.setattr(GaussianMaxLikelihood, "DENSE_MAX_FEATURES", 50)
+    est = GaussianMaxLikelihood(graph).fit(X)
+    assert est.solver_ == "sparse"
+    with pytest.raises(ValueError, match="solver='sparse'"):
+        GaussianMaxLikelihood(graph, solver="regression").fit(X)
+
+
+@pytest.mark.slow
+def test_sparse_solver_forms_no_dense_matrix():
+    # 30,276 variables: one dense p x p matrix would take 7.3 GB.
+    graph = grid_graph(174, 174)
+    A = nx.to_scipy_sparse_array(graph, format="csc")
+    M = sp.csc_array(sp.eye(A.shape[0]) * 2.0 - 0.3 * A)
+    Z = np.random.default_rng(5).standard_normal((A.shape[0], 200))
+    X = spla.splu(M).solve(Z).T  # covariance inv(M)^2; n = 200 exceeds the grid's treewidth + 1, so the ML exists
+    tracemalloc.start()
+    est = GaussianMaxLikelihood(graph).fit(X)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    p = X.shape[1]
+    assert est.solver_ == "sparse" and sp.issparse(est.precision_) and est.covariance_ is None
+    assert peak < 8 * p * p / 20, f"peak {peak / 1e9:.2f} GB"
+
+
+def test_too_much_fill_is_refused(monkeypatch):
+    graph = nx.gnp_random_graph(60, 0.1, seed=0)
+    X = _data(graph, 200)
+    monkeypatch.setattr(GaussianMaxLikelihood, "SPARSE_MAX_STORED", 100)
+    with pytest.raises(ValueError, match="fill-in entries .* no narrow elimination order"):
+        GaussianMaxLikelihood(graph, solver="sparse").fit(X)
+
+
+def test_sparse_path_names_collinear_neighbours():
+    graph = nx.path_graph(6)
+    X = _data(graph, 50)
+    X[:, 3] = 2.0 * X[:, 2] + 1.0
+    for solver in ["sparse", "newton"]:
+        with pytest.raises(ValueError, match=r"neighbouring columns \(2, 3\) is singular"):
+            GaussianMaxLikelihood(graph, solver=solver).fit(X)
+
+
+@pytest.mark.parametrize("solver", ["sparse", "newton"])
+def test_both_paths_refuse_too_few_samples(solver):
+    graph = grid_graph(4, 4)
+    X = _data(graph, 4)
+    with pytest.raises(ValueError, match="needs at least 6 samples"):
+        GaussianMaxLikelihood(graph, solver=solver).fit(X)
+
+
+def test_sparse_solver_without_mle_fails_clearly():
+    # A 12-cycle from 3 rows: the neighbourhoods are fine, but no completion is
+    # positive definite for this sample, so the likelihood is unbounded.
+    graph = nx.cycle_graph(12)
+    X = _data(graph, 4, seed=7)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            est = GaussianMaxLikelihood(graph, solver="sparse", max_iter=30).fit(X)
+        except ValueError as exc:
+            assert "maximum-likelihood estimate" in str(exc)
+            return
+    # If the estimate exists for this sample, it must satisfy the optimality conditions.
+    assert est.is_positive_definite_ and np.all(np.isfinite(est.standardized_precision_.data))
+
+
+# -- the positive definite LAP ----------------------------------------------------
+
+
+def test_newton_steps_give_a_positive_definite_lap_that_approaches_ml():
+    Q = laplacian_precision(6, 6)
+    X = sample(Q, 60, seed=8)
+    X_test = sample(Q, 2000, seed=9)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        raw = GaussianLAP(Q).fit(X)
+    assert not raw.is_positive_definite_  # the case the option is for
+    ml = GaussianMaxLikelihood(Q).fit(X)
+    scores = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NotPositiveDefiniteWarning)  # the refined estimate is PD: no warning
+        for k in [1, 5, 200]:
+            est = GaussianLAP(Q, newton_steps=k).fit(X)
+            assert est.is_positive_definite_ and 0 < est.repair_factor_ < 1 and est.n_iter_ <= k
+            np.linalg.cholesky(est.precision_)
+            scores.append(est.score(X))
+    # Newton steps with a line search decrease the training objective monotonically ...
+    assert scores[0] < scores[1] < scores[2]
+    # ... and, run to convergence, reach the ML estimate (same problem, same tolerance 1e-10).
+    assert abs(scores[2] - ml.score(X)) <= 1e-8 * abs(ml.score(X))
+    assert np.isfinite(est.score(X_test))
+
+
+def test_newton_steps_start_at_lap_when_it_is_positive_definite():
+    Q = laplacian_precision(4, 4)
+    X = sample(Q, 5000, seed=10)
+    raw = GaussianLAP(Q).fit(X)
+    assert raw.is_positive_definite_
+    est = GaussianLAP(Q, newton_steps=1).fit(X)
+    assert est.repair_factor_ == 1.0 and est.n_iter_ == 1
+    assert est.score(X) >= raw.score(X)
+
+
+# -- the type of precision_ -------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [GaussianLAP, GaussianMaxLikelihood])
+def test_precision_is_dense_for_small_p_and_sparse_on_request(cls):
+    Q = laplacian_precision(3, 4)
+    X = sample(Q, 500, seed=11)
+    auto = cls(Q).fit(X)
+    assert isinstance(auto.precision_, np.ndarray) and auto.get_precision() is auto.precision_
+    forced = cls(Q, sparse=True).fit(X)
+    assert sp.issparse(forced.precision_) and forced.get_precision() is forced.precision_
+    np.testing.assert_array_equal(forced.precision_.toarray(), auto.precision_)
+    assert isinstance(auto.covariance_, np.ndarray)
+    np.testing.assert_allclose(auto.covariance_ @ auto.precision_, np.eye(12), atol=1e-9)
+
+
+def test_precision_is_sparse_above_the_threshold(monkeypatch):
+    from skmrf.estimators.gaussian import _base
+
+    monkeypatch.setattr(_base, "DENSE_PRECISION_MAX_FEATURES", 10)
+    Q = laplacian_precision(3, 4)
+    X = sample(Q, 500, seed=11)
+    assert sp.issparse(GaussianLAP(Q).fit(X).precision_)
+    assert isinstance(GaussianLAP(Q, sparse=False).fit(X).precision_, np.ndarray)
+
+
+def test_chordal_pattern_stores_every_entry_once():
+    graph = grid_graph(5, 5)
+    A = nx.to_scipy_sparse_array(graph, format="coo")
+    low = A.row > A.col
+    rows = np.concatenate([np.arange(25), A.row[low]]).astype(np.int64)
+    cols = np.concatenate([np.arange(25), A.col[low]]).astype(np.int64)
+    pattern = ChordalPattern(rows, cols, 25)
+    x = np.arange(1.0, len(rows) + 1)
+    np.testing.assert_array_equal(pattern.values(pattern.matrix(x)), x)
+    assert pattern.n_fill > 0  # a grid is not chordal

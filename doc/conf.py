@@ -32,7 +32,7 @@ nitpicky = False
 
 # autosummary writes one page per documented object into generated/ (not checked in).
 autosummary_generate = True
-autodoc_default_options = {"inherited-members": False, "show-inheritance": True}
+autodoc_default_options = {"show-inheritance": True}
 autodoc_typehints = "none"
 
 # numpydoc renders the sections; the class template lists the methods itself.

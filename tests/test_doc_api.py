@@ -1,6 +1,7 @@
 """doc/api.rst lists every public name, so a new estimator or function cannot be left out of the docs."""
 
 import importlib
+import importlib.util
 import re
 from pathlib import Path
 
@@ -19,6 +20,8 @@ MODULES = [
     "skmrf.estimators",
     "skmrf.estimators.gaussian",
 ]
+# Public modules being added on other branches: checked once they exist.
+MODULES += [name for name in ["skmrf.plotting"] if importlib.util.find_spec(name) is not None]
 
 
 def _resolve(dotted):

@@ -10,6 +10,8 @@ three couplings under the exact likelihood, the MLE-induced likelihood and the
 pseudo-likelihood, from the same chain settings.
 """
 
+import os
+
 import matplotlib.pyplot as plt
 import numpy as np
 
@@ -44,4 +46,6 @@ for ax, j in zip(axes, shown):
 axes[0].set_ylabel("posterior density")
 axes[0].legend(fontsize=8)
 fig.tight_layout()
-plt.show()
+figures = os.environ.get("SKMRF_FIGURES", "figures")  # where the scripts save their figures
+os.makedirs(figures, exist_ok=True)
+fig.savefig(os.path.join(figures, "bayesian_mrf_posteriors.png"))

@@ -20,6 +20,7 @@ number of samples, as in the paper's Figure 8.
 """
 
 # %%
+import os
 import warnings
 
 import matplotlib.pyplot as plt
@@ -91,7 +92,9 @@ axes[1].set(xlabel="number of samples n", ylabel="relative Frobenius error", tit
 axes[1].grid(True, which="both", alpha=0.3)
 axes[1].legend()
 fig.tight_layout()
-plt.show()
+figures = os.environ.get("SKMRF_FIGURES", "figures")  # where the scripts save their figures
+os.makedirs(figures, exist_ok=True)
+fig.savefig(os.path.join(figures, "gaussian_lap_error.png"))
 
 # %%
 # The LAP estimate of this very ill-conditioned precision is not positive

@@ -9,6 +9,7 @@ couplings with the true ones.
 """
 
 # %%
+import os
 import time
 
 import numpy as np
@@ -47,4 +48,6 @@ if plt is not None:
     ax.plot(lim, lim, "k--", lw=0.8)
     ax.set(xlabel="true coupling", ylabel="learned coupling", title="Ising grid, exact ML")
     fig.tight_layout()
-    plt.show()
+    figures = os.environ.get("SKMRF_FIGURES", "figures")  # where the scripts save their figures
+    os.makedirs(figures, exist_ok=True)
+    fig.savefig(os.path.join(figures, "ising_grid_couplings.png"))

@@ -13,6 +13,7 @@ grows exponentially with its width (Mizrahi, Denil and de Freitas, 2014).
 """
 
 # %%
+import os
 import time
 
 import matplotlib.pyplot as plt
@@ -62,7 +63,9 @@ axes[1].bar(list(times), list(times.values()))
 axes[1].set(ylabel="fit time (s)", title="fit time")
 axes[1].tick_params(axis="x", rotation=20)
 fig.tight_layout()
-plt.show()
+figures = os.environ.get("SKMRF_FIGURES", "figures")  # where the scripts save their figures
+os.makedirs(figures, exist_ok=True)
+fig.savefig(os.path.join(figures, "lap_vs_pl.png"))
 
 # %%
 # Beyond exact inference

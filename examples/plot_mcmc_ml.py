@@ -15,6 +15,7 @@ theoretical K/M/v schedule next to the cheaper one used.
 """
 
 # %%
+import os
 import time
 
 import numpy as np
@@ -92,4 +93,6 @@ if plt is not None:
     ax.axhline(-0.2, c="grey", lw=0.5)
     ax.set(xlabel="true coupling $J_{ij}$", ylabel="estimate", title="8x8 grid, |J| <= 0.2")
     ax.legend()
-    plt.show()
+    figures = os.environ.get("SKMRF_FIGURES", "figures")  # where the scripts save their figures
+    os.makedirs(figures, exist_ok=True)
+    fig.savefig(os.path.join(figures, "mcmc_ml_couplings.png"))

@@ -23,6 +23,7 @@ images.
 # pixel positions (20%) and hide each of their entries in about half of the
 # images: a hidden entry is ``np.nan`` in a float array. The other 51 pixels
 # are observed in every image.
+import os
 import time
 
 import matplotlib.pyplot as plt
@@ -136,7 +137,9 @@ axes[1].set(
 axes[1].axhline(0, color="k", lw=0.5)
 axes[0].legend()
 fig.tight_layout()
-plt.show()
+figures = os.environ.get("SKMRF_FIGURES", "figures")  # where the scripts save their figures
+os.makedirs(figures, exist_ok=True)
+fig.savefig(os.path.join(figures, "missing_data_traces.png"))
 
 # %%
 # Filling in hidden pixels
@@ -202,4 +205,6 @@ for col, i in enumerate(shown):
 for row, name in enumerate(("original", "hidden", "reconstructed")):
     axes[row, 0].set_ylabel(name)
 fig.tight_layout()
-plt.show()
+figures = os.environ.get("SKMRF_FIGURES", "figures")  # where the scripts save their figures
+os.makedirs(figures, exist_ok=True)
+fig.savefig(os.path.join(figures, "missing_data_reconstruction.png"))

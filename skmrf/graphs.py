@@ -521,7 +521,7 @@ def chimera_graph(m: int, n: int | None = None, t: int = 4) -> nx.Graph:
 
 
 def chain_graph(n: int) -> nx.Graph:
-    """A chain ``0 - 1 - ... - (n-1)``.
+    """A chain: each node ``i`` joined to ``i + 1``.
 
     Parameters
     ----------

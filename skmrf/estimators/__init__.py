@@ -1,12 +1,14 @@
 """scikit-learn estimators of MRF parameters."""
 
+from ._base import EstimatedLikelihoodWarning
+from ._existence import NoFiniteEstimateWarning
 from ._fast_mixing import fast_mixing_schedule
 from .bayes import MetropolisHastingsMRF
 from .em import DecomposedEM
 from .exact import ExactMaxLikelihood
-from .gaussian import GaussianLAP, GaussianMaxLikelihood
-from .lap import LAPEstimator
-from .mcmc import MCMCMaxLikelihood
+from .gaussian import GaussianLAP, GaussianMaxLikelihood, NotPositiveDefiniteWarning, ScaleWarning
+from .lap import LAPEstimator, NeighbourhoodTooLargeError
+from .mcmc import MCMCMaxLikelihood, MixingBoundWarning
 from .mle_induced import MLEInducedLikelihood
 from .pseudo import PseudoLikelihoodEstimator
 
@@ -21,4 +23,11 @@ __all__ = [
     "MetropolisHastingsMRF",
     "PseudoLikelihoodEstimator",
     "fast_mixing_schedule",
+    # Warnings and errors the estimators raise, importable to filter or catch them.
+    "EstimatedLikelihoodWarning",
+    "MixingBoundWarning",
+    "NeighbourhoodTooLargeError",
+    "NoFiniteEstimateWarning",
+    "NotPositiveDefiniteWarning",
+    "ScaleWarning",
 ]

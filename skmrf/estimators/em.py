@@ -119,7 +119,7 @@ class DecomposedEM(BaseDiscreteMRF):
     log_likelihood_ : float
         Mean log-likelihood per row of the observed data at the fit
         (rows entirely missing contribute 0).
-    log_likelihood_trace_ : ndarray of shape (n_iter_ + 1,)
+    log_likelihood_trace_ : ndarray of shape (`n_iter_` + 1,)
         Mean log-likelihood per row at the start and after every iteration
         (without the ridge term: EM never decreases the penalised one,
         ``log_likelihood_trace_ - alpha / 2 * ||theta||^2``).
@@ -127,7 +127,7 @@ class DecomposedEM(BaseDiscreteMRF):
         Sub-networks holding a variable that is missing somewhere (each one's
         data term needs inference); cliques whose variables are always
         observed are counted like complete data.
-    n_distinct_rows_ : ndarray of shape (n_subnetworks_,)
+    n_distinct_rows_ : ndarray of shape (`n_subnetworks_`,)
         Distinct patterns of the data projected on each sub-network.
     inferences_per_iteration_ : int
         Conditional calibrations (``n_distinct_rows_.sum()``) plus one for

@@ -628,7 +628,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         Standard error of the AIS estimate (only with ``score_method="ais"``).
     score_method_ : str
     n_features_in_ : int
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
 
     See Also
     --------

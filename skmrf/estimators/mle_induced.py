@@ -228,7 +228,7 @@ class MLEInducedLikelihood(BaseEstimator):
         The fitted estimator ``theta_hat_`` was read from.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit. Defined only when X has feature
         names that are all strings.
 

@@ -108,7 +108,7 @@ DOCS = {
     # -- attributes of every estimator (set by scikit-learn's data validation)
     "n_features_in_": """n_features_in_ : int
         Number of features seen during fit.""",
-    "feature_names_in_": """feature_names_in_ : ndarray of shape (n_features_in_,)
+    "feature_names_in_": """feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit. Defined only when X has feature
         names that are all strings.""",
     # -- the Parameters and Returns sections of ``fit`` (method docstrings)

@@ -278,6 +278,8 @@ def _gaussian_arrays(est):
 def _read(path):
     """``(header, arrays)`` of a model file, or a :class:`ModelFileError` naming the file."""
     path = os.fspath(path)
+    if os.path.isfile(path) and not zipfile.is_zipfile(path):
+        raise ModelFileError(f"{path} is not a saved skmrf model (not an .npz archive); write models with save_model.")
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}

@@ -241,15 +241,15 @@ def _resolve_token(token, columns, n_features):
     return None
 
 
-def read_graph(spec, table):
+def read_graph(spec, table, by_name=True):
     """The ``graph`` parameter from ``--graph``: a shorthand, or the factors of an edge file.
 
     An edge file (``.csv``, ``.tsv``, ``.txt``) lists one factor per line, two or more
     variables separated by commas, tabs or spaces; a variable is a column name or a
     column index. Lines starting with ``#`` are comments; a first line naming no
     column (such as ``source,target``) is a header and skipped. The factors are
-    returned as column names when the data has them (so they map by name), else as
-    indices.
+    returned as column names when the data has them and ``by_name`` (the estimator
+    sees a DataFrame and maps them by name), else as column indices.
     """
     if _SHORTHAND.fullmatch(spec):
         return spec
@@ -280,7 +280,7 @@ def read_graph(spec, table):
             )
         if len(tokens) < 2:
             raise CLIError(f"graph file {spec}, line {number}: {text!r} names one variable; a line lists an edge.")
-        factors.append(tuple(columns[i] for i in idx) if columns else tuple(idx))
+        factors.append(tuple(columns[i] for i in idx) if columns and by_name else tuple(idx))
     if not factors:
         raise CLIError(f"graph file {spec} lists no edges.")
     return factors
@@ -436,9 +436,9 @@ def _load(path):
 def _cmd_fit(args):
     _check_output(args.out, "--out", (".npz",))
     table = read_table(args.data)
-    graph = read_graph(args.graph, table)
-    est = _build_estimator(args, graph)
     X = _fit_input(table)
+    graph = read_graph(args.graph, table, by_name=X is not table.values)
+    est = _build_estimator(args, graph)
     rows, cols = table.values.shape
     label = f"fitting {type(est).__name__} on {args.data} ({rows} rows, {cols} columns)"
     with _Progress(label, args.verbose), contextlib.redirect_stdout(sys.stderr):

@@ -68,6 +68,7 @@ import zipfile
 import numpy as np
 import scipy.sparse as sp
 
+from . import __version__
 from . import estimators as _estimators
 from .estimators._base import BaseDiscreteMRF
 from .estimators.gaussian._base import ScaleWarning, _BaseGaussianMRF
@@ -226,8 +227,6 @@ def save_model(estimator, path):
     if discrete:
         g = estimator.graph_
         graph = {"factors": [list(f) for f in g.factors], "names": None if g.names is None else _to_json(list(g.names))}
-    from . import __version__
-
     header = {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,

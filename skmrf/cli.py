@@ -127,16 +127,46 @@ def _numeric_columns(path, columns, cells):
     return out
 
 
-def _read_csv(path, delimiter):
-    """``(columns, float array)`` of a CSV file with a header row, with the csv module."""
+def _csv_header(path, delimiter):
+    """The column names of a CSV file's first non-blank row, checked for duplicates."""
     with open(path, newline="") as f:
-        rows = [row for row in csv.reader(f, delimiter=delimiter) if row and any(c.strip() for c in row)]
-    if not rows:
+        header = next((row for row in csv.reader(f, delimiter=delimiter) if any(c.strip() for c in row)), None)
+    if header is None:
         raise CLIError(f"{path} is empty; expected a header row of column names, then one row per sample.")
-    columns = [c.strip() for c in rows[0]]
+    columns = [c.strip() for c in header]
     if len(set(columns)) != len(columns):
         dup = next(c for k, c in enumerate(columns) if c in columns[:k])
         raise CLIError(f"{path}: column name {dup!r} appears twice in the header; give each column its own name.")
+    return columns
+
+
+def _fast_csv_body(path, delimiter, n_columns):
+    """The numbers below the header by a C parser (pandas, else numpy), or None when that fails.
+
+    The parsers refuse non-numeric cells (and numpy missing cells); the caller then
+    reads the file cell by cell to name the culprit.
+    """
+    pd = _pandas()
+    try:
+        if pd is not None:
+            na = sorted(_MISSING | {v.upper() for v in _MISSING})
+            body = pd.read_csv(path, sep=delimiter, dtype=np.float64, na_values=na, keep_default_na=False)
+            values = body.to_numpy()
+        else:
+            values = np.loadtxt(path, delimiter=delimiter, skiprows=1, ndmin=2, dtype=np.float64)
+    except ValueError:
+        return None
+    return values if values.ndim == 2 and values.shape[1] == n_columns else None
+
+
+def _read_csv(path, delimiter):
+    """``(columns, float array)`` of a CSV file with a header row; missing cells are NaN."""
+    columns = _csv_header(path, delimiter)
+    values = _fast_csv_body(path, delimiter, len(columns))
+    if values is not None:
+        return columns, values
+    with open(path, newline="") as f:
+        rows = [row for row in csv.reader(f, delimiter=delimiter) if row and any(c.strip() for c in row)]
     for r, row in enumerate(rows[1:], start=2):
         if len(row) != len(columns):
             raise CLIError(f"{path}: line {r} has {len(row)} fields but the header has {len(columns)}.")
@@ -167,6 +197,8 @@ def read_table(path):
     Returns
     -------
     Table
+        The values (float64 for text formats, missing cells NaN; the stored dtype
+        for ``.npy``) and the column names (None for ``.npy``).
 
     Raises
     ------
@@ -197,7 +229,17 @@ def read_table(path):
 
 
 def write_table(path, values, columns=None):
-    """Write a 2-D array to ``.npy``, ``.csv``/``.tsv`` (with a header) or ``.parquet``; a 1-D one as one column."""
+    """Write an array to ``.npy``, ``.csv``/``.tsv`` (with a header row) or ``.parquet``.
+
+    Parameters
+    ----------
+    path : str
+        The file; its suffix gives the format.
+    values : ndarray of shape (n_rows, n_columns) or (n_rows,)
+        What to write; a 1-D array is one column.
+    columns : list of str, optional
+        The header; ``"0"``, ``"1"``, ... if omitted (not used for ``.npy``).
+    """
     suffix = _suffix(path)
     values = np.asarray(values)
     if suffix == ".npy":
@@ -250,6 +292,25 @@ def read_graph(spec, table, by_name=True):
     column (such as ``source,target``) is a header and skipped. The factors are
     returned as column names when the data has them and ``by_name`` (the estimator
     sees a DataFrame and maps them by name), else as column indices.
+
+    Parameters
+    ----------
+    spec : str
+        The ``--graph`` argument.
+    table : Table
+        The data, whose columns the variables name.
+    by_name : bool, default=True
+        Return factors as column names when the data has them.
+
+    Returns
+    -------
+    str or list of tuple
+        The shorthand itself, or one tuple per factor.
+
+    Raises
+    ------
+    CLIError
+        Naming the file, line and variable that is not a column of the data.
     """
     if _SHORTHAND.fullmatch(spec):
         return spec
@@ -492,7 +553,18 @@ def _summary(values):
 
 
 def describe(path):
-    """The lines ``skmrf info`` prints for a saved model."""
+    """The lines ``skmrf info`` prints for a saved model.
+
+    Parameters
+    ----------
+    path : str
+        A file written by :func:`skmrf.io.save_model`.
+
+    Returns
+    -------
+    list of str
+        Format version, estimator, parameters, variables, structure and fitted numbers.
+    """
     header = read_header(path)
     est = load_model(path)
     n = header["n_features"]
@@ -545,7 +617,13 @@ def _cmd_info(args):
 
 # -- parser and entry point -----------------------------------------------------------
 def build_parser():
-    """The ``skmrf`` argument parser (its help lists every command)."""
+    """The ``skmrf`` argument parser (its help lists every command).
+
+    Returns
+    -------
+    argparse.ArgumentParser
+        With one sub-parser per command; ``args.run(args)`` runs the parsed one.
+    """
     parser = _Parser(
         prog="skmrf",
         description="Learn Markov random field parameters from data files, score, sample and inspect saved models.",

@@ -209,7 +209,7 @@ def read_table(path):
     suffix = _suffix(path)
     try:
         if suffix == ".npy":
-            values = np.load(path, allow_pickle=False)
+            values = np.load(path, mmap_mode="r", allow_pickle=False)  # read lazily: it may be large
             if values.ndim != 2:
                 raise CLIError(f"{path} holds a {values.ndim}-D array of shape {values.shape}; give a 2-D array.")
             if values.dtype.kind not in "biuf":

@@ -21,7 +21,8 @@ File format, version 1
 ``params``
     ``get_params(deep=False)`` where JSON can hold the value (tuples become lists);
     a ``graph`` that JSON cannot hold (a networkx graph, a matrix) is replaced by its
-    resolved list of factors (discrete) or edges (Gaussian), as column indices.
+    resolved list of factors (discrete) or edges (Gaussian), as column names when the
+    estimator has ``feature_names_in_``, else as column indices.
 ``params_not_saved``
     Names of other parameters JSON cannot hold (an ``init`` estimator, a
     ``RandomState``); the loaded estimator has their default values.
@@ -138,11 +139,18 @@ def _public_fitted(est):
 
 
 def _resolved_graph_param(est):
-    """The resolved structure as column-index lists, for a ``graph`` parameter JSON cannot hold."""
+    """The resolved structure as lists of columns, for a ``graph`` parameter JSON cannot hold.
+
+    Columns are named when the estimator was fitted on named columns (so a clone refits
+    on the same DataFrame), else numbered.
+    """
+    names = getattr(est, "feature_names_in_", None)
     if isinstance(est, BaseDiscreteMRF):
-        return [list(f) for f in est.graph_.factors]
-    adj = sp.triu(est.adjacency_, k=1).tocoo()
-    return np.column_stack([adj.row, adj.col]).tolist()
+        factors = [list(f) for f in est.graph_.factors]
+    else:
+        adj = sp.triu(est.adjacency_, k=1).tocoo()
+        factors = np.column_stack([adj.row, adj.col]).tolist()
+    return factors if names is None else [[str(names[i]) for i in f] for f in factors]
 
 
 # -- save -----------------------------------------------------------------------

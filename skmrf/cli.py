@@ -287,7 +287,7 @@ def read_graph(spec, table, by_name=True):
     """The ``graph`` parameter from ``--graph``: a shorthand, or the factors of an edge file.
 
     An edge file (``.csv``, ``.tsv``, ``.txt``) lists one factor per line, two or more
-    variables separated by commas, tabs or spaces; a variable is a column name or a
+    variables separated by commas or tabs (or by spaces on a line with neither); a variable is a column name or a
     column index. Lines starting with ``#`` are comments; a first line naming no
     column (such as ``source,target``) is a header and skipped. The factors are
     returned as column names when the data has them and ``by_name`` (the estimator
@@ -328,7 +328,8 @@ def read_graph(spec, table, by_name=True):
         text = line.split("#", 1)[0].strip()
         if not text:
             continue
-        tokens = [t.strip().strip('"') for t in re.split(r"[,\t ]+", text) if t.strip()]
+        sep = r"[,\t]" if ("," in text or "\t" in text) else r"\s+"  # names may hold spaces in CSV/TSV
+        tokens = [t.strip().strip('"') for t in re.split(sep, text) if t.strip()]
         idx = [_resolve_token(t, columns, n) for t in tokens]
         if not factors and number == _first_content_line(lines) and all(i is None for i in idx):
             continue  # a header such as "source,target"

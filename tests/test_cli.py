@@ -342,3 +342,12 @@ def test_warnings_are_one_line(tmp_path, capsys, npy):
         code, _, err = run(capsys, "fit", npy, "-m", "exact", "--n-jobs", 2, "-o", tmp_path / "m.npz")
     assert code == 0
     assert err.strip() == "skmrf: warning: --n-jobs is ignored: ExactMaxLikelihood has no 'n_jobs' parameter."
+
+
+def test_verbose_progress_goes_to_stderr(tmp_path, capsys, npy):
+    code, out, err = run(capsys, "fit", npy, "-m", "lap", "-v", "-o", tmp_path / "m.npz")
+    assert code == 0 and out == ""
+    assert "fitting LAPEstimator on" in err and "done in" in err and "saved LAPEstimator" in err
+    code, out, err = run(capsys, "fit", npy, "-m", "lap", "-vv", "-o", tmp_path / "m.npz")
+    assert code == 0 and out == "" and "[LAPEstimator]" in err  # the estimator's own lines, on stderr
+    assert load_model(tmp_path / "m.npz").verbose == 1

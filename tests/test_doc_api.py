@@ -13,6 +13,7 @@ API_RST = Path(__file__).resolve().parents[1] / "doc" / "api.rst"
 MODULES = [
     "skmrf",
     "skmrf.graphs",
+    "skmrf.io",
     "skmrf.model",
     "skmrf.inference",
     "skmrf.datasets",

@@ -27,6 +27,7 @@ from sklearn.utils.validation import check_is_fitted
 from .estimators._base import BaseDiscreteMRF
 from .estimators.gaussian._base import _BaseGaussianMRF
 from .model import DiscreteMRF
+from .utils._docstrings import fill_doc
 
 __all__ = [
     "coupling_matrix",
@@ -95,16 +96,14 @@ def _precision_entries(P, rows, cols):
     return np.asarray(P[rows, cols], dtype=np.float64).ravel()
 
 
+@fill_doc
 def edge_couplings(obj, kind=None):
     """Return the edges of a fitted MRF and one coupling value per edge.
 
     Parameters
     ----------
-    obj : fitted estimator or DiscreteMRF
-        A fitted discrete or Gaussian skmrf estimator, or a discrete model.
-    kind : {"maxabs", "norm", "partial_correlation", "precision"} or None, default=None
-        How an edge's parameters become one number (see the module docstring). None means
-        ``"maxabs"`` for discrete models and ``"partial_correlation"`` for Gaussian ones.
+    %(plot_obj)s
+    %(plot_kind)s
 
     Returns
     -------
@@ -143,6 +142,7 @@ def edge_couplings(obj, kind=None):
     return edges, values
 
 
+@fill_doc
 def node_values(obj, kind=None):
     """Return one value per variable: the node parameters, reduced as edges are.
 
@@ -152,10 +152,8 @@ def node_values(obj, kind=None):
 
     Parameters
     ----------
-    obj : fitted estimator or DiscreteMRF
-        As for :func:`edge_couplings`.
-    kind : str or None, default=None
-        As for :func:`edge_couplings`.
+    %(plot_obj)s
+    %(plot_kind)s
 
     Returns
     -------
@@ -177,15 +175,14 @@ def node_values(obj, kind=None):
     return np.asarray(source.precision_.diagonal(), dtype=np.float64)
 
 
+@fill_doc
 def coupling_matrix(obj, kind=None):
     """Return the couplings as a symmetric square array, NaN off the graph.
 
     Parameters
     ----------
-    obj : fitted estimator or DiscreteMRF
-        As for :func:`edge_couplings`.
-    kind : str or None, default=None
-        As for :func:`edge_couplings`.
+    %(plot_obj)s
+    %(plot_kind)s
 
     Returns
     -------
@@ -225,26 +222,18 @@ def _symmetric_limit(values):
     return float(finite.max()) if finite.size and finite.max() > 0 else 1.0
 
 
+@fill_doc
 def plot_couplings(obj, kind=None, ax=None, cmap="RdBu_r", colorbar=True):
     """Draw the coupling matrix as an image, coloured symmetrically about zero.
 
     Parameters
     ----------
-    obj : fitted estimator or DiscreteMRF
-        A fitted discrete or Gaussian skmrf estimator, or a discrete model.
-    kind : str or None, default=None
-        As for :func:`edge_couplings`.
-    ax : matplotlib Axes, default=None
-        Where to draw (the current Axes when None).
-    cmap : str or Colormap, default="RdBu_r"
-        A diverging colormap: zero is its centre.
-    colorbar : bool, default=True
-        Add a colorbar.
+    %(plot_obj)s
+    %(plot_kind)s
+    %(plot_ax)s
+    %(plot_cmap)s
 
-    Returns
-    -------
-    ax : matplotlib Axes
-        The Axes drawn on.
+    %(plot_returns)s
 
     Notes
     -----
@@ -332,6 +321,7 @@ def _cell_of(obj, shape):
     return None, None
 
 
+@fill_doc
 def plot_grid(obj, values="fields", shape=None, kind=None, ax=None, cmap="RdBu_r", colorbar=True):
     """Draw grid-shaped parameters as an image: node fields or one direction of couplings.
 
@@ -348,19 +338,11 @@ def plot_grid(obj, values="fields", shape=None, kind=None, ax=None, cmap="RdBu_r
         ``(rows, cols)`` with variables in row-major order (as :func:`skmrf.grid_graph`).
         None: read from a ``"grid:RxC"`` graph, or from node labels that are ``(row, col)``
         pairs (``networkx.grid_2d_graph``).
-    kind : str or None, default=None
-        As for :func:`edge_couplings`.
-    ax : matplotlib Axes, default=None
-        Where to draw (the current Axes when None).
-    cmap : str or Colormap, default="RdBu_r"
-        Colormap, centred on zero.
-    colorbar : bool, default=True
-        Add a colorbar.
+    %(plot_kind)s
+    %(plot_ax)s
+    %(plot_cmap)s
 
-    Returns
-    -------
-    ax : matplotlib Axes
-        The Axes drawn on.
+    %(plot_returns)s
 
     Raises
     ------
@@ -417,31 +399,23 @@ def plot_grid(obj, values="fields", shape=None, kind=None, ax=None, cmap="RdBu_r
     return ax
 
 
-def plot_graph(obj, kind=None, pos=None, ax=None, cmap="RdBu_r", with_labels=True, colorbar=True):
+@fill_doc
+def plot_graph(obj, kind=None, pos=None, ax=None, cmap="RdBu_r", colorbar=True, with_labels=True):
     """Draw the graph with edges coloured (and widened) by their learned coupling.
 
     Parameters
     ----------
-    obj : fitted estimator or DiscreteMRF
-        A fitted discrete or Gaussian skmrf estimator, or a discrete model.
-    kind : str or None, default=None
-        As for :func:`edge_couplings`.
+    %(plot_obj)s
+    %(plot_kind)s
     pos : dict, default=None
         Node positions ``{column index: (x, y)}``. None: the cells of a grid (see
         :func:`plot_grid`), else ``networkx.spring_layout`` seeded with 0.
-    ax : matplotlib Axes, default=None
-        Where to draw (the current Axes when None).
-    cmap : str or Colormap, default="RdBu_r"
-        Edge colormap, centred on zero.
+    %(plot_ax)s
+    %(plot_cmap)s
     with_labels : bool, default=True
         Label the nodes with the column names (or indices).
-    colorbar : bool, default=True
-        Add a colorbar for the edge colours.
 
-    Returns
-    -------
-    ax : matplotlib Axes
-        The Axes drawn on.
+    %(plot_returns)s
 
     Examples
     --------
@@ -496,6 +470,7 @@ def plot_graph(obj, kind=None, pos=None, ax=None, cmap="RdBu_r", with_labels=Tru
     return ax
 
 
+@fill_doc
 def plot_trace(estimator, keys=None, ax=None):
     """Draw the convergence trace an estimator recorded during ``fit``.
 
@@ -515,13 +490,9 @@ def plot_trace(estimator, keys=None, ax=None):
     keys : list, default=None
         Which series to draw (trace names for MCMCMaxLikelihood, parameter indices for
         MetropolisHastingsMRF; ignored for DecomposedEM).
-    ax : matplotlib Axes, default=None
-        Where to draw (the current Axes when None).
+    %(plot_ax)s
 
-    Returns
-    -------
-    ax : matplotlib Axes
-        The Axes drawn on.
+    %(plot_returns)s
 
     Raises
     ------

@@ -68,8 +68,8 @@ def _source(obj):
         check_is_fitted(obj, "precision_")
         return "gaussian", obj, getattr(obj, "feature_names_in_", None)
     raise ValueError(
-        f"Expected a fitted skmrf estimator or a DiscreteMRF; got {type(obj).__name__}. "
-        "Pass the estimator after fit (or its model_)."
+        f"Expected a fitted discrete or Gaussian skmrf estimator or a DiscreteMRF; got {type(obj).__name__}. "
+        "Pass an MRF estimator after fit (or its model_)."
     )
 
 

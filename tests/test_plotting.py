@@ -17,6 +17,7 @@ from skmrf import (
     GaussianMaxLikelihood,
     MCMCMaxLikelihood,
     MetropolisHastingsMRF,
+    MLEInducedLikelihood,
     PseudoLikelihoodEstimator,
     grid_graph,
 )
@@ -126,8 +127,10 @@ def test_unfitted_or_foreign_objects_are_refused():
         skplt.plot_graph(ExactMaxLikelihood())
     with pytest.raises(NotFittedError):
         skplt.plot_couplings(GaussianLAP())
-    with pytest.raises(ValueError, match="Expected a fitted skmrf estimator or a DiscreteMRF; got ndarray"):
+    with pytest.raises(ValueError, match="Gaussian skmrf estimator or a DiscreteMRF; got ndarray"):
         skplt.coupling_matrix(np.eye(3))
+    with pytest.raises(ValueError, match="got MLEInducedLikelihood"):  # a likelihood, not a model of X
+        skplt.plot_graph(MLEInducedLikelihood())
 
 
 # -- views --------------------------------------------------------------------------------------

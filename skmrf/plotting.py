@@ -392,6 +392,10 @@ def plot_grid(obj, values="fields", shape=None, kind=None, ax=None, cmap="RdBu_r
     limit = _symmetric_limit(image)
     low = 0.0 if kind == "norm" or (values == "fields" and family == "gaussian") else -limit
     artist = ax.imshow(image, cmap=cmap, vmin=low, vmax=limit, interpolation="nearest")
+    ax.set_xticks(range(image.shape[1]) if image.shape[1] <= 30 else [])
+    ax.set_yticks(range(image.shape[0]) if image.shape[0] <= 30 else [])
+    ax.set_xlabel("column of the grid")
+    ax.set_ylabel("row of the grid")
     if colorbar:
         ax.figure.colorbar(artist, ax=ax)
     what = "diagonal precision" if values == "fields" and family == "gaussian" else values

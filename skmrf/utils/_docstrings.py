@@ -125,6 +125,24 @@ DOCS = {
         """
     + _FIT_Y_RETURNS,
     # -- the data of the DiscreteMRF methods (method docstrings)
+    # skmrf.plotting: what every view takes and returns.
+    "plot_obj": """obj : fitted estimator or DiscreteMRF
+        A fitted discrete or Gaussian skmrf estimator, or a discrete model.""",
+    "plot_kind": """kind : {"maxabs", "norm", "partial_correlation", "precision"} or None, default=None
+        How an edge's parameters become one number: the signed entry of
+        largest magnitude of a discrete block or its Frobenius norm; the
+        partial correlation or the precision entry of a Gaussian edge. None
+        means ``"maxabs"`` (discrete) or ``"partial_correlation"`` (Gaussian).""",
+    "plot_ax": """ax : matplotlib Axes, default=None
+        Where to draw (the current Axes when None).""",
+    "plot_cmap": """cmap : str or Colormap, default="RdBu_r"
+        A diverging colormap, centred on zero.
+    colorbar : bool, default=True
+        Add a colorbar.""",
+    "plot_returns": """Returns
+    -------
+    ax : matplotlib Axes
+        The Axes drawn on.""",
     "model_X": """X : array-like of int of shape (n_samples, n_variables)
             States ``0..K_i-1`` of each variable, one row per sample.""",
 }

@@ -184,19 +184,7 @@ def test_pickle_round_trip_gives_identical_scores(cls, Z):
         assert back.score(Z) == pipe.score(Z)
 
 
-# MetropolisHastingsMRF fits its MLEInducedLikelihood (for the default likelihood="mle_induced",
-# "laplace" and init="mle") from self.graph on the validated ndarray, which has no column names:
-# a networkx graph then maps nodes to columns in node order, silently (bayes.py, _mle_induced).
-_MH_NAMES_BUG = (
-    "bug: MetropolisHastingsMRF._mle_induced fits MLEInducedLikelihood(self.graph) on the ndarray, "
-    "without the DataFrame's column names, so graph nodes map to columns in node order"
-)
-NAMED_GRAPH_CASES = [
-    pytest.param(cls, marks=pytest.mark.xfail(strict=True, reason=_MH_NAMES_BUG))
-    if cls.__name__ == "MetropolisHastingsMRF"
-    else cls
-    for cls in ESTIMATORS
-]
+NAMED_GRAPH_CASES = ESTIMATORS  # MetropolisHastingsMRF included: its MLE-induced fit uses the resolved edges
 
 
 @pytest.mark.parametrize("cls", NAMED_GRAPH_CASES, ids=IDS)

@@ -393,7 +393,9 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
     def _mle_induced(self, X):
         """The fitted :class:`MLEInducedLikelihood` (its MLE, edge order and checks)."""
         if getattr(self, "_mle_fit", None) is None:
-            self._mle_fit = MLEInducedLikelihood(self.graph, copula=self.copula, rho=self.rho, mle=self.mle).fit(X)
+            # The resolved edges (column indices): X here is the validated array, without column names.
+            edges = [tuple(int(v) for v in e) for e in self.edges_]
+            self._mle_fit = MLEInducedLikelihood(edges, copula=self.copula, rho=self.rho, mle=self.mle).fit(X)
         return self._mle_fit
 
     def _plugin(self, X, data, rng):

@@ -295,12 +295,16 @@ def newton_cg_covsel(pattern, s, x0, tol=1e-10, max_iter=100, max_cg=250, log=No
             max_cg,
         )
         decrement = -float(np.dot(weight * g, dx))
+        # Below this decrement the change of f is lost in its rounding (about 1e-15 |f| per
+        # entry summed), so Armijo's test is noise: a full positive definite step is taken
+        # (the iterates are then in Newton's quadratic region).
+        negligible = decrement <= 1e-12 * max(1.0, abs(f))
         t = 1.0
         while t > 1e-14:
             L_new, logdet_new = pattern.cholesky(x + t * dx)
             if L_new is not None:
                 f_new = -logdet_new + float(np.dot(weight * s, x + t * dx))
-                if f_new <= f - 0.25 * t * decrement:
+                if negligible or f_new <= f - 0.25 * t * decrement:
                     break
             t *= 0.5
         else:

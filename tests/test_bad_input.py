@@ -29,7 +29,7 @@ from skmrf.estimators._base import EstimatedLikelihoodWarning
 
 DISCRETE = ("exact", "lap", "pl", "mcmc")
 MULTI = ("exact", "lap", "pl")  # the discrete estimators with an n_states parameter
-GAUSS = ("glap", "gml")
+GAUSS = ("glap", "gml", "glap_newton", "gml_sparse")  # the sparse paths of #14 get the same checks
 ALL = DISCRETE + GAUSS
 
 FACTORIES = {
@@ -39,6 +39,8 @@ FACTORIES = {
     "mcmc": partial(MCMCMaxLikelihood, n_iter=5, n_samples=20, n_sweeps=2, random_state=0),
     "glap": GaussianLAP,
     "gml": GaussianMaxLikelihood,
+    "glap_newton": partial(GaussianLAP, newton_steps=2),
+    "gml_sparse": partial(GaussianMaxLikelihood, solver="sparse"),
 }
 
 _rng = np.random.default_rng(0)
@@ -300,6 +302,8 @@ CATALOGUE = [
         "random_state", ("lap", "pl", "mcmc"), fit(), ValueError, "'random_state' parameter", {"random_state": "seed"}
     ),
     *bad("verbose-negative", ALL, fit(), ValueError, "'verbose' parameter", {"verbose": -1}),
+    *bad("newton_steps-negative", ("glap",), fit(), ValueError, "'newton_steps' parameter", {"newton_steps": -1}),
+    *bad("sparse", GAUSS, fit(), ValueError, "'sparse' parameter", {"sparse": "yes"}),
     *bad("shrinkage-above-one", GAUSS, fit(), ValueError, "'shrinkage' parameter", {"shrinkage": 2.0}),
     *bad("repair", ("glap",), fit(), ValueError, "'repair' parameter", {"repair": "bogus"}),
     *bad("solver", ("gml",), fit(), ValueError, "'solver' parameter", {"solver": "bogus"}),

@@ -6,13 +6,14 @@ blankets and EM's observed patterns per sub-network (:func:`subnetworks`). Data 
 (a memmap, a dask array) is counted by row chunks (:func:`reduce_row_chunks`).
 """
 
-from .chunks import is_chunked, reduce_row_chunks, scan_states
+from .chunks import count_dtype, is_chunked, reduce_row_chunks, scan_states
 from .compress import distinct_per_column, distinct_projections
 from .decompose import subnetworks
 from .joint_states import c_order_strides, count_joint_states, encode_rows, transposed_states
 
 __all__ = [
     "c_order_strides",
+    "count_dtype",
     "count_joint_states",
     "distinct_per_column",
     "distinct_projections",

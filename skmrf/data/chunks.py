@@ -20,7 +20,7 @@ import numpy as np
 
 from ..utils.validation import check_states
 
-__all__ = ["is_chunked", "reduce_row_chunks", "scan_states"]
+__all__ = ["count_dtype", "is_chunked", "reduce_row_chunks", "scan_states"]
 
 #: Bytes of one chunk of rows read from a memmap.
 CHUNK_BYTES = 1 << 28
@@ -35,11 +35,21 @@ def is_chunked(X) -> bool:
     return isinstance(X, np.memmap) or _is_dask(X)
 
 
-def _combine(a, b, op):
-    """``op`` applied leaf by leaf to two results (arrays, or tuples/lists of them)."""
+def _combine(a, b, op, inplace=False):
+    """``op`` applied leaf by leaf to two results (arrays, or tuples/lists of them); with
+    ``inplace``, into the arrays of ``a`` (the memmap loop owns them; dask tasks stay pure)."""
     if isinstance(a, (tuple, list)):
-        return type(a)(_combine(x, y, op) for x, y in zip(a, b))
+        return type(a)(_combine(x, y, op, inplace) for x, y in zip(a, b))
+    if inplace and isinstance(a, np.ndarray):
+        return op(a, b, out=a)
     return op(a, b)
+
+
+def count_dtype(n_rows):
+    """The narrowest of uint16, uint32 and float64 that holds counts up to ``n_rows``: for the
+    counts of the chunks of a memmap or a dask array, a quarter of float64's bytes to keep
+    and to send when there are fewer than 65,536 rows."""
+    return np.uint16 if n_rows < 1 << 16 else np.uint32 if n_rows < 1 << 32 else np.float64
 
 
 def _memmap_chunks(X, chunk_rows):
@@ -78,7 +88,8 @@ def reduce_row_chunks(X, func, *args, op=np.add, chunk_rows=None):
         out = None
         for start, chunk in _memmap_chunks(X, chunk_rows):
             part = func(chunk, start, *args)
-            out = part if out is None else _combine(out, part, op)
+            out = part if out is None else _combine(out, part, op, inplace=True)
+            del part
         return out
     return func(X, 0, *args)
 

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..data import count_joint_states, reduce_row_chunks, transposed_states
+from ..data import count_dtype, count_joint_states, is_chunked, reduce_row_chunks, transposed_states
 from ..solvers import batched_newton, warn_not_converged
 from ..solvers.newton import BATCH_FLOATS
 from ..utils._docstrings import fill_doc
@@ -101,25 +101,27 @@ def _problems(graph, cliques, node_rule):
     return problems, len(maximal)
 
 
-def _count_chunk(X, start, max_states, tables):
+def _count_chunk(X, start, max_states, tables, dtype):
     """Worker: the local counts of one chunk of rows, one ``(problems, configurations)`` array
-    per ``(A, strides, n_configs)`` of ``tables``; a pure function of arrays."""
+    of ``dtype`` per ``(A, strides, n_configs)`` of ``tables``; a pure function of arrays."""
     XT = transposed_states(X, max_states)  # transposed once: counting gathers whole rows of XT
-    return [count_joint_states(XT, A, strides, n_configs) for A, strides, n_configs in tables]
+    return [count_joint_states(XT, A, strides, n_configs, dtype) for A, strides, n_configs in tables]
 
 
 def _count(X, n_states, groups, neighbourhoods):
     """Build each group's structure and its problems' empirical frequencies (local counts).
 
     The counts are summed over the row chunks of a memmap or a dask array (on the workers),
-    so only they travel; integer counts, so the frequencies equal the in-memory ones.
+    so only they travel, in the narrowest integer type that holds them (:func:`~skmrf.data.count_dtype`);
+    integer counts, so the frequencies equal the in-memory ones.
     """
     made = []
     for (local_states, lf, lq, profiled), members in groups.items():
         structure = AuxiliaryStructure(lf, local_states, lq, profiled)
         made.append((structure, members, np.array([neighbourhoods[i] for i in members], dtype=np.int64)))
     tables = [(A, s.strides, s.n_configs) for s, _, A in made]
-    counts = reduce_row_chunks(X, _count_chunk, int(n_states.max()), tables)
+    dtype = count_dtype(X.shape[0]) if is_chunked(X) else np.float64
+    counts = reduce_row_chunks(X, _count_chunk, int(n_states.max()), tables, dtype)
     return [(_Group(s, members, A), s.frequencies(c)) for (s, members, A), c in zip(made, counts)]
 
 

@@ -77,8 +77,8 @@ def test_lap_memmap_alpha_zero_warns_from_chunk_counts(data, tmp_path, small_chu
 
 
 def test_lap_memmap_of_floats_with_given_states(data, tmp_path, small_chunks):
-    ref = LAPEstimator(GRID, n_states=4, node_rule="own").fit(data)
-    est = LAPEstimator(GRID, n_states=4, node_rule="own").fit(as_memmap(data.astype(np.float32), tmp_path))
+    ref = LAPEstimator(GRID, n_states=3, node_rule="first").fit(data)
+    est = LAPEstimator(GRID, n_states=3, node_rule="first").fit(as_memmap(data.astype(np.float32), tmp_path))
     np.testing.assert_array_equal(est.theta_, ref.theta_)
 
 
@@ -121,21 +121,85 @@ def test_dask_array_local_scheduler_equals_in_memory(data):
         LAPEstimator(GRID).fit(da.from_array(bad, chunks=(100, 12)))
 
 
-@pytest.mark.slow
-def test_dask_array_on_a_two_worker_cluster_equals_in_memory(data):
-    """The recipe of doc/scale_out.rst: counts made on the workers, only they travel."""
-    da = pytest.importorskip("dask.array")
+@pytest.fixture(scope="module")
+def two_workers():
+    """A client of a 2-worker ``LocalCluster`` (processes, one thread each), as in doc/scale_out.rst."""
     distributed = pytest.importorskip("distributed")
-    X = da.from_array(data, chunks=(100, 12))
     with (
         distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cl,
         distributed.Client(cl) as client,
     ):
-        for strategy in ["pairwise", "exact"]:
-            with distributed.get_task_stream(client) as tasks:
-                est = LAPEstimator(GRID, strategy=strategy).fit(X)
-            ref = LAPEstimator(GRID, strategy=strategy).fit(data)
-            np.testing.assert_array_equal(est.theta_, ref.theta_)
-            # The 7 blocks were counted on the workers: one counting task each.
-            assert sum("_count_chunk" in str(t["key"]) for t in tasks.data) == 7
-        np.testing.assert_array_equal(ExactMaxLikelihood(GRID).fit(X).theta_, ExactMaxLikelihood(GRID).fit(data).theta_)
+        yield client
+
+
+def tasks_run(client, fit, name):
+    """``fit()`` and how many tasks whose key holds ``name`` the cluster ran for it."""
+    from distributed import get_task_stream
+
+    with get_task_stream(client) as tasks:
+        est = fit()
+    return est, sum(name in str(t["key"]) for t in tasks.data)
+
+
+@pytest.mark.slow
+def test_dask_array_on_a_two_worker_cluster_equals_in_memory(data, two_workers):
+    """The recipe of doc/scale_out.rst: counts made on the workers, only they travel."""
+    da = pytest.importorskip("dask.array")
+    X = da.from_array(data, chunks=(100, 12))
+    for strategy in ["pairwise", "exact"]:
+        est, n_tasks = tasks_run(two_workers, lambda s=strategy: LAPEstimator(GRID, strategy=s).fit(X), "_count_chunk")
+        ref = LAPEstimator(GRID, strategy=strategy).fit(data)
+        np.testing.assert_array_equal(est.theta_, ref.theta_)
+        assert n_tasks == 7  # the 7 blocks were counted on the workers, one task each
+    np.testing.assert_array_equal(ExactMaxLikelihood(GRID).fit(X).theta_, ExactMaxLikelihood(GRID).fit(data).theta_)
+
+
+@pytest.fixture(scope="module")
+def gaussian_data():
+    rng = np.random.default_rng(0)
+    mix = np.triu(rng.standard_normal((16, 16)) * 0.2 + np.eye(16))
+    return rng.standard_normal((400, 16)) @ mix + 5.0
+
+
+def _assert_glap_close(est, ref):
+    """Sums over chunks are added in another order: equal to about 1e-12 (documented)."""
+    P, R = est.get_precision(), ref.get_precision()
+    P, R = (M.toarray() if hasattr(M, "toarray") else M for M in (P, R))
+    np.testing.assert_allclose(P, R, rtol=1e-12, atol=1e-12 * np.abs(R).max())
+    np.testing.assert_allclose(est.location_, ref.location_, rtol=1e-12)
+    np.testing.assert_allclose(est.scale_, ref.scale_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("kw", [{}, {"shrinkage": 0.1}, {"assume_centered": True}, {"bias_correction": True}])
+def test_gaussian_lap_memmap_matches_in_memory(gaussian_data, tmp_path, monkeypatch, kw):
+    from skmrf import GaussianLAP
+
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 37 * 16 * 8)  # 37-row chunks
+    X = gaussian_data - 5.0 if kw.get("assume_centered") else gaussian_data
+    ref = GaussianLAP("grid:4x4", **kw).fit(X)
+    est = GaussianLAP("grid:4x4", **kw).fit(as_memmap(X, tmp_path))
+    _assert_glap_close(est, ref)
+    assert est.n_features_in_ == 16 and est.is_positive_definite_ == ref.is_positive_definite_
+
+
+def test_gaussian_lap_memmap_refuses_nan_and_constant_columns(gaussian_data, tmp_path):
+    from skmrf import GaussianLAP
+
+    X = gaussian_data.copy()
+    X[:, 3] = 2.0
+    with pytest.raises(ValueError, match="column 3 has zero variance"):
+        GaussianLAP("grid:4x4").fit(as_memmap(X, tmp_path, "c.dat"))
+    X[250, 5] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        GaussianLAP("grid:4x4").fit(as_memmap(X, tmp_path, "n.dat"))
+
+
+@pytest.mark.slow
+def test_gaussian_lap_dask_on_a_two_worker_cluster_matches_in_memory(gaussian_data, two_workers):
+    from skmrf import GaussianLAP
+
+    da = pytest.importorskip("dask.array")
+    X = da.from_array(gaussian_data, chunks=(100, 16))
+    est, n_tasks = tasks_run(two_workers, lambda: GaussianLAP("grid:4x4", shrinkage=0.05).fit(X), "_gram_chunk")
+    assert n_tasks == 4  # the Gram blocks of the 4 row blocks were made on the workers
+    _assert_glap_close(est, GaussianLAP("grid:4x4", shrinkage=0.05).fit(gaussian_data))

@@ -39,7 +39,8 @@ def _combine(a, b, op, inplace=False):
     """``op`` applied leaf by leaf to two results (arrays, or tuples/lists of them); with
     ``inplace``, into the arrays of ``a`` (the memmap loop owns them; dask tasks stay pure)."""
     if isinstance(a, (tuple, list)):
-        return type(a)(_combine(x, y, op, inplace) for x, y in zip(a, b))
+        ops = op if isinstance(op, (tuple, list)) else [op] * len(a)
+        return type(a)(_combine(x, y, o, inplace) for x, y, o in zip(a, b, ops))
     if inplace and isinstance(a, np.ndarray):
         return op(a, b, out=a)
     return op(a, b)
@@ -72,8 +73,9 @@ def reduce_row_chunks(X, func, *args, op=np.add, chunk_rows=None):
         function, so it can be sent to dask workers.
     *args
         Passed to ``func`` (sent once to the dask graph, shared by its tasks).
-    op : ufunc, default=numpy.add
-        Combines two results leaf by leaf (``numpy.maximum`` for maxima).
+    op : ufunc or tuple of ufuncs, default=numpy.add
+        Combines two results leaf by leaf (``numpy.maximum`` for maxima); a tuple gives one
+        per element of a tuple result.
     chunk_rows : int, optional
         Rows per memmap chunk; by default about :data:`CHUNK_BYTES` of data.
 

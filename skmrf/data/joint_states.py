@@ -57,7 +57,7 @@ def transposed_states(X, max_states) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(X).T, dtype=np.uint8 if max_states <= 256 else np.int32)
 
 
-def count_joint_states(XT, variables, strides, n_configs) -> np.ndarray:
+def count_joint_states(XT, variables, strides, n_configs, dtype=np.float64) -> np.ndarray:
     """Counts of the joint states of ``X[:, variables[b]]`` for every subset ``b``.
 
     Parameters
@@ -69,10 +69,13 @@ def count_joint_states(XT, variables, strides, n_configs) -> np.ndarray:
         C-order strides (:func:`c_order_strides`), shared by every subset or one row each.
     n_configs : int
         Number of joint states of the largest subset (columns of the result).
+    dtype : dtype, default=float64
+        Of the result; a narrower integer type that holds the number of rows makes the
+        counts of a row chunk lighter to keep and to send (:func:`~skmrf.data.reduce_row_chunks`).
 
     Returns
     -------
-    ndarray of float64, shape (n_subsets, n_configs)
+    ndarray of ``dtype``, shape (n_subsets, n_configs)
         Column ``c`` of row ``b`` counts the rows whose code on subset ``b`` is ``c``.
 
     Notes
@@ -84,8 +87,8 @@ def count_joint_states(XT, variables, strides, n_configs) -> np.ndarray:
     variables = np.asarray(variables, dtype=np.int64)
     strides = np.asarray(strides, dtype=np.int64)
     n_rows = XT.shape[1]
+    out = np.empty((len(variables), n_configs), dtype=dtype)
     dtype = np.uint8 if n_configs <= 1 << 8 else np.uint16 if n_configs <= 1 << 16 else np.int64
-    out = np.empty((len(variables), n_configs), dtype=np.float64)
     step = max(1, _COUNT_CHUNK // max(1, n_rows))
     for a in range(0, len(variables), step):
         blk = variables[a : a + step]

@@ -9,6 +9,7 @@ import networkx as nx
 import numpy as np
 from sklearn.base import BaseEstimator
 
+from ..data import is_chunked, reduce_row_chunks, scan_states
 from ..graphs import MRFGraph, resolve_graph
 from ..inference.ais import annealed_importance_sampling
 from ..inference.junction_tree import TreewidthError
@@ -96,14 +97,18 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         names = getattr(self, "feature_names_in_", None)
         return None if names is None else list(names)
 
-    def _validate_fit_data(self, X, keep_dtype=False, allow_nan=False):
+    def _validate_fit_data(self, X, keep_dtype=False, allow_nan=False, chunked=False):
         """Validate X, resolve the graph and states; build ``model_``; return int X.
 
         The states are int64 unless ``keep_dtype`` and X is already integer
         (then X itself, in its own dtype). With ``allow_nan``, missing entries
-        (NaN, None, pandas NA, masked) are returned as ``-1``.
+        (NaN, None, pandas NA, masked) are returned as ``-1``. With ``chunked`` (an
+        estimator that counts through :func:`~skmrf.data.reduce_row_chunks`), a memmap or
+        a dask array is validated by row chunks and returned as is.
         """
         _refuse_sample_tuple(X)
+        if chunked and is_chunked(X):
+            return self._validate_fit_chunks(X, allow_nan)
         X = _masked_to_nan(X)
         X = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False, ensure_min_samples=1)
         names = self._feature_names()
@@ -116,6 +121,31 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
             n_states = check_n_states(self.n_states, n_features)
             # Range check only (of X itself when missing entries became -1 in Xi).
             check_states(X if allow_nan else Xi, n_states, names, allow_nan=allow_nan, keep_dtype=True)
+        self._build_model(n_states)
+        return Xi
+
+    def _validate_fit_chunks(self, X, allow_nan=False):
+        """:meth:`_validate_fit_data` for a memmap or a dask array, read by row chunks.
+
+        Every chunk is checked as an in-memory X would be (the error names the column, the
+        value and its row); the chunks' column maxima give ``n_states="auto"``. Returns X
+        itself, for the estimator's counts to read by chunks again
+        (:func:`~skmrf.data.reduce_row_chunks`).
+        """
+        if X.ndim != 2:
+            raise ValueError(f"Expected a 2D array, got a {X.ndim}D {type(X).__name__} of shape {X.shape}.")
+        if X.shape[0] < 1:
+            raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
+        self.n_features_in_ = n_features = X.shape[1]
+        self.__dict__.pop("feature_names_in_", None)
+        self.graph_ = resolve_graph(self.graph, n_features, None)
+        given = None if isinstance(self.n_states, str) else check_n_states(self.n_states, n_features)
+        high = reduce_row_chunks(X, scan_states, given, None, allow_nan, op=np.maximum)
+        self._build_model(np.maximum(high + 1, 2) if given is None else given)
+        return X
+
+    def _build_model(self, n_states):
+        """Set ``n_states_`` and ``model_`` (zero parameters), refusing clique tables too large."""
         self.n_states_ = n_states
         for c in self.graph_.cliques:
             size = int(np.prod(n_states[list(c)], dtype=np.float64))
@@ -126,7 +156,6 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
                     "fewer states or use a sparser graph."
                 )
         self.model_ = DiscreteMRF(self.graph_, n_states)
-        return Xi
 
     def _check_binary_pairwise(self, Xi, subject):
         """Refuse states above 1 and cliques of more than two variables, naming the culprit.

@@ -6,13 +6,30 @@ import warnings
 
 import numpy as np
 
+from ..data import reduce_row_chunks
 from ..solvers.box import THETA_BOUND
 
-__all__ = ["NoFiniteEstimateWarning", "empty_cell_cliques", "warn_if_unbounded", "warn_no_finite_estimate"]
+__all__ = [
+    "NoFiniteEstimateWarning",
+    "empty_cell_cliques",
+    "table_counts",
+    "warn_if_unbounded",
+    "warn_no_finite_estimate",
+]
 
 
 class NoFiniteEstimateWarning(UserWarning):
     """With ``alpha=0`` the data leave some parameters without a finite optimum."""
+
+
+def _table_counts_chunk(chunk, start, layout):
+    return layout.table_counts(chunk)
+
+
+def table_counts(layout, X):
+    """``layout.table_counts(X)`` summed over the row chunks of a memmap or a dask array
+    (:func:`~skmrf.data.reduce_row_chunks`); int64, so identical to the in-memory count."""
+    return reduce_row_chunks(X, _table_counts_chunk, layout)
 
 
 def empty_cell_cliques(model, counts):
@@ -42,10 +59,11 @@ def warn_if_unbounded(estimator, X):
     """For estimators without an extended estimate (LAP, PL): warn when ``X`` leaves cliques empty.
 
     Their parameters then diverge and stop at the box ``|theta| <= THETA_BOUND``. Called from
-    ``fit`` with ``alpha=0``; costs one count of the clique tables.
+    ``fit`` with ``alpha=0``; costs one count of the clique tables (by row chunks for a memmap
+    or a dask array).
     """
     model = estimator.model_
-    empty = empty_cell_cliques(model, model.layout.table_counts(X))
+    empty = empty_cell_cliques(model, table_counts(model.layout, X))
     if empty:
         warn_no_finite_estimate(
             type(estimator).__name__,

@@ -12,7 +12,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
 from ._base import ALPHA_CONSTRAINT, BaseDiscreteMRF
-from ._existence import empty_cell_cliques, warn_no_finite_estimate
+from ._existence import empty_cell_cliques, table_counts, warn_no_finite_estimate
 
 __all__ = ["ExactMaxLikelihood", "exact_hessian", "fit_max_likelihood"]
 
@@ -233,10 +233,10 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
 
         %(fit_states)s
         """
-        Xi = self._validate_fit_data(X)
+        Xi = self._validate_fit_data(X, chunked=True)
         model = self.model_
         model.get_junction_tree(self.max_bytes)
-        counts = model.layout.table_counts(Xi)
+        counts = table_counts(model.layout, Xi)
         empty = empty_cell_cliques(model, counts) if self._ridge(Xi.shape[0]) == 0 else []
         if empty:
             self._fit_extended(counts, empty)

@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..data import count_joint_states, transposed_states
+from ..data import count_dtype, count_joint_states, is_chunked, reduce_row_chunks, transposed_states
 from ..solvers import batched_newton, warn_not_converged
 from ..solvers.newton import BATCH_FLOATS
 from ..utils._docstrings import fill_doc
@@ -101,15 +101,28 @@ def _problems(graph, cliques, node_rule):
     return problems, len(maximal)
 
 
-def _count(XT, groups, neighbourhoods):
-    """Build each group's structure and its problems' empirical frequencies (local counts)."""
-    out = []
+def _count_chunk(X, start, max_states, tables, dtype):
+    """Worker: the local counts of one chunk of rows, one ``(problems, configurations)`` array
+    of ``dtype`` per ``(A, strides, n_configs)`` of ``tables``; a pure function of arrays."""
+    XT = transposed_states(X, max_states)  # transposed once: counting gathers whole rows of XT
+    return [count_joint_states(XT, A, strides, n_configs, dtype) for A, strides, n_configs in tables]
+
+
+def _count(X, n_states, groups, neighbourhoods):
+    """Build each group's structure and its problems' empirical frequencies (local counts).
+
+    The counts are summed over the row chunks of a memmap or a dask array (on the workers),
+    so only they travel, in the narrowest integer type that holds them (:func:`~skmrf.data.count_dtype`);
+    integer counts, so the frequencies equal the in-memory ones.
+    """
+    made = []
     for (local_states, lf, lq, profiled), members in groups.items():
         structure = AuxiliaryStructure(lf, local_states, lq, profiled)
-        A = np.array([neighbourhoods[i] for i in members], dtype=np.int64)
-        counts = count_joint_states(XT, A, structure.strides, structure.n_configs)
-        out.append((_Group(structure, members, A), structure.frequencies(counts)))
-    return out
+        made.append((structure, members, np.array([neighbourhoods[i] for i in members], dtype=np.int64)))
+    tables = [(A, s.strides, s.n_configs) for s, _, A in made]
+    dtype = count_dtype(X.shape[0]) if is_chunked(X) else np.float64
+    counts = reduce_row_chunks(X, _count_chunk, int(n_states.max()), tables, dtype)
+    return [(_Group(s, members, A), s.frequencies(c)) for (s, members, A), c in zip(made, counts)]
 
 
 def _solve_work(tasks):
@@ -405,19 +418,17 @@ class LAPEstimator(BaseDiscreteMRF):
         %(fit_states)s
         """
         log = ProgressLog(type(self).__name__, self.verbose)
-        Xi = self._validate_fit_data(X, keep_dtype=True)
+        Xi = self._validate_fit_data(X, keep_dtype=True, chunked=True)
         graph, model = self.graph_, self.model_
         if self._ridge(Xi.shape[0]) == 0:
             warn_if_unbounded(self, Xi)
-        # Transposed once: counting gathers whole rows of XT (contiguous).
-        XT = transposed_states(Xi, int(self.n_states_.max()))
-        del Xi
         problems, n_maximal = _problems(graph, model.cliques, self.node_rule)
         neighbourhoods, structures = group_by_structure(
             graph, self.n_states_, problems, self.strategy, self.max_neighbourhood_states
         )
         log("%d auxiliary problems in %d structure groups", len(problems), len(structures))
-        counted = _count(XT, structures, neighbourhoods)
+        counted = _count(Xi, self.n_states_, structures, neighbourhoods)
+        del Xi
         log("counted local statistics")
         groups = _solve(counted, self.alpha_, self.max_iter, self.tol, self.n_jobs, self.verbose)
         log("solved %d auxiliary problems", len(problems))

@@ -18,16 +18,38 @@ import networkx as nx
 import numpy as np
 import scipy.linalg as sla
 from sklearn.base import BaseEstimator
+from sklearn.utils import check_array
 
+from ...data import is_chunked, reduce_row_chunks
 from ...graphs import MRFGraph, resolve_adjacency
 from ...utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
 from .._score import MeanScoreMixin
-from .lap_kernel import CHUNK_ENTRIES
+from .lap_kernel import CHUNK_ENTRIES, StandardisedRows
 
 __all__ = ["DENSE_MAX_FEATURES", "DENSE_PRECISION_MAX_FEATURES", "NotPositiveDefiniteWarning", "ScaleWarning"]
 
 # Entries of a standardised quantity mapped back below this are reported as underflowing.
 _TINY = np.finfo(np.float64).tiny
+
+
+def _checked_chunk(chunk):
+    """A chunk of rows as float64, refused as validate_data refuses X (NaN, infinity)."""
+    return check_array(chunk, dtype=np.float64, ensure_min_samples=1)
+
+
+def _column_sums(chunk, start):
+    chunk = _checked_chunk(chunk)
+    return chunk.sum(axis=0), chunk.min(axis=0), chunk.max(axis=0)
+
+
+def _centred_peak(chunk, start, location):
+    return np.max(np.abs(_checked_chunk(chunk) - location), axis=0)
+
+
+def _centred_squares(chunk, start, location, peak):
+    XT = _checked_chunk(chunk).T - location[:, None]
+    XT /= peak[:, None]
+    return np.einsum("ij,ij->i", XT, XT)
 
 
 def _column_name(j, names=None):
@@ -91,6 +113,8 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         diagonal, so ``shrinkage`` means what it does on the covariance scale
         (with shrinkage, ``scale_`` is the shrunk standard deviation).
         """
+        if getattr(self, "_fits_by_chunks", False) and is_chunked(X):
+            return self._prepare_chunks(X)
         X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
         n, p = X.shape
         names = getattr(self, "feature_names_in_", None)
@@ -117,6 +141,46 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         when a column has zero variance, unless ``shrinkage > 0``.
         """
         peak = np.max(np.abs(XT), axis=1) if n else np.zeros(XT.shape[0])
+        zero = self._check_variance(peak, names)
+        peak[zero] = 1.0
+        XT /= peak[:, None]
+        rms = np.sqrt(np.einsum("ij,ij->i", XT, XT) / n)
+        scale, mu, factor = self._units(peak, rms, zero)
+        XT /= rms[:, None]
+        if factor is not None:
+            XT *= factor[:, None]
+        return scale, mu
+
+    def _prepare_chunks(self, X):
+        """:meth:`_prepare` of a memmap or a dask array, by row chunks: ``(data, n, mu)``.
+
+        Four passes of :func:`~skmrf.data.reduce_row_chunks` (each chunk validated as X
+        would be): column sums and ranges (the location), the largest centred absolute
+        values, the sums of squares (the scale), and then the kernel's Gram blocks
+        (:class:`StandardisedRows`). Sums over chunks are added in another order than in
+        memory: the fit agrees with the in-memory one to about 1e-12, not bit for bit.
+        """
+        if X.ndim != 2 or X.shape[0] < 2:
+            raise ValueError(f"Expected a 2D array with at least 2 samples, got shape {X.shape}.")
+        n, p = X.shape
+        self.n_features_in_ = p
+        self.__dict__.pop("feature_names_in_", None)
+        self.adjacency_ = resolve_adjacency(self.graph, p, None)
+        total, low, high = reduce_row_chunks(X, _column_sums, op=(np.add, np.minimum, np.maximum))
+        self.location_ = np.zeros(p) if self.assume_centered else total / n
+        if not self.assume_centered:
+            const = high == low
+            self.location_[const] = low[const]
+        peak = reduce_row_chunks(X, _centred_peak, self.location_, op=np.maximum)
+        zero = self._check_variance(peak, None)
+        peak[zero] = 1.0
+        rms = np.sqrt(reduce_row_chunks(X, _centred_squares, self.location_, peak) / n)
+        self.scale_, mu, factor = self._units(peak, rms, zero)
+        return StandardisedRows(X, self.location_, peak, rms, factor), float(n), mu
+
+    def _check_variance(self, peak, names):
+        """The columns whose largest centred absolute value ``peak`` is zero; raises for them
+        unless ``shrinkage > 0`` (and some column varies)."""
         zero = ~(peak > 0)
         if zero.any() and (not self.shrinkage or zero.all()):
             cols = np.flatnonzero(zero)
@@ -127,13 +191,15 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
                 f"{type(self).__name__}: column{'s' if many else ''} {which} {'have' if many else 'has'} "
                 f"zero variance{about}; remove constant columns or set shrinkage > 0."
             )
-        peak[zero] = 1.0
-        XT /= peak[:, None]
-        rms = np.sqrt(np.einsum("ij,ij->i", XT, XT) / n)
+        return zero
+
+    def _units(self, peak, rms, zero):
+        """``(scale, mu, factor)`` from the columns' largest centred absolute values and the
+        root mean squares of the centred data divided by them: the data in the fit's units
+        are ``centred / peak / rms * factor`` (``factor`` None without shrinkage)."""
         rms[zero] = 1.0
-        XT /= rms[:, None]
         if not self.shrinkage:
-            return peak * rms, 1.0
+            return peak * rms, 1.0, None
         # With shrinkage a, the unit is the shrunk standard deviation sqrt((1 - a) v_j + a mu),
         # mu = mean(v), computed relative to the largest sd (no overflow). The shrunk covariance
         # then has a unit diagonal and the ridge target of column j is mu / its shrunk variance,
@@ -143,8 +209,7 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         w2 = (sd / top) ** 2
         mean_w2 = float(np.mean(w2))
         shrunk = (1.0 - self.shrinkage) * w2 + self.shrinkage * mean_w2
-        XT *= (np.sqrt(w2 / shrunk))[:, None]
-        return top * np.sqrt(shrunk), mean_w2 / shrunk
+        return top * np.sqrt(shrunk), mean_w2 / shrunk, np.sqrt(w2 / shrunk)
 
     def _check_enough_samples(self, n, max_size, what, bias_correction=False):
         """Raise when the largest block needs more samples (only with ``shrinkage == 0``).

@@ -297,6 +297,9 @@ class GaussianLAP(_BaseGaussianMRF):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
+    # A memmap or a dask array is standardised and its Gram blocks summed by row chunks.
+    _fits_by_chunks = True
+
     def _bias_dof(self, n):
         """Wishart degrees of freedom of the bias correction, or None when it is not applied."""
         if not self.bias_correction or self.shrinkage:

@@ -15,12 +15,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ...data import reduce_row_chunks
 from ...utils._parallel import parallel_or_serial, workers_for
 from ...utils._sklearn_compat import delayed
 from ...utils._threads import single_blas_thread
 from .covariance_selection import dense_covariance
 
-__all__ = ["CHUNK_ENTRIES", "LapPlan", "assemble_symmetric", "lap_from_covariance", "lap_from_data"]
+__all__ = ["CHUNK_ENTRIES", "LapPlan", "StandardisedRows", "assemble_symmetric", "lap_from_covariance", "lap_from_data"]
 
 #: Entries (float64) of the Gram buffer, of the gathered blocks and of the
 #: gathered data in one work chunk of the LAP kernel (each about 32 MB).
@@ -379,8 +380,14 @@ def _lap_chunk(XT, n_div, shrinkage, mu, cl_ptr, cl_idx, task_cluster, a_ptr, a_
     -------
     ndarray of shape (n_tasks,)
     """
-    p = XT.shape[0]
     buf, offsets = _gram_buffer(XT, cl_ptr, cl_idx)
+    return _lap_from_gram(
+        buf, offsets, XT.shape[0], n_div, shrinkage, mu, cl_ptr, cl_idx, task_cluster, a_ptr, a_idx, ti, tj, bias_dof
+    )
+
+
+def _lap_from_gram(buf, offsets, p, n_div, shrinkage, mu, cl_ptr, cl_idx, task_cluster, a_ptr, a_idx, ti, tj, bias_dof):
+    """:func:`_lap_chunk` from the clusters' Gram buffer (:func:`_gram_buffer`) of ``p`` variables."""
     u = np.diff(cl_ptr)
     sizes = np.diff(a_ptr)
     # Position of every element of every A inside its cluster's U (a small,
@@ -444,8 +451,9 @@ def lap_from_data(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0
 
     Parameters
     ----------
-    XT : ndarray of shape (n_features, n_samples)
-        Centred data, one row per variable.
+    XT : ndarray of shape (n_features, n_samples) or StandardisedRows
+        Centred data, one row per variable; or the rows of a memmap or a dask array, whose
+        Gram blocks are summed over row chunks (on the workers for a dask array).
     plan : LapPlan
         The plan of the graph.
     n_div : float
@@ -467,6 +475,8 @@ def lap_from_data(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0
     values : ndarray of shape (plan.n_tasks,)
         Aligned with ``plan.ti``, ``plan.tj``.
     """
+    if isinstance(XT, StandardisedRows):
+        return _lap_from_chunks(XT, plan, n_div, shrinkage, mu, bias_dof)
     p, n = XT.shape
     gram_cost = float(np.sum(plan.cluster_sizes.astype(np.float64) ** 2))
     if p <= _DENSE_GRAM_MAX_FEATURES and p * p <= 10 * gram_cost:
@@ -484,6 +494,56 @@ def lap_from_data(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0
         else:
             results = pool(delayed(_lap_chunk)(*common, **plan.chunk_args(*ch), bias_dof=bias_dof) for ch in chunks)
     return np.concatenate(results) if results else np.empty(0)
+
+
+class StandardisedRows:
+    """A memmap or a dask array and the affine map to the fit's units, applied chunk by chunk.
+
+    The chunk's transpose is centred by ``location``, divided by ``peak`` and by ``rms`` and
+    multiplied by ``factor`` (if not None), the operations that standardise an in-memory X.
+
+    Parameters
+    ----------
+    X : numpy.memmap or dask.array of shape (n_samples, n_features)
+    location, peak, rms : ndarray of shape (n_features,)
+    factor : ndarray of shape (n_features,) or None
+    """
+
+    def __init__(self, X, location, peak, rms, factor):
+        self.X, self.location, self.peak, self.rms, self.factor = X, location, peak, rms, factor
+
+    @property
+    def shape(self):
+        """``(n_features, n_samples)``, as the transposed data it stands for."""
+        return self.X.shape[1], self.X.shape[0]
+
+
+def _gram_chunk(chunk, start, location, peak, rms, factor, cl_ptr, cl_idx):
+    """Worker: the clusters' Gram buffer of one chunk of rows, in the fit's units."""
+    XT = np.asarray(chunk, dtype=np.float64).T.copy()
+    XT -= location[:, None]
+    XT /= peak[:, None]
+    XT /= rms[:, None]
+    if factor is not None:
+        XT *= factor[:, None]
+    return _gram_buffer(XT, cl_ptr, cl_idx)[0]
+
+
+def _lap_from_chunks(rows, plan, n_div, shrinkage, mu, bias_dof):
+    """LAP values from Gram blocks summed over the row chunks of ``rows`` (StandardisedRows).
+
+    Only the Gram buffer (``sum |U|^2`` floats over the clusters) travels from a dask worker;
+    the blocks are then solved here, with one BLAS thread.
+    """
+    args = plan.chunk_args(0, plan.n_clusters, 0, plan.n_tasks)
+    buf = reduce_row_chunks(
+        rows.X, _gram_chunk, rows.location, rows.peak, rows.rms, rows.factor, args["cl_ptr"], args["cl_idx"]
+    )
+    offsets = np.concatenate([[0], np.cumsum(plan.cluster_sizes**2)])
+    with single_blas_thread():
+        return _lap_from_gram(
+            buf, offsets, plan.n_features, float(n_div), float(shrinkage), mu, **args, bias_dof=bias_dof
+        )
 
 
 def assemble_symmetric(ti, tj, values, p):

@@ -1,0 +1,226 @@
+"""Scale-out of the data: LAP pairwise from a memmap and from a dask array on a LocalCluster.
+
+A J x J binary grid (default 1000 x 1000, 10^6 variables) with N rows (default 1,000) is
+written to a ``numpy.memmap`` file: each 100 x 100 tile holds rows of the cached 100 x 100
+Gibbs samples of ``lap_scaling.py`` (``grid100_N10000_sweeps50.npz``, drawn again if absent),
+a different random choice of rows per tile, so the file is made in seconds. Then:
+
+``slice``
+    The 100 x 100 top-left block of the grid (1,000 rows) fitted in memory, from a memmap
+    read in chunks of 100 rows, and from a dask array (chunks of 250 rows) on a 2-worker
+    ``LocalCluster``: the three ``theta_`` must be equal bit for bit.
+``memmap``
+    ``LAPEstimator("grid:JxJ", score_method="pseudo")`` on the whole memmap, in a fresh
+    process: wall time, its peak resident memory (``ru_maxrss``, the mapped file pages
+    included).
+``dask``
+    The same from a dask array whose blocks (250 rows each) are read from the file by the
+    workers of a 2-worker ``LocalCluster`` (one thread each), counted there, and only the
+    counts sent back: wall time, peak memory of the client and of each worker, and whether
+    ``theta_`` equals the memmap fit's bit for bit.
+
+``score_method="pseudo"``: the default would estimate ``log Z`` of 10^6 variables by AIS,
+which is not what is measured here. The table is printed and written to
+``benchmarks/results/scale_out.txt``.
+
+Usage::
+
+    nice -n 10 python benchmarks/scale_out.py [--J 1000] [--n 1000] [--parts slice memmap dask]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TILE = 100
+
+
+def tile_rows(n, cache):
+    """``n`` x 10^4 Gibbs samples of a random 100 x 100 grid (uint8)."""
+    sys.path.insert(0, HERE)
+    from lap_scaling import cached_data
+
+    X, _ = cached_data(TILE, max(n, 10000), cache)
+    return X
+
+
+def make_file(J, n, cache):
+    """The J x J grid's data as a uint8 memmap file of shape (n, J * J), made once."""
+    path = os.path.join(cache, f"scale_grid{J}_N{n}.u8")
+    if os.path.exists(path) and os.path.getsize(path) == n * J * J:
+        return path
+    base = tile_rows(n, cache)
+    rng = np.random.default_rng(0)
+    out = np.memmap(path + ".part", dtype=np.uint8, mode="w+", shape=(n, J * J))
+    grid = out.reshape(n, J, J)
+    for r in range(0, J, TILE):
+        for c in range(0, J, TILE):
+            rows = rng.choice(len(base), n, replace=False)
+            h, w = min(TILE, J - r), min(TILE, J - c)
+            grid[:, r : r + h, c : c + w] = base[rows].reshape(n, TILE, TILE)[:, :h, :w]
+    out.flush()
+    del grid, out
+    os.replace(path + ".part", path)
+    return path
+
+
+def open_rows(path, shape, a, b):
+    """Rows ``a:b`` of the memmap file, read by whoever calls it (a dask worker)."""
+    return np.array(np.memmap(path, dtype=np.uint8, mode="r", shape=shape)[a:b])
+
+
+def dask_array(path, shape, rows):
+    """A dask array whose blocks of ``rows`` rows each are read from the file on the workers."""
+    import dask
+    import dask.array as da
+
+    blocks = [
+        da.from_delayed(
+            dask.delayed(open_rows)(path, shape, a, min(a + rows, shape[0])),
+            (min(a + rows, shape[0]) - a, shape[1]),
+            np.uint8,
+        )
+        for a in range(0, shape[0], rows)
+    ]
+    return da.concatenate(blocks, axis=0)
+
+
+def peak_gib():
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def _cluster():
+    from distributed import Client, LocalCluster
+
+    cluster = LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
+    return cluster, Client(cluster)
+
+
+def run_slice(path, J, n, cache):
+    """In-memory, memmap and dask fits of the top-left 100 x 100 block: equal?"""
+    import skmrf.data.chunks as chunks
+    from skmrf import LAPEstimator
+
+    full = np.memmap(path, dtype=np.uint8, mode="r", shape=(n, J, J))
+    X = np.ascontiguousarray(full[:, :TILE, :TILE].reshape(n, TILE * TILE))
+    spath = os.path.join(cache, f"scale_slice{TILE}_N{n}.u8")
+    mm = np.memmap(spath, dtype=np.uint8, mode="w+", shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    mm = np.memmap(spath, dtype=np.uint8, mode="r", shape=X.shape)
+    graph = f"grid:{TILE}x{TILE}"
+    t = time.perf_counter()
+    ref = LAPEstimator(graph, score_method="pseudo").fit(X).theta_
+    t_mem = time.perf_counter() - t
+    chunks.CHUNK_BYTES = 100 * X.shape[1]  # 100 rows per chunk
+    t = time.perf_counter()
+    th_mm = LAPEstimator(graph, score_method="pseudo").fit(mm).theta_
+    t_mm = time.perf_counter() - t
+    cluster, client = _cluster()
+    with cluster, client:
+        t = time.perf_counter()
+        th_da = LAPEstimator(graph, score_method="pseudo").fit(dask_array(spath, X.shape, 250)).theta_
+        t_da = time.perf_counter() - t
+    return [
+        f"slice {TILE}x{TILE}, N={n}: in-memory {t_mem:.1f} s, memmap (100-row chunks) {t_mm:.1f} s, "
+        f"dask 2 workers (250-row blocks) {t_da:.1f} s",
+        f"  theta equal to in-memory: memmap {np.array_equal(ref, th_mm)}, dask {np.array_equal(ref, th_da)} "
+        f"(max |diff| {np.abs(ref - th_mm).max():.1e}, {np.abs(ref - th_da).max():.1e})",
+    ]
+
+
+def worker_memmap(path, J, n, out):
+    from skmrf import LAPEstimator
+
+    X = np.memmap(path, dtype=np.uint8, mode="r", shape=(n, J * J))
+    t = time.perf_counter()
+    est = LAPEstimator(f"grid:{J}x{J}", score_method="pseudo").fit(X)
+    wall = time.perf_counter() - t
+    np.save(out, est.theta_)
+    print(f"RESULT {wall:.1f} {peak_gib():.2f} {os.getloadavg()[0]:.2f}", flush=True)
+
+
+def worker_dask(path, J, n, out):
+    from skmrf import LAPEstimator
+
+    cluster, client = _cluster()
+    with cluster, client:
+        X = dask_array(path, (n, J * J), 250)
+        t = time.perf_counter()
+        est = LAPEstimator(f"grid:{J}x{J}", score_method="pseudo").fit(X)
+        wall = time.perf_counter() - t
+        workers = client.run(peak_gib)
+    np.save(out, est.theta_)
+    peaks = " ".join(f"{v:.2f}" for v in workers.values())
+    print(f"RESULT {wall:.1f} {peak_gib():.2f} {os.getloadavg()[0]:.2f} {peaks}", flush=True)
+
+
+def in_fresh_process(kind, path, J, n, out):
+    cmd = [sys.executable, __file__, "--worker", kind, "--J", str(J), "--n", str(n), "--file", path, "--out", out]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    lines = [ln for ln in res.stdout.splitlines() if ln.startswith("RESULT")]
+    if not lines:
+        raise RuntimeError(f"{kind} fit failed:\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}")
+    return lines[0].split()[1:]
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--J", type=int, default=1000)
+    p.add_argument("--n", type=int, default=1000)
+    p.add_argument("--parts", nargs="+", default=["slice", "memmap", "dask"])
+    p.add_argument("--cache", default=os.path.expanduser("~/.cache/skmrf-bench"))
+    p.add_argument("--worker")
+    p.add_argument("--file")
+    p.add_argument("--out")
+    p.add_argument("--results", default=os.path.join(HERE, "results", "scale_out.txt"))
+    a = p.parse_args()
+    if a.worker:
+        {"memmap": worker_memmap, "dask": worker_dask}[a.worker](a.file, a.J, a.n, a.out)
+        return
+    os.makedirs(a.cache, exist_ok=True)
+    t = time.perf_counter()
+    path = make_file(a.J, a.n, a.cache)
+    lines = [
+        f"LAP pairwise, {a.J}x{a.J} binary grid ({a.J * a.J:,} variables), N={a.n} rows, uint8 memmap "
+        f"{os.path.getsize(path) / 2**30:.2f} GiB (made in {time.perf_counter() - t:.0f} s); "
+        f"{os.cpu_count()} cores; peak = ru_maxrss",
+    ]
+    print(lines[0], flush=True)
+
+    def emit(line):
+        lines.append(line)
+        print(line, flush=True)
+
+    if "slice" in a.parts:
+        for line in run_slice(path, a.J, a.n, a.cache):
+            emit(line)
+    thetas = {}
+    header = f"{'input':<8} {'wall s':>8} {'client GiB':>10} {'worker GiB':>16} {'load avg':>8}"
+    for kind in [k for k in ("memmap", "dask") if k in a.parts]:
+        out = os.path.join(a.cache, f"scale_theta_{kind}_{a.J}_{a.n}.npy")
+        r = in_fresh_process(kind, path, a.J, a.n, out)
+        thetas[kind] = np.load(out)
+        if header:
+            emit(header)
+            header = None
+        workers = "/".join(r[3:]) if len(r) > 3 else "-"
+        emit(f"{kind:<8} {float(r[0]):>8.1f} {float(r[1]):>10.2f} {workers:>16} {float(r[2]):>8.2f}")
+    if len(thetas) == 2:
+        eq = np.array_equal(thetas["memmap"], thetas["dask"])
+        emit(f"dask theta equal to memmap theta (all {len(thetas['dask']):,} parameters): {eq}")
+    if a.results:
+        with open(a.results, "w") as f:
+            f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -730,7 +730,10 @@ def _fmt(r, gap_to=None):
 
 
 def part_sparse_ml(args):
-    path = os.path.join(RESULTS, "gaussian_lap_sparse_ml_quick.txt" if args.quick else "gaussian_lap_sparse_ml.txt")
+    name = "gaussian_lap_sparse_ml_quick" if args.quick else "gaussian_lap_sparse_ml"
+    if args.runs:  # e.g. the 10^6 run on its own: its own file
+        name += "_" + "_".join(r.replace(":", "") for r in args.runs)
+    path = os.path.join(RESULTS, name + ".txt")
     out = _Tee(path)
     _header(out, args)
     steps = [int(k) for k in args.newton_steps.split(",")]
@@ -739,6 +742,8 @@ def part_sparse_ml(args):
     else:
         runs = [("laplacian", 400), ("random", 400), ("laplacian", 6084), ("random", 6084), ("laplacian", 99856)]
         runs = [r for r in runs if r[1] <= args.max_p] + ([("laplacian", 10**6)] if args.max_p >= 10**6 else [])
+    if args.runs:
+        runs = [(r.split(":")[0], int(r.split(":")[1])) for r in args.runs]
     n, budget = 1000, (20 if args.quick else args.budget)
     out(f"\n== sparse_ml: n = {n} training rows; held-out mean log-likelihood (score) on {args.n_test} new rows ==")
     out(f"   each fit in a fresh subprocess, stopped {budget:.0f} s after its data are ready ('> budget');")
@@ -801,7 +806,7 @@ def part_sparse_ml(args):
                 if results.get(m, {}).get("score") is not None and abs(results[m]["score"] - ml) <= 0.01 * abs(ml)
             ]
             out(f"  {'':>9} {'':>7} smallest newton_steps within 1 % of ML: {within[0] if within else 'none'}")
-    if not args.quick:
+    if not args.quick and not args.runs:
         for p in args.random_symb:
             symb = run_sml("random", p, "symb", n, 0, budget, args)
             if "status" in symb:
@@ -867,6 +872,7 @@ def main():
     ap.add_argument("--n-test-big", type=int, default=100, help="held-out rows at p = 10^6 (memory)")
     ap.add_argument("--max-p", type=int, default=99856, help="largest p of sparse_ml; 1000000 adds the 10^6 run")
     ap.add_argument("--budget-big", type=float, default=1500.0, help="seconds for ML at p = 10^6")
+    ap.add_argument("--runs", nargs="*", default=[], help="sparse_ml only these pattern:p, e.g. laplacian:1000000")
     ap.add_argument("--n-big", type=int, default=1000, help="training rows at p = 10^6")
     ap.add_argument("--mem-limit", type=float, default=18.0, help="GB of peak RSS at which a worker is stopped")
     ap.add_argument(

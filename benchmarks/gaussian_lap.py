@@ -113,10 +113,8 @@ def sample_laplacian(r, n, seed):
     return X
 
 
-def random_sparse_spd(p, degree=4, cond=100.0, seed=0):
-    """Random sparse SPD precision with an Erdos-Renyi pattern and a given condition number."""
-    import scipy.sparse.linalg as spla
-
+def random_pattern(p, degree=4, seed=0):
+    """The symmetric Erdos-Renyi pattern of ``random_sparse_spd`` (no diagonal), with its values (CSR)."""
     rng = np.random.default_rng(seed)
     m = int(p * degree / 2)
     i = rng.integers(0, p, 3 * m)
@@ -125,7 +123,14 @@ def random_sparse_spd(p, degree=4, cond=100.0, seed=0):
     key = rng.permutation(key)[:m]
     r, c = np.divmod(key, p)
     v = rng.uniform(0.5, 1.0, m) * rng.choice([-1.0, 1.0], m)
-    A = sp.csr_array((np.r_[v, v], (np.r_[r, c], np.r_[c, r])), shape=(p, p))
+    return sp.csr_array((np.r_[v, v], (np.r_[r, c], np.r_[c, r])), shape=(p, p))
+
+
+def random_sparse_spd(p, degree=4, cond=100.0, seed=0):
+    """Random sparse SPD precision with an Erdos-Renyi pattern and a given condition number."""
+    import scipy.sparse.linalg as spla
+
+    A = random_pattern(p, degree, seed)
     if p <= 2000:
         ev = np.linalg.eigvalsh(A.toarray())
         lo, hi = ev[0], ev[-1]
@@ -530,23 +535,361 @@ def _big(r, n, blas_threads):
     print(json.dumps(out))
 
 
+# ---------------------------------------------------------------------------
+# sparse_ml and ml_peers: every fit in a fresh subprocess that regenerates its data
+# ---------------------------------------------------------------------------
+TEST_SEED = 12345
+
+
+def _test_data(pattern, p, n_test, Q):
+    if pattern == "laplacian":
+        return sample_laplacian(int(round(np.sqrt(p))), n_test, TEST_SEED)
+    return sample_dense(Q, n_test, TEST_SEED)
+
+
+def _heldout_loglik(precision, location, X):
+    """Mean Gaussian log-density of the rows of X for a dense precision (GraphicalLasso's)."""
+    sign, logdet = np.linalg.slogdet(precision)
+    if sign <= 0:
+        return None
+    Xc = X - location
+    quad = np.einsum("ij,ij->i", Xc @ precision, Xc)
+    return float(-0.5 * (X.shape[1] * np.log(2 * np.pi) - logdet) - 0.5 * quad.mean())
+
+
+def _fit_one(method, Q, X, verbose):
+    """Fit ``method`` on X; return (estimator or None, info dict). The caller times it."""
+    from sklearn.covariance import GraphicalLasso
+
+    from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood
+
+    if method == "lap_raw":
+        return GaussianLAP(Q).fit(X), {}
+    if method == "lap_shrink":
+        est = GaussianLAP(Q, repair="shrink").fit(X)
+        return est, {"t": est.repair_factor_}
+    if method.startswith("lap_newton"):
+        est = GaussianLAP(Q, newton_steps=int(method[len("lap_newton") :]), verbose=verbose).fit(X)
+        return est, {"t": est.repair_factor_}
+    if method.startswith("ml_"):
+        est = GaussianMaxLikelihood(Q, solver=method[3:], verbose=verbose).fit(X)
+        return est, {"solver": est.solver_}
+    if method == "glasso":  # standardised, as in fit_method
+        sd = X.std(axis=0)
+        est = GraphicalLasso(alpha=0.01, max_iter=100).fit((X - X.mean(axis=0)) / sd)
+        return None, {"precision": est.precision_ / np.outer(sd, sd), "location": X.mean(axis=0), "n_iter": est.n_iter_}
+    raise ValueError(method)
+
+
+def _sml_worker(pattern, p, method, n, n_test, blas_threads, verbose):
+    """One fit in this (fresh) process; prints READY after the data, then one JSON line."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from skmrf.estimators.gaussian import NotPositiveDefiniteWarning
+    from skmrf.estimators.gaussian.chordal import ChordalPattern
+
+    _limit_blas(int(blas_threads))
+    p, n, n_test, verbose = int(p), int(n), int(n_test), int(verbose)
+    if method == "symb":  # the chordal embedding the sparse solver would use (pattern only, no data)
+        A = random_pattern(p) if pattern == "random" else laplacian_precision(int(round(np.sqrt(p))))
+        lower = sp.tril(sp.coo_array(A), k=-1)
+        rows = np.r_[np.arange(p), lower.row].astype(np.int64)
+        cols = np.r_[np.arange(p), lower.col].astype(np.int64)
+        print("READY", flush=True)
+        t = time.perf_counter()
+        cp = ChordalPattern(rows, cols, p)
+        out = dict(time=time.perf_counter() - t, q=len(rows), nnz=int(cp.symb.nnz), fill=cp.n_fill)
+        print(json.dumps({**out, "stored": cp.n_stored, "rss": peak_rss()}))
+        return
+    Q, X = make_problem(pattern, p, n, seed=0)
+    print("READY", flush=True)
+    # warm-up (lazy imports, first calls) on a 20-variable corner, not timed
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            _fit_one(method, sp.csr_array(Q[:20, :20]), X[:, :20], 0)
+        except Exception:  # noqa: BLE001
+            pass
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        warnings.simplefilter("always", ConvergenceWarning)
+        t = time.perf_counter()
+        est, info = _fit_one(method, Q, X, verbose)
+        info["time"] = time.perf_counter() - t
+    info["converged"] = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
+    del X
+    Xt = _test_data(pattern, p, n_test, Q)
+    if est is None:
+        info["score"] = _heldout_loglik(info.pop("precision"), info.pop("location"), Xt)
+    else:
+        info["n_iter"] = getattr(est, "n_iter_", 0)
+        info["pd"] = bool(est.is_positive_definite_)
+        info["score"] = float(est.score(Xt)) if est.is_positive_definite_ else None
+    info["rss"] = peak_rss()
+    print(json.dumps(info), flush=True)
+
+
+def _vmhwm(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def run_sml(pattern, p, method, n, n_test, budget, args, verbose=0, log_path=None):
+    """Run ``_sml_worker`` in a fresh process; the budget starts once its data are ready.
+
+    Returns the worker's JSON dict, or ``{"status": ...}`` with the peak memory
+    seen from outside (``VmHWM`` polled) and, for a verbose run, its last log line.
+    """
+    cmd = [sys.executable, os.path.abspath(__file__), "_sml", pattern, str(p), method, str(n), str(n_test)]
+    cmd += [str(args.blas_threads), str(verbose)]
+    with tempfile.NamedTemporaryFile("w+", suffix=".log", delete=log_path is None) as tmp:
+        path = log_path or tmp.name
+        with open(path, "w") as out:
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True)
+            start, ready, hwm = time.perf_counter(), None, 0
+            while proc.poll() is None:
+                time.sleep(0.5)
+                hwm = max(hwm, _vmhwm(proc.pid) or 0)
+                if ready is None:
+                    with open(path) as f:
+                        if "READY" in f.read():
+                            ready = time.perf_counter()
+                elif time.perf_counter() - ready > budget:
+                    proc.kill()
+                    proc.wait()
+                    break
+                if hwm > args.mem_limit * 2**30:
+                    proc.kill()
+                    proc.wait()
+                    break
+        with open(path) as f:
+            lines = f.read().strip().splitlines()
+    last_step = next((ln for ln in reversed(lines) if "Newton-CG step" in ln), None)
+    if proc.returncode == 0 and lines and lines[-1].startswith("{"):
+        return json.loads(lines[-1])
+    if proc.returncode == -9 and hwm > args.mem_limit * 2**30:
+        status = f"> {args.mem_limit:.0f} GB"
+    elif proc.returncode == -9 and ready is not None and time.perf_counter() - ready > budget:
+        status = "> budget"
+    else:
+        status = f"failed: {(lines or ['?'])[-1][:24]}"
+    return {"status": status, "rss": hwm, "last": last_step, "data_s": (ready or time.perf_counter()) - start}
+
+
+class _Tee:
+    """Print to the terminal and to a results file."""
+
+    def __init__(self, path):
+        self.path, self.lines = path, []
+
+    def __call__(self, text=""):
+        print(text, flush=True)
+        self.lines.append(text)
+
+    def save(self):
+        os.makedirs(RESULTS, exist_ok=True)
+        with open(self.path, "w") as f:
+            f.write("\n".join(self.lines) + "\n")
+        print(f"saved {os.path.relpath(self.path)}")
+
+
+def _header(out, args):
+    import platform
+
+    import sklearn
+
+    out(
+        f"python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
+        f"{os.cpu_count()} CPUs, BLAS threads: {args.blas_threads or 'default'}, "
+        f"load average {os.getloadavg()[0]:.1f} (start); {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
+    )
+
+
+def _load():
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+def _fmt(r, gap_to=None):
+    """Cells: time, peak RSS, iterations, held-out log-likelihood (and its gap to ML)."""
+    rss = f"{r['rss'] / 2**30:.2f}" if r.get("rss") else "-"
+    if "status" in r:
+        return [r["status"], rss, "-", "-", "-"]
+    it = str(r.get("n_iter", "-")) + ("" if r.get("converged", True) else "!")
+    if r.get("score") is None:
+        score, gap = "not PD", "-"
+    else:
+        score = f"{r['score']:.2f}"
+        gap = f"{100 * (r['score'] - gap_to) / abs(gap_to):+.2f}%" if gap_to is not None else "-"
+    return [f"{r['time']:.2f}", rss, it, score, gap]
+
+
+def part_sparse_ml(args):
+    name = "gaussian_lap_sparse_ml_quick" if args.quick else "gaussian_lap_sparse_ml"
+    if args.runs:  # e.g. the 10^6 run on its own: its own file
+        name += "_" + "_".join(r.replace(":", "") for r in args.runs)
+    path = os.path.join(RESULTS, name + ".txt")
+    out = _Tee(path)
+    _header(out, args)
+    steps = [int(k) for k in args.newton_steps.split(",")]
+    if args.quick:
+        runs = [("laplacian", 400), ("random", 400)]
+    else:
+        runs = [("laplacian", 400), ("random", 400), ("laplacian", 6084), ("random", 6084), ("laplacian", 99856)]
+        runs = [r for r in runs if r[1] <= args.max_p] + ([("laplacian", 10**6)] if args.max_p >= 10**6 else [])
+    if args.runs:
+        runs = [(r.split(":")[0], int(r.split(":")[1])) for r in args.runs]
+    n, budget = 1000, (20 if args.quick else args.budget)
+    out(f"\n== sparse_ml: n = {n} training rows; held-out mean log-likelihood (score) on {args.n_test} new rows ==")
+    out(f"   each fit in a fresh subprocess, stopped {budget:.0f} s after its data are ready ('> budget');")
+    out("   peak RSS = VmHWM of that process (data included); it = n_iter_ ('!' = ConvergenceWarning);")
+    out("   gap = (score - ML score) / |ML score|; load = 1-min load average after the fit")
+    methods = ["lap_raw", "lap_shrink"] + [f"lap_newton{k}" for k in steps] + ["ml_sparse"]
+    out(
+        f"  {'pattern':>9} {'p':>7} {'method':>13} {'fit s':>9} {'RSS GB':>7} {'it':>5} {'score':>12} "
+        f"{'gap':>8} {'load':>5}  notes"
+    )
+    for pattern, p in runs:
+        symb = run_sml(pattern, p, "symb", n, 0, budget, args)
+        if "status" in symb:
+            out(f"  {pattern:>9} {p:>7} chordal embedding: {symb['status']}")
+        else:
+            out(
+                f"  {pattern:>9} {p:>7} chordal embedding (AMD): {symb['q']} entries on the pattern, "
+                f"nnz {symb['nnz']} (fill {symb['fill']}), {symb['time']:.1f} s, RSS {symb['rss'] / 2**30:.2f} GB"
+            )
+        n_test = args.n_test if p < 10**6 else args.n_test_big
+        todo = ["ml_sparse"] if p >= 10**6 else methods
+        if p >= 10**6:
+            out(f"  {pattern:>9} {p:>7} n = {args.n_big} training rows, {n_test} held-out rows (memory)")
+        results = {}
+        for m in ["ml_sparse"] + [m for m in todo if m != "ml_sparse"]:
+            log_path = os.path.join(RESULTS, "gaussian_lap_sparse_ml_1e6.log") if p >= 10**6 else None
+            results[m] = run_sml(
+                pattern,
+                p,
+                m,
+                args.n_big if p >= 10**6 else n,
+                n_test,
+                args.budget_big if p >= 10**6 else budget,
+                args,
+                1,
+                log_path,
+            )
+            results[m]["load"] = _load()
+        ml = results["ml_sparse"].get("score")
+        for m in todo:
+            r = results[m]
+            cells = _fmt(r, None if m == "ml_sparse" else ml)
+            notes = []
+            if "solver" in r:
+                notes.append(f"solver_={r['solver']}")
+            if m != "lap_raw" and r.get("t", 1.0) < 1.0:
+                notes.append(f"off-diagonal scale t={r['t']:.3g}")
+            if r.get("last"):
+                notes.append("last: " + r["last"].split("] ")[-1])
+            if "data_s" in r:
+                notes.append(f"data {r['data_s']:.0f} s")
+            out(
+                f"  {pattern:>9} {p:>7} {m:>13} {cells[0]:>9} {cells[1]:>7} {cells[2]:>5} {cells[3]:>12} "
+                f"{cells[4]:>8} {r['load']:>5}  {'; '.join(notes)}"
+            )
+        if ml is not None:
+            within = [
+                m
+                for m in methods[2:-1]
+                if results.get(m, {}).get("score") is not None and abs(results[m]["score"] - ml) <= 0.01 * abs(ml)
+            ]
+            out(f"  {'':>9} {'':>7} smallest newton_steps within 1 % of ML: {within[0] if within else 'none'}")
+    if not args.quick and not args.runs:
+        for p in args.random_symb:
+            symb = run_sml("random", p, "symb", n, 0, budget, args)
+            if "status" in symb:
+                out(
+                    f"     random {p:>7} chordal embedding (AMD): {symb['status']}, "
+                    f"peak RSS {symb['rss'] / 2**30:.2f} GB"
+                )
+            else:
+                out(
+                    f"     random {p:>7} chordal embedding (AMD): {symb['q']} entries on the pattern, "
+                    f"nnz {symb['nnz']} "
+                    f"(fill {symb['fill']}), {symb['time']:.1f} s, RSS {symb['rss'] / 2**30:.2f} GB"
+                )
+    out.save()
+
+
+def part_ml_peers(args):
+    path = os.path.join(RESULTS, "gaussian_lap_ml_peers_quick.txt" if args.quick else "gaussian_lap_ml_peers.txt")
+    out = _Tee(path)
+    _header(out, args)
+    n, budget = 1000, (20 if args.quick else args.budget)
+    sizes = [100, 400] if args.quick else [400, 1600]
+    out(f"\n== ml_peers: maximum likelihood with a known pattern vs GraphicalLasso, n = {n}, one run ==")
+    out(f"   fresh subprocess per fit, stopped after {budget:.0f} s; ratio = time / sparse ML time;")
+    out("   GraphicalLasso(alpha=0.01, max_iter=100) on standardised columns (precision mapped back);")
+    out(f"   score = held-out mean log-likelihood on {args.n_test} new rows; load = 1-min load average after the fit")
+    out(
+        f"  {'pattern':>9} {'p':>5} {'method':>15} {'fit s':>9} {'ratio':>8} {'RSS GB':>7} {'it':>5} "
+        f"{'score':>10} {'load':>5}"
+    )
+    for pattern in ("laplacian", "random"):
+        for p in sizes:
+            rows = {}
+            for m in ("ml_sparse", "ml_newton", "ml_regression", "glasso"):
+                rows[m] = run_sml(pattern, p, m, n, args.n_test, budget, args)
+                rows[m]["load"] = _load()
+            base = rows["ml_sparse"].get("time")
+            for m, r in rows.items():
+                cells = _fmt(r)
+                ratio = f"{r['time'] / base:7.2f}x" if "time" in r and base else "-"
+                name = "GraphicalLasso" if m == "glasso" else m.replace("ml_", "ML ")
+                out(
+                    f"  {pattern:>9} {p:>5} {name:>15} {cells[0]:>9} {ratio:>8} {cells[1]:>7} {cells[2]:>5} "
+                    f"{cells[3]:>10} {r['load']:>5}"
+                )
+    out.save()
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "_worker":
         return _worker(*sys.argv[2:])
     if len(sys.argv) > 1 and sys.argv[1] == "_big":
         return _big(*sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] == "_sml":
+        return _sml_worker(*sys.argv[2:])
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("parts", nargs="*", help="any of fig8, timing, big (default: all)")
     ap.add_argument("--quick", action="store_true", help="smoke run (about a minute)")
     ap.add_argument("--budget", type=float, default=300.0, help="seconds per baseline fit (timing)")
     ap.add_argument("--blas-threads", type=int, default=1, help="BLAS threads for every method; 0 = leave alone")
+    ap.add_argument("--newton-steps", default="3,10,30", help="GaussianLAP newton_steps values (sparse_ml)")
+    ap.add_argument("--n-test", type=int, default=1000, help="held-out rows (sparse_ml, ml_peers)")
+    ap.add_argument("--n-test-big", type=int, default=100, help="held-out rows at p = 10^6 (memory)")
+    ap.add_argument("--max-p", type=int, default=99856, help="largest p of sparse_ml; 1000000 adds the 10^6 run")
+    ap.add_argument("--budget-big", type=float, default=1500.0, help="seconds for ML at p = 10^6")
+    ap.add_argument("--runs", nargs="*", default=[], help="sparse_ml only these pattern:p, e.g. laplacian:1000000")
+    ap.add_argument("--n-big", type=int, default=1000, help="training rows at p = 10^6")
+    ap.add_argument("--mem-limit", type=float, default=18.0, help="GB of peak RSS at which a worker is stopped")
+    ap.add_argument(
+        "--random-symb",
+        type=lambda s: [int(v) for v in s.split(",") if v],
+        default=[20000, 99856],
+        help="sizes of the random pattern whose chordal embedding alone is measured (sparse_ml)",
+    )
     ap.add_argument("--replot", action="store_true", help="only redraw the figure from the saved fig8 results")
     args = ap.parse_args()
     if args.replot:
         return replot(args)
-    unknown = set(args.parts) - {"fig8", "timing", "big"}
+    parts = {"fig8": part_fig8, "timing": part_timing, "big": part_big, "sparse_ml": part_sparse_ml}
+    parts["ml_peers"] = part_ml_peers
+    unknown = set(args.parts) - set(parts)
     if unknown:
-        ap.error(f"unknown parts {sorted(unknown)}; choose from fig8, timing, big")
+        ap.error(f"unknown parts {sorted(unknown)}; choose from {', '.join(parts)}")
     _limit_blas(args.blas_threads)
     import platform
 
@@ -558,7 +901,7 @@ def main():
     )
     t = time.perf_counter()
     for part in args.parts or ["fig8", "timing", "big"]:
-        {"fig8": part_fig8, "timing": part_timing, "big": part_big}[part](args)
+        parts[part](args)
     print(f"\ntotal {time.perf_counter() - t:.0f} s")
 
 

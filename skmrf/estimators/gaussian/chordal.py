@@ -233,7 +233,7 @@ def newton_cg_covsel(pattern, s, x0, tol=1e-10, max_iter=100, max_cg=250, log=No
     entries ``x`` on the pattern. The gradient ``S - P_V(inv(Theta))`` comes
     from the projected inverse; each Newton system ``P_V(W D W) = -g`` is
     solved by conjugate gradients (truncated with the forcing term
-    ``min(0.5, sqrt(residual))``), preconditioned by the exact inverse
+    ``min(0.1, sqrt(residual))``), preconditioned by the exact inverse
     Hessian of the chordal embedding restricted to the pattern (exact when
     the pattern is chordal). A backtracking line search on the Armijo
     condition keeps every iterate positive definite (a failed Cholesky
@@ -291,7 +291,7 @@ def newton_cg_covsel(pattern, s, x0, tol=1e-10, max_iter=100, max_cg=250, log=No
             lambda v, L=L, Y=Y: pattern.hessian(L, Y, v, inverse=True),
             -g,
             weight,
-            min(0.5, np.sqrt(residual)),
+            min(0.1, np.sqrt(residual)),
             max_cg,
         )
         decrement = -float(np.dot(weight * g, dx))

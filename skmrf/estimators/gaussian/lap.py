@@ -12,7 +12,6 @@ import warnings
 from numbers import Integral
 
 import numpy as np
-import scipy.sparse as sp
 
 from ...utils._docstrings import fill_doc
 from ...utils._sklearn_compat import Interval, StrOptions, _fit_context
@@ -350,9 +349,7 @@ class GaussianLAP(_BaseGaussianMRF):
     def _newton_refine(self, XT, n_div, mu, precision, log):
         """``newton_steps`` Newton-CG steps of the ML problem from the (likelihood-shrunk) LAP estimate."""
         p = XT.shape[0]
-        lower = sp.tril(self.adjacency_, k=-1, format="coo")
-        rows = np.concatenate([np.arange(p), lower.row]).astype(np.int64)
-        cols = np.concatenate([np.arange(p), lower.col]).astype(np.int64)
+        cols, rows = self._unknowns()  # the lower triangle, as the chordal embedding stores it
         pattern = ChordalPattern(rows, cols, p)
         s = pattern_covariance(XT, rows, cols, n_div, self.shrinkage, mu)
         x = np.asarray(precision[rows, cols]).ravel()

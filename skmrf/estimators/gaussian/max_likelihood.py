@@ -228,14 +228,6 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
 
     _pd_advice = "more samples, shrinkage > 0, or a larger max_iter"
 
-    def _unknowns(self):
-        """Positions ``(rows, cols)``, ``rows <= cols``, of the diagonal and the edges."""
-        p = self.adjacency_.shape[0]
-        upper = sp.triu(self.adjacency_, k=1, format="coo")
-        rows = np.concatenate([np.arange(p), upper.row]).astype(np.int64)
-        cols = np.concatenate([np.arange(p), upper.col]).astype(np.int64)
-        return rows, cols
-
     def _choose_solver(self, q, p):
         """The solver for ``q`` unknowns on ``p`` variables; raise when a dense problem is too large."""
         solver = self.solver
@@ -503,11 +495,11 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             x, logdet = chordal_max_likelihood(pattern, s)
             self.n_iter_ = 0
             if x is None:
-                self._sparse_start(XT, n_div, mu, pattern)  # names a singular neighbourhood, if any
+                self._sparse_start(XT, n_div, mu, pattern, s)  # names a singular neighbourhood, if any
                 self._fail(None, "the sample covariance has no positive definite completion on this chordal graph")
             resid = float(np.max(np.abs(pattern.inverse_on_pattern(pattern.cholesky(x)[0])[1] - s)))
             return x, s, resid / float(np.max(s[pattern.diagonal])), logdet
-        x0 = self._sparse_start(XT, n_div, mu, pattern)
+        x0 = self._sparse_start(XT, n_div, mu, pattern, s)
         x, self.n_iter_, resid, logdet = newton_cg_covsel(
             pattern, s, x0, tol=self.tol, max_iter=self.max_iter, log=log
         )
@@ -515,8 +507,8 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             self._fail(None, "Newton's method diverged")
         return x, s, resid, logdet
 
-    def _sparse_start(self, XT, n_div, mu, pattern):
-        """The LAP estimate on the pattern when it is positive definite, else ``diag(1 / S_ii)``.
+    def _sparse_start(self, XT, n_div, mu, pattern, s):
+        """The LAP estimate on the pattern when it is positive definite, else ``diag(1 / S_ii)`` (``s`` on the pattern).
 
         A singular 1-neighbourhood block is remembered in ``self._singular``.
         """
@@ -531,7 +523,6 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             self._singular = exc
         except np.linalg.LinAlgError:
             pass
-        s_diag = np.einsum("ij,ij->i", XT, XT) / n_div
-        if self.shrinkage:
-            s_diag = (1.0 - self.shrinkage) * s_diag + self.shrinkage * mu
-        return np.where(diag, 1.0 / s_diag[pattern.rows], 0.0)
+        x0 = np.zeros(len(s))
+        x0[diag] = 1.0 / s[diag]
+        return x0

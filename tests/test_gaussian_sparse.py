@@ -178,20 +178,18 @@ def test_both_paths_refuse_too_few_samples(solver):
         GaussianMaxLikelihood(graph, solver=solver).fit(X)
 
 
-def test_sparse_solver_without_mle_fails_clearly():
-    # A 12-cycle from 3 rows: the neighbourhoods are fine, but no completion is
-    # positive definite for this sample, so the likelihood is unbounded.
+def test_sparse_solver_with_the_fewest_rows_reaches_the_optimum():
+    # A 12-cycle from 4 rows (the fewest its neighbourhoods allow): S has rank 3, yet its entries on
+    # the cycle have a positive definite completion (the cycle's chordal cover has cliques of 3),
+    # so the ML exists and must satisfy the optimality conditions.
     graph = nx.cycle_graph(12)
     X = _data(graph, 4, seed=7)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            est = GaussianMaxLikelihood(graph, solver="sparse", max_iter=30).fit(X)
-        except ValueError as exc:
-            assert "maximum-likelihood estimate" in str(exc)
-            return
-    # If the estimate exists for this sample, it must satisfy the optimality conditions.
-    assert est.is_positive_definite_ and np.all(np.isfinite(est.standardized_precision_.data))
+    est = GaussianMaxLikelihood(graph, solver="sparse", sparse=False).fit(X)
+    assert est.solver_ == "sparse" and est.is_positive_definite_
+    S = _sample_covariance(X)
+    on = (nx.to_numpy_array(graph) != 0) | np.eye(12, dtype=bool)
+    d = np.sqrt(np.diag(S))
+    assert np.max(np.abs((np.linalg.inv(est.precision_) - S) / np.outer(d, d))[on]) <= 1e-8
 
 
 # -- the positive definite LAP ----------------------------------------------------

@@ -8,6 +8,10 @@ Two precision matrices ``Q`` (the true ``Sigma^{-1}``), as in the paper's Figure
     13-point stencil (every variable within two grid steps). Samples are
     ``x = L^{-1} z`` computed with the type-I DST (``L`` is diagonal in that
     basis), so sampling costs ``O(n p log p)`` even at ``p = 10^5``.
+``laplacian5``
+    ``Q = L`` itself, the 5-point Laplacian (condition number about 2500 at
+    78 x 78 against about 6e6 for ``L L^T``): a grid MRF of moderate
+    conditioning, sampled through the same DST (``sparse_ml`` only).
 ``random``
     A random sparse SPD matrix: an Erdos-Renyi pattern with mean degree 4,
     off-diagonal values uniform in ``+-[0.5, 1]``, and the diagonal shifted
@@ -49,6 +53,24 @@ Parts (each prints a table; times are wall-clock on this machine):
     raw estimate is not positive definite, so ``score`` needs the repair).
     Each runs in a fresh subprocess whose peak resident memory (``VmHWM``,
     including the data) is reported.
+``sparse_ml``
+    Issue #14's table: fit time, peak memory, iterations and held-out mean
+    log-likelihood of GaussianLAP (raw, ``repair="shrink"``, ``newton_steps``
+    3, 10, 30) and of GaussianMaxLikelihood (``solver="sparse"``) on the
+    three problems at p = 400, 6084 and (Laplacians) 99,856, n = 1000, each fit
+    in a fresh subprocess stopped after ``--budget`` seconds; plus the size
+    of the chordal embedding each pattern needs. ``--max-p 1000000`` adds
+    the 1000 x 1000 Laplacian.
+``ml_peers``
+    Maximum likelihood with a known pattern at p = 400 and 1600, side by side
+    in one run: sparse Newton-CG, dense Newton, the regression solver and
+    scikit-learn's GraphicalLasso, as ratios to the sparse time.
+
+``precond``
+    Why the sparse ML is slow on ``L L^T``: the condition number of the
+    Newton system at the solution (p = 400), unpreconditioned, with Jacobi,
+    and with the chordal preconditioner, and how many of its eigenvalues the
+    preconditioner leaves spread out (each costs about one CG iteration).
 
 ``--quick`` runs a smoke version of every part in about a minute.
 ``--replot`` redraws the figure from ``results/gaussian_lap_fig8.json``.
@@ -59,7 +81,7 @@ Newton system took 3.4 s instead of 0.6 s); pass 0 to leave BLAS alone.
 
 Usage::
 
-    python benchmarks/gaussian_lap.py [fig8] [timing] [big] [--quick] [--budget 300]
+    python benchmarks/gaussian_lap.py [fig8] [timing] [big] [sparse_ml] [ml_peers] [precond] [--quick] [--budget 300]
 """
 
 from __future__ import annotations
@@ -96,13 +118,16 @@ def laplacian_precision(r):
     return sp.csr_array(L @ L.T)
 
 
-def sample_laplacian(r, n, seed):
-    """n samples of N(0, (L L^T)^-1): x = L^-1 z through the orthonormal DST-I."""
+def sample_laplacian(r, n, seed, power=1.0):
+    """n samples of N(0, (L L^T)^-power): x = L^-power z through the orthonormal DST-I.
+
+    ``power=0.5`` samples N(0, L^-1), the 5-point Laplacian itself as the precision.
+    """
     from scipy.fft import dstn, idstn
 
     k = np.arange(1, r + 1)
     lam1 = 2 - 2 * np.cos(np.pi * k / (r + 1))
-    lam = lam1[:, None] + lam1[None, :]
+    lam = (lam1[:, None] + lam1[None, :]) ** power
     rng = np.random.default_rng(seed)
     X = np.empty((n, r * r))
     for s in range(0, n, 100):
@@ -154,6 +179,9 @@ def make_problem(pattern, p, n, seed=0):
     if pattern == "laplacian":
         r = int(round(np.sqrt(p)))
         return laplacian_precision(r), sample_laplacian(r, n, seed)
+    if pattern == "laplacian5":
+        r = int(round(np.sqrt(p)))
+        return laplacian(r), sample_laplacian(r, n, seed, power=0.5)
     Q = random_sparse_spd(p, seed=seed)
     return Q, sample_dense(Q, n, seed + 1)
 
@@ -542,8 +570,9 @@ TEST_SEED = 12345
 
 
 def _test_data(pattern, p, n_test, Q):
-    if pattern == "laplacian":
-        return sample_laplacian(int(round(np.sqrt(p))), n_test, TEST_SEED)
+    if pattern in ("laplacian", "laplacian5"):
+        power = 1.0 if pattern == "laplacian" else 0.5
+        return sample_laplacian(int(round(np.sqrt(p))), n_test, TEST_SEED, power)
     return sample_dense(Q, n_test, TEST_SEED)
 
 
@@ -591,7 +620,7 @@ def _sml_worker(pattern, p, method, n, n_test, blas_threads, verbose):
     _limit_blas(int(blas_threads))
     p, n, n_test, verbose = int(p), int(n), int(n_test), int(verbose)
     if method == "symb":  # the chordal embedding the sparse solver would use (pattern only, no data)
-        A = random_pattern(p) if pattern == "random" else laplacian_precision(int(round(np.sqrt(p))))
+        A = make_problem(pattern, p, 0)[0] if pattern != "random" else random_pattern(p)
         lower = sp.tril(sp.coo_array(A), k=-1)
         rows = np.r_[np.arange(p), lower.row].astype(np.int64)
         cols = np.r_[np.arange(p), lower.col].astype(np.int64)
@@ -740,7 +769,8 @@ def part_sparse_ml(args):
     if args.quick:
         runs = [("laplacian", 400), ("random", 400)]
     else:
-        runs = [("laplacian", 400), ("random", 400), ("laplacian", 6084), ("random", 6084), ("laplacian", 99856)]
+        runs = [(pattern, size) for size in (400, 6084) for pattern in ("laplacian", "laplacian5", "random")]
+        runs += [("laplacian", 99856), ("laplacian5", 99856)]
         runs = [r for r in runs if r[1] <= args.max_p] + ([("laplacian", 10**6)] if args.max_p >= 10**6 else [])
     if args.runs:
         runs = [(r.split(":")[0], int(r.split(":")[1])) for r in args.runs]
@@ -855,6 +885,46 @@ def part_ml_peers(args):
     out.save()
 
 
+def part_precond(args):
+    """Spectrum of the Newton system at the ML solution, with and without the chordal preconditioner."""
+    from skmrf.estimators.gaussian import GaussianMaxLikelihood
+    from skmrf.estimators.gaussian.chordal import ChordalPattern
+
+    path = os.path.join(RESULTS, "gaussian_lap_precond_quick.txt" if args.quick else "gaussian_lap_precond.txt")
+    out = _Tee(path)
+    _header(out, args)
+    p, n = (100, 1000) if args.quick else (400, 1000)
+    out(f"\n== precond: the Newton system P_V(W U W) = -g of the sparse ML at its solution, p = {p}, n = {n} ==")
+    out("   H = the Hessian on the pattern (q x q, built column by column), J = its diagonal,")
+    out("   M = the chordal preconditioner (the embedding's inverse Hessian restricted to the pattern);")
+    out("   kappa = largest / smallest eigenvalue; '>10 min' = eigenvalues of M H above 10 x its smallest")
+    out("   (CG needs about one iteration per such outlier, and sqrt(kappa) at worst)")
+    out(
+        f"  {'pattern':>10} {'q':>6} {'fill':>7} {'kappa(H)':>10} {'kappa(J^-1 H)':>14} {'kappa(M H)':>11} "
+        f"{'>10 min':>8}"
+    )
+    for pattern in ("laplacian", "laplacian5", "random"):
+        Q, X = make_problem(pattern, p, n, seed=0)
+        est = GaussianMaxLikelihood(Q, solver="sparse").fit(X)
+        theta = sp.coo_array(sp.tril(sp.csr_array(est.precision_)))
+        cp = ChordalPattern(theta.row.astype(np.int64), theta.col.astype(np.int64), p)
+        L, _ = cp.cholesky(theta.data)
+        Y, _ = cp.inverse_on_pattern(L)
+        eye = np.eye(len(theta.data))
+        H = np.column_stack([cp.hessian(L, Y, e) for e in eye])
+        M = np.column_stack([cp.hessian(L, Y, e, inverse=True) for e in eye])
+        kappa = []
+        for P in (eye, np.diag(1.0 / np.diag(H)), M):
+            ev = np.sort(np.linalg.eigvals(P @ H).real)  # similar to a symmetric positive definite matrix
+            kappa.append(ev[-1] / ev[0])
+        outliers = int(np.sum(ev > 10 * ev[0]))
+        out(
+            f"  {pattern:>10} {len(eye):>6} {cp.n_fill:>7} {kappa[0]:>10.3g} {kappa[1]:>14.3g} {kappa[2]:>11.3g} "
+            f"{outliers:>8}"
+        )
+    out.save()
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "_worker":
         return _worker(*sys.argv[2:])
@@ -887,6 +957,7 @@ def main():
         return replot(args)
     parts = {"fig8": part_fig8, "timing": part_timing, "big": part_big, "sparse_ml": part_sparse_ml}
     parts["ml_peers"] = part_ml_peers
+    parts["precond"] = part_precond
     unknown = set(args.parts) - set(parts)
     if unknown:
         ap.error(f"unknown parts {sorted(unknown)}; choose from {', '.join(parts)}")

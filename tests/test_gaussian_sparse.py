@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from skmrf import GaussianLAP, GaussianMaxLikelihood
 from skmrf.estimators.gaussian import NotPositiveDefiniteWarning
-from skmrf.estimators.gaussian.chordal import ChordalPattern, pattern_covariance
+from skmrf.estimators.gaussian.chordal import ChordalPattern, likelihood_start, pattern_covariance
 from skmrf.graphs import grid_graph
 
 from .test_gaussian import laplacian_precision, sample
@@ -217,6 +217,56 @@ def test_newton_steps_give_a_positive_definite_lap_that_approaches_ml():
     # ... and, run to convergence, reach the ML estimate (same problem, same tolerance 1e-10).
     assert abs(scores[2] - ml.score(X)) <= 1e-8 * abs(ml.score(X))
     assert np.isfinite(est.score(X_test))
+
+
+def _start_problem(Q, n, seed):
+    """(pattern, s, x, S): the pattern of Q, the standardised sample covariance, and raw LAP on it."""
+    X = sample(Q, n, seed=seed)
+    Z = (X - X.mean(axis=0)) / X.std(axis=0)
+    S = Z.T @ Z / n
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
+        lap = GaussianLAP(Q, sparse=True).fit(X).standardized_precision_.toarray()
+    lower = sp.tril(sp.coo_array(Q))
+    rows, cols = lower.row.astype(np.int64), lower.col.astype(np.int64)
+    return ChordalPattern(rows, cols, Q.shape[0]), S[rows, cols], lap[rows, cols], S
+
+
+@pytest.mark.parametrize(
+    "case, blend_wins",
+    [
+        # L L^T: LAP's diagonal is far too large for a density, the segment from diag(1/S_ii) wins.
+        ((laplacian_precision(8, 8), 200, 1), True),
+        # a diagonally dominant grid precision: LAP is nearly positive definite, shrinking wins.
+        ((sp.csr_array(sp.eye(64) * 2.2 - 0.5 * nx.to_scipy_sparse_array(grid_graph(8, 8))), 70, 2), False),
+    ],
+)
+def test_likelihood_start_is_the_best_point_of_both_segments(case, blend_wins):
+    pattern, s, x, S = _start_problem(*case)
+    p = S.shape[0]
+
+    def dense(v):
+        M = np.zeros((p, p))
+        M[pattern.rows, pattern.cols] = v
+        M[pattern.cols, pattern.rows] = v
+        return M
+
+    def f(v):  # independent of chompack: dense log-determinant and trace
+        sign, logdet = np.linalg.slogdet(dense(v))
+        return np.inf if sign <= 0 or np.linalg.eigvalsh(dense(v))[0] <= 0 else -logdet + np.sum(S * dense(v))
+
+    assert f(x) == np.inf  # LAP is not positive definite: the case the start is for
+    x0, t = likelihood_start(pattern, s, x)
+    assert np.linalg.eigvalsh(dense(x0))[0] > 0 and 0 < t < 1
+    own = np.where(pattern.diagonal, x, 0.0)
+    ml_diagonal = np.where(pattern.diagonal, 1.0 / s, 0.0)
+    grid = np.linspace(0, 1, 401)
+    best = min(f(a + g * (x - a)) for a in (own, ml_diagonal) for g in grid)
+    # t is bisected to 2**-20, far finer than the grid: the start is at least as likely as any grid point
+    # (up to rounding of f, about 1e-12 relative).
+    assert f(x0) <= best + 1e-9 * abs(best)
+    anchor = ml_diagonal if blend_wins else own
+    np.testing.assert_allclose(x0, anchor + t * (x - anchor))
 
 
 def test_newton_steps_start_at_lap_when_it_is_positive_definite():

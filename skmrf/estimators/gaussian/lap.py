@@ -18,7 +18,7 @@ from ...utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ...utils._verbose import ProgressLog
 from .._base import N_JOBS_CONSTRAINT
 from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF
-from .chordal import ChordalPattern, likelihood_shrink, newton_cg_covsel, pattern_covariance
+from .chordal import ChordalPattern, likelihood_start, newton_cg_covsel, pattern_covariance
 from .lap_kernel import LapPlan, assemble_symmetric, lap_from_data
 from .spd import logdet_spd, shrink_to_pd
 
@@ -94,9 +94,12 @@ class GaussianLAP(_BaseGaussianMRF):
         estimate: a positive definite estimate whose density approaches the
         maximum-likelihood one (the option to use when the density matters).
         The start is the LAP estimate when it is positive definite; otherwise
-        its off-diagonal is scaled by the factor ``t`` that maximises the
-        likelihood among positive definite ``D + t (Theta - D)`` (stored in
-        ``repair_factor_``). Each step is a truncated Newton-CG step on a
+        the positive definite point of highest likelihood on one of two
+        segments towards it: ``D + t (Theta - D)`` (``D`` its diagonal) or
+        ``diag(1 / S_ii) + t (Theta - diag(1 / S_ii))``, whichever is more
+        likely (the second when LAP's diagonal is far too large for a
+        density, as on ill-conditioned precisions); its off-diagonal scale
+        ``t`` is stored in ``repair_factor_``. Each step is a truncated Newton-CG step on a
         sparse chordal embedding with a backtracking line search that keeps
         every iterate positive definite; no dense ``p x p`` matrix is formed.
         With ``newton_steps > 0``, ``repair`` is not used and no
@@ -144,7 +147,7 @@ class GaussianLAP(_BaseGaussianMRF):
         Whether ``precision_`` is positive definite (after the repair, if any).
 
     repair_factor_ : float
-        The off-diagonal scale ``t`` applied by ``repair="shrink"``, or to
+        The off-diagonal scale ``t`` applied by ``repair="shrink"``, or at
         the start of ``newton_steps`` (1.0 when no repair was needed or asked
         for).
 
@@ -347,7 +350,7 @@ class GaussianLAP(_BaseGaussianMRF):
         return precision, is_pd, logdet
 
     def _newton_refine(self, XT, n_div, mu, precision, log):
-        """``newton_steps`` Newton-CG steps of the ML problem from the (likelihood-shrunk) LAP estimate."""
+        """``newton_steps`` Newton-CG steps of the ML problem from the LAP estimate (made positive definite)."""
         p = XT.shape[0]
         cols, rows = self._unknowns()  # the lower triangle, as the chordal embedding stores it
         pattern = ChordalPattern(rows, cols, p)
@@ -355,7 +358,7 @@ class GaussianLAP(_BaseGaussianMRF):
         x = np.asarray(precision[rows, cols]).ravel()
         self.repair_factor_ = 1.0
         if pattern.cholesky(x)[0] is None:
-            x, self.repair_factor_ = likelihood_shrink(pattern, s, x)
+            x, self.repair_factor_ = likelihood_start(pattern, s, x)
             log("the LAP estimate is not positive definite; start at off-diagonal scale %.6g", self.repair_factor_)
         x, self.n_iter_, _, logdet = newton_cg_covsel(pattern, s, x, max_iter=self.newton_steps, log=log)
         return assemble_symmetric(rows, cols, x, p), True, logdet

@@ -159,9 +159,15 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     ``diag(1 / S_ii)`` otherwise. The regression solver starts from ``S``.
     Each sparse Newton system is solved by conjugate gradients preconditioned
     with the exact inverse Hessian of the chordal embedding, restricted to
-    the pattern; on ill-conditioned precisions (lattice Laplacians) this
-    still takes hundreds of CG steps per Newton step
-    (``benchmarks/gaussian_lap.py sparse_ml`` gives the figures).
+    the pattern. How well that works depends on the conditioning: at the
+    solution on a 20 x 20 lattice, the preconditioned system has condition
+    number 56 for the 5-point Laplacian precision and 1.3e6 for its square
+    (``benchmarks/gaussian_lap.py precond``), so Newton steps near the
+    optimum take tens of CG steps on the first and hundreds on the second,
+    and large fits of such ill-conditioned precisions take many minutes
+    (``benchmarks/gaussian_lap.py sparse_ml``). A looser ``tol`` saves the
+    last and most expensive steps; ``GaussianLAP(newton_steps=k)`` gives a
+    positive definite estimate for a fixed budget of steps.
 
     References
     ----------
@@ -448,7 +454,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             self._check_sparse_size(pattern)
             x, s, resid, logdet = self._fit_sparse(XT, n_div, mu, pattern, log)
             del XT
-            self._check_solution(None, x[: p], s[: p], resid, True)
+            self._check_solution(None, x[:p], s[:p], resid, True)
             self._warn_if_not_converged(resid)
             self._store(assemble_symmetric(rows, cols, x, p), True, logdet)
             return self
@@ -500,9 +506,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             resid = float(np.max(np.abs(pattern.inverse_on_pattern(pattern.cholesky(x)[0])[1] - s)))
             return x, s, resid / float(np.max(s[pattern.diagonal])), logdet
         x0 = self._sparse_start(XT, n_div, mu, pattern, s)
-        x, self.n_iter_, resid, logdet = newton_cg_covsel(
-            pattern, s, x0, tol=self.tol, max_iter=self.max_iter, log=log
-        )
+        x, self.n_iter_, resid, logdet = newton_cg_covsel(pattern, s, x0, tol=self.tol, max_iter=self.max_iter, log=log)
         if not (np.all(np.isfinite(x)) and np.isfinite(resid)):  # pragma: no cover - steps keep definiteness
             self._fail(None, "Newton's method diverged")
         return x, s, resid, logdet

@@ -740,6 +740,13 @@ def _header(out, args):
     )
 
 
+def _results(name, args):
+    """The table printer of a part, saving to ``results/<name>[_quick].txt``, with the run's header printed."""
+    out = _Tee(os.path.join(RESULTS, name + ("_quick" if args.quick else "") + ".txt"))
+    _header(out, args)
+    return out
+
+
 def _load():
     return f"{os.getloadavg()[0]:.1f}"
 
@@ -759,12 +766,10 @@ def _fmt(r, gap_to=None):
 
 
 def part_sparse_ml(args):
-    name = "gaussian_lap_sparse_ml_quick" if args.quick else "gaussian_lap_sparse_ml"
+    name = "gaussian_lap_sparse_ml"
     if args.runs:  # e.g. the 10^6 run on its own: its own file
         name += "_" + "_".join(r.replace(":", "") for r in args.runs)
-    path = os.path.join(RESULTS, name + ".txt")
-    out = _Tee(path)
-    _header(out, args)
+    out = _results(name, args)
     steps = [int(k) for k in args.newton_steps.split(",")]
     if args.quick:
         runs = [("laplacian", 400), ("random", 400)]
@@ -854,9 +859,7 @@ def part_sparse_ml(args):
 
 
 def part_ml_peers(args):
-    path = os.path.join(RESULTS, "gaussian_lap_ml_peers_quick.txt" if args.quick else "gaussian_lap_ml_peers.txt")
-    out = _Tee(path)
-    _header(out, args)
+    out = _results("gaussian_lap_ml_peers", args)
     n, budget = 1000, (20 if args.quick else args.budget)
     sizes = [100, 400] if args.quick else [400, 1600]
     out(f"\n== ml_peers: maximum likelihood with a known pattern vs GraphicalLasso, n = {n}, one run ==")
@@ -890,9 +893,7 @@ def part_precond(args):
     from skmrf.estimators.gaussian import GaussianMaxLikelihood
     from skmrf.estimators.gaussian.chordal import ChordalPattern
 
-    path = os.path.join(RESULTS, "gaussian_lap_precond_quick.txt" if args.quick else "gaussian_lap_precond.txt")
-    out = _Tee(path)
-    _header(out, args)
+    out = _results("gaussian_lap_precond", args)
     p, n = (100, 1000) if args.quick else (400, 1000)
     out(f"\n== precond: the Newton system P_V(W U W) = -g of the sparse ML at its solution, p = {p}, n = {n} ==")
     out("   H = the Hessian on the pattern (q x q, built column by column), J = its diagonal,")

@@ -123,15 +123,16 @@ def _gaussian_cases():
     return cases
 
 
-def compute():
-    """Run every case; return ``{key: array}``."""
-    out = {}
+def compute(with_fits=False):
+    """Run every case; return ``{key: array}`` (and ``{case name: (estimator, X)}`` with ``with_fits``)."""
+    out, fits = {}, {}
     data = _data()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name, key, est in _discrete_cases():
             X = data[key]
             est.fit(X)
+            fits[name] = (est, X)
             out[f"{name}/theta"] = np.asarray(est.theta_)
             out[f"{name}/score"] = np.array(est.score(X))
             out[f"{name}/score_samples"] = est.score_samples(X[:7])
@@ -166,6 +167,7 @@ def compute():
         for name, key, spec in _gaussian_cases():
             X = gdata[key]
             est = spec["cls"](ggraphs[key], **spec["params"]).fit(X)
+            fits[name] = (est, X)
             P = est.precision_
             P = P.toarray() if sp.issparse(P) else np.asarray(P)
             out[f"{name}/precision"] = P
@@ -173,7 +175,7 @@ def compute():
                 out[f"{name}/score"] = np.array(est.score(X))
                 out[f"{name}/score_samples"] = est.score_samples(X[:7])
             out[f"{name}/n_iter"] = np.array(getattr(est, "n_iter_", -1))
-    return out
+    return (out, fits) if with_fits else out
 
 
 if __name__ == "__main__":

@@ -197,28 +197,52 @@ def _csv_header(path, delimiter):
     return line, columns
 
 
-def _fast_csv_body(path, delimiter, skiprows, n_columns):
-    """The numbers after ``skiprows`` lines by numpy's C parser, or None when that fails.
+def _data_rows(path, delimiter, skip, n_columns, header):
+    """``(line number, fields)`` of every data row after line ``skip``, refusing a row of another length."""
+    for number, row in _csv_rows(path, delimiter):
+        if number <= skip:
+            continue
+        if len(row) != n_columns:
+            fields = f"{len(row)} field{'s' if len(row) != 1 else ''}"
+            expected = f"the header has {n_columns}" if header else f"the first row has {n_columns}"
+            raise CLIError(
+                f"{path}: line {number} has {fields} but {expected}; every row needs one field per column "
+                "(a missing value is an empty field, as in 1,,0)."
+            )
+        yield number, row
 
-    The parser refuses missing and non-numeric cells and rows of another length; the
-    caller then reads the file cell by cell to name the culprit.
+
+def _fast_csv_body(path, delimiter, skip, n_columns, n_rows):
+    """The ``n_rows`` rows of numbers after line ``skip`` by a C parser (pandas, else numpy), or None.
+
+    The caller has checked that every row has ``n_columns`` fields (these parsers would
+    pad a short row with missing values). None when a cell is not a number (numpy: or is
+    missing) or the parser counts other rows: the caller then reads the file cell by cell.
     """
+    pd = _pandas()
     try:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": the caller says it
-            values = np.loadtxt(
-                path,
-                delimiter=delimiter,
-                skiprows=skiprows,
-                quotechar='"',
-                comments=None,
-                ndmin=2,
-                encoding="utf-8-sig",
-                dtype=np.float64,
-            )
+            warnings.simplefilter("ignore", UserWarning)  # numpy's "input contained no data": the caller says it
+            if pd is not None:
+                values = pd.read_csv(
+                    path,
+                    sep=delimiter,
+                    header=None,
+                    names=range(n_columns),
+                    skiprows=skip,
+                    dtype=np.float64,
+                    na_values=sorted(_MISSING | {v.upper() for v in _MISSING}),
+                    keep_default_na=False,
+                    skipinitialspace=True,
+                    encoding="utf-8-sig",
+                ).to_numpy()
+            else:
+                values = np.loadtxt(
+                    path, delimiter=delimiter, skiprows=skip, quotechar='"', comments=None, encoding="utf-8-sig"
+                )
     except ValueError:
         return None
-    return values if values.shape[1] == n_columns or values.shape[0] == 0 else None
+    return values.reshape(-1, n_columns) if values.size == n_rows * n_columns else None
 
 
 def _read_csv(path, delimiter, header=True):
@@ -229,27 +253,19 @@ def _read_csv(path, delimiter, header=True):
     with its line number, as a missing value is an empty field, not a missing one.
     """
     if header:
-        line, columns = _csv_header(path, delimiter)
+        skip, columns = _csv_header(path, delimiter)
         n_columns = len(columns)
     else:
-        line, first = next(_csv_rows(path, delimiter), (0, None))
+        skip, first = next(_csv_rows(path, delimiter), (0, None))
         if first is None:
             raise CLIError(f"{path} is empty; expected one row per sample.")
-        line, columns, n_columns = line - 1, None, len(first)
-    values = _fast_csv_body(path, delimiter, line, n_columns)
+        skip, columns, n_columns = skip - 1, None, len(first)
+    n_rows = sum(1 for _ in _data_rows(path, delimiter, skip, n_columns, header))
+    values = _fast_csv_body(path, delimiter, skip, n_columns, n_rows)
     if values is not None:
-        return columns, values.reshape(-1, n_columns)
+        return columns, values
     lines, cells = [], []
-    for number, row in _csv_rows(path, delimiter):
-        if number <= line:
-            continue
-        if len(row) != n_columns:
-            fields = f"{len(row)} field{'s' if len(row) != 1 else ''}"
-            expected = f"the header has {n_columns}" if header else f"the first row has {n_columns}"
-            raise CLIError(
-                f"{path}: line {number} has {fields} but {expected}; every row needs one field per column "
-                "(a missing value is an empty field, as in 1,,0)."
-            )
+    for number, row in _data_rows(path, delimiter, skip, n_columns, header):
         lines.append(number)
         cells.append(row)
     return columns, _numeric_columns(path, columns, cells, lines).reshape(-1, n_columns)

@@ -443,7 +443,8 @@ def read_graph(spec, table, by_name=True):
     An edge file (``.csv``, ``.tsv``, ``.txt``) lists one factor per line, two or more
     variables separated by commas or tabs (or by spaces on a line with neither); a variable is a column name or a
     column index. Lines starting with ``#`` are comments; a first line naming no
-    column (such as ``source,target``) is a header and skipped. The factors are
+    column (such as ``source,target``) is a header and skipped, with a warning (it may be
+    a misspelt edge). The factors are
     returned as column names when the data has them and ``by_name`` (the estimator
     sees a DataFrame and maps them by name), else as column indices.
 
@@ -486,7 +487,8 @@ def read_graph(spec, table, by_name=True):
         tokens = [t.strip().strip('"') for t in re.split(sep, text) if t.strip()]
         idx = [_resolve_token(t, columns, n) for t in tokens]
         if not factors and number == _first_content_line(lines) and all(i is None for i in idx):
-            continue  # a header such as "source,target"
+            _warn(f"graph file {spec}: line {number} {text!r} names no column of {table.path}; skipped as a header.")
+            continue  # a header such as "source,target"; said, as it may be a misspelt edge
         bad = next((t for t, i in zip(tokens, idx) if i is None), None)
         if bad is not None:
             shown = f"{columns[:10]}{'...' if n > 10 else ''}" if columns else ""

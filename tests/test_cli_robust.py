@@ -368,6 +368,20 @@ def test_graph_file_names_columns_as_the_header_does(tmp_path, capsys, binary, h
     np.testing.assert_array_equal(model.model_.theta, ExactMaxLikelihood(graph=expected).fit(binary).model_.theta)
 
 
+def test_a_skipped_graph_header_is_said(tmp_path, capsys, binary):
+    """A first line naming no column is skipped as a header, with a warning: it may be a misspelt edge."""
+    data = tmp_path / "x.csv"
+    data.write_text(csv_text(binary))
+    (tmp_path / "edges.csv").write_text("A,B\nb,c\n")
+    code, _, err = run(capsys, "fit", "-m", "exact", "-g", tmp_path / "edges.csv", data, "-o", tmp_path / "m.npz")
+    assert code == 0
+    assert err.splitlines() == [
+        f"skmrf: warning: graph file {tmp_path / 'edges.csv'}: line 1 'A,B' names no column "
+        f"of {data}; skipped as a header."
+    ]
+    assert sorted(load_model(tmp_path / "m.npz").graph_.edges) == [(1, 2)]
+
+
 def test_a_number_that_names_no_column_is_refused_when_names_are_numbers(tmp_path, capsys, binary):
     """With a header 2,0,1,x the token 3 is not read as a position: some names are numbers."""
     data = tmp_path / "x.csv"

@@ -55,7 +55,13 @@ def _pyplot():
 
 
 def _axes(ax):
-    return _pyplot().gca() if ax is None else ax
+    if ax is None:
+        return _pyplot().gca()
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise ValueError(f"ax must be a matplotlib Axes (such as plt.subplots()[1]) or None; got {type(ax).__name__}.")
+    return ax
 
 
 def _source(obj):
@@ -604,7 +610,7 @@ def plot_trace(estimator, keys=None, ax=None):
     if hasattr(estimator, "trace_"):
         trace = estimator.trace_
         keys = [k for k in trace if k != "time"] if keys is None else _trace_keys(name, keys)
-        unknown = [k for k in keys if k not in trace]
+        unknown = [k for k in keys if not _in(k, trace)]
         if unknown:
             raise ValueError(f"{name}.trace_ has no {unknown}; its keys are {list(trace)}.")
         ax = _axes(ax)

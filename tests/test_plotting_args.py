@@ -35,6 +35,11 @@ def X():
 
 
 @pytest.fixture(scope="module")
+def mcmc(X):
+    return MCMCMaxLikelihood(n_samples=50, n_iter=5, random_state=0).fit(X)
+
+
+@pytest.fixture(scope="module")
 def posterior(X):
     return MetropolisHastingsMRF(likelihood="exact", n_steps=60, n_chains=2, random_state=0).fit(X)
 
@@ -63,11 +68,10 @@ def test_trace_keys_must_be_a_non_empty_list(ax, posterior, keys, message):
         skplt.plot_trace(posterior, keys=keys, ax=ax)
 
 
-def test_trace_names_must_be_a_list_too(ax, X):
-    est = MCMCMaxLikelihood(n_samples=50, n_iter=5, random_state=0).fit(X)
-    name = next(k for k in est.trace_ if k != "time")
+def test_trace_names_must_be_a_list_too(ax, mcmc):
+    name = next(k for k in mcmc.trace_ if k != "time")
     with pytest.raises(ValueError, match=f"keys='{name}' is not a list; give a list such as \\['{name}'\\]"):
-        skplt.plot_trace(est, keys=name, ax=ax)  # not read letter by letter
+        skplt.plot_trace(mcmc, keys=name, ax=ax)  # not read letter by letter
 
 
 def test_posterior_trace_follows_the_fitted_chains_not_the_parameter(ax, posterior):
@@ -197,3 +201,27 @@ def test_every_view_refuses_an_unfitted_estimator(ax, draw, est):
 def test_trace_refuses_an_unfitted_estimator(ax, est):
     with pytest.raises(NotFittedError):
         skplt.plot_trace(est, ax=ax)
+
+
+# -- ax that is not an Axes -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "draw",
+    [
+        skplt.plot_couplings,
+        skplt.plot_graph,
+        lambda obj, ax: skplt.plot_grid(obj, shape=(1, 3), ax=ax),
+    ],
+    ids=["plot_couplings", "plot_graph", "plot_grid"],
+)
+def test_ax_must_be_an_axes(ax, draw):
+    with pytest.raises(ValueError, match="ax must be a matplotlib Axes .* got Figure"):
+        draw(binary_model(), ax=ax.figure)
+
+
+def test_trace_ax_must_be_an_axes_and_keys_hashable(ax, posterior, mcmc):
+    with pytest.raises(ValueError, match="ax must be a matplotlib Axes .* got str"):
+        skplt.plot_trace(posterior, ax="left")
+    with pytest.raises(ValueError, match=r"MCMCMaxLikelihood.trace_ has no \[\['loss'\]\]"):
+        skplt.plot_trace(mcmc, keys=[["loss"]], ax=ax)

@@ -181,6 +181,12 @@ def _csv_header(path, delimiter):
     if header is None:
         raise CLIError(f"{path} is empty; expected a header row of column names, then one row per sample.")
     columns = [c.strip() for c in header]
+    other = next((sep for sep in (",", "\t", ";", "|") if sep != delimiter and sep in columns[0]), None)
+    if len(columns) == 1 and other is not None:
+        raise CLIError(
+            f"{path}: the header {_short(columns[0])} is one column: its fields seem separated by {other!r}; "
+            "skmrf reads .csv files separated by commas and .tsv files by tabs."
+        )
     if _looks_like_data(columns):
         raise CLIError(
             f"{path}: the first line {_short(delimiter.join(columns))} looks like data, not column names "

@@ -59,6 +59,8 @@ def _catalogue(d):
     (d / "header_only.csv").write_text("a,b\n")
     (d / "latin1.csv").write_bytes("\xe9t\xe9,b\n1,0\n".encode("latin-1"))
     (d / "no_name.csv").write_text(",a,b\n0,1,0\n1,0,1\n")
+    (d / "semicolons.csv").write_text("a;b\n0;1\n")
+    (d / "commas.tsv").write_text("a,b\n0,1\n")
     (d / "model.npz").write_bytes(b"not a model")
     np.save(d / "three_d.npy", np.zeros((2, 2, 2)))
     np.save(d / "no_rows.npy", np.zeros((0, 4)))
@@ -72,6 +74,8 @@ def _catalogue(d):
         (["fit", d / "header_only.csv", "-o", m], "no rows of data"),
         (["fit", d / "latin1.csv", "-o", m], "not UTF-8"),
         (["fit", d / "no_name.csv", "-o", m], "column 1 of the header (line 1) has no name"),
+        (["fit", d / "semicolons.csv", "-o", m], "separated by ';'"),
+        (["fit", d / "commas.tsv", "-o", m], "separated by ','"),
         (["fit", d / "three_d.npy", "-o", m], "3-D"),
         (["fit", d / "no_rows.npy", "-o", m], "no rows"),
         (["fit", d / "complex.npy", "-o", m], "complex"),

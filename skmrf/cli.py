@@ -956,6 +956,8 @@ def _error_line(exc):
     if isinstance(exc, OSError):  # a file that cannot be read or written, a full disk
         where = f"{exc.filename}: " if exc.filename is not None else ""
         return 2, f"skmrf: error: {_one_line(where + (exc.strerror or str(exc)))}"
+    if isinstance(exc, Warning):  # raised because the warnings filter says "error" (python -W error)
+        return 2, f"skmrf: error: {_one_line(exc)} ({type(exc).__name__}, an error by the warnings filter)"
     if isinstance(exc, MemoryError):
         return 2, (
             f"skmrf: error: out of memory ({_one_line(exc) or 'MemoryError'}); use fewer rows or variables, "

@@ -10,6 +10,7 @@ import errno
 import os
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -131,6 +132,19 @@ def test_a_value_error_from_an_estimator_is_exit_2_and_anything_else_exit_1(file
         assert lines[0].startswith(f"skmrf: internal error: {type(bug).__name__}: "), lines[0]
         assert "bug in skmrf" in lines[0] and "--debug" in lines[0] and "SKMRF_DEBUG=1" in lines[0]
         assert not (files / "n.npz").exists()
+
+
+def test_a_warning_turned_into_an_error_is_exit_2(files, capsys, monkeypatch):
+    from sklearn.exceptions import ConvergenceWarning
+
+    def warn(self, X, y=None):
+        warnings.warn("did not converge in 3 iterations; raise max_iter", ConvergenceWarning, stacklevel=2)
+        return self
+
+    monkeypatch.setattr(ExactMaxLikelihood, "fit", warn)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # as python -W error does
+        check_error(capsys, ["fit", "-m", "exact", files / "x.npy", "-o", files / "n.npz"], "raise max_iter")
 
 
 def test_debug_flag_and_environment_show_the_traceback(files, capsys, monkeypatch):

@@ -495,25 +495,37 @@ def read_graph(spec, table, by_name=True):
         if not factors and number == _first_content_line(lines) and all(i is None for i in idx):
             _warn(f"graph file {spec}: line {number} {text!r} names no column of {table.path}; skipped as a header.")
             continue  # a header such as "source,target"; said, as it may be a misspelt edge
-        bad = next((t for t, i in zip(tokens, idx) if i is None), None)
-        if bad is not None:
-            shown = f"{columns[:10]}{'...' if n > 10 else ''}" if columns else ""
-            if columns is None:
-                known = f"column indices 0 to {n - 1}"
-            elif any(re.fullmatch(r"\d+", c) for c in columns):
-                known = f"named {shown}; some names are numbers, so numbers name columns, not positions"
-            else:
-                known = f"columns {shown} or indices 0 to {n - 1}"
-            raise CLIError(
-                f"graph file {spec}, line {number}: {bad!r} is not a column of {table.path} "
-                f"(it has {n} columns: {known})."
-            )
-        if len(tokens) < 2:
-            raise CLIError(f"graph file {spec}, line {number}: {text!r} names one variable; a line lists an edge.")
-        factors.append(tuple(columns[i] for i in idx) if columns and by_name else tuple(idx))
+        factors.append(_factor(tokens, table, by_name, f"graph file {spec}, line {number}"))
     if not factors:
         raise CLIError(f"graph file {spec} lists no edges.")
     return factors
+
+
+def _factor(tokens, table, by_name, where):
+    """One factor from the tokens naming its columns: column names when ``by_name`` and the data has
+    names, else column indices (see :func:`_resolve_token`); a CLIError starting with ``where`` otherwise."""
+    columns, n = table.columns, table.values.shape[1]
+    idx = [_resolve_token(t, columns, n) for t in tokens]
+    bad = next((t for t, i in zip(tokens, idx) if i is None), None)
+    if bad is not None:
+        shown = f"{columns[:10]}{'...' if n > 10 else ''}" if columns else ""
+        if columns is None:
+            known = f"column indices 0 to {n - 1}"
+        elif any(re.fullmatch(r"\d+", c) for c in columns):
+            known = f"named {shown}; some names are numbers, so numbers name columns, not positions"
+        else:
+            known = f"columns {shown} or indices 0 to {n - 1}"
+        raise CLIError(f"{where}: {bad!r} is not a column of {table.path} (it has {n} columns: {known}).")
+    if len(tokens) < 2:
+        raise CLIError(f"{where}: {', '.join(tokens)!r} names one variable; a factor lists two or more.")
+    return tuple(columns[i] for i in idx) if columns and by_name else tuple(idx)
+
+
+def _set_graph(value, table, by_name):
+    """``--set graph=VALUE``: a JSON list of factors resolved as a graph file's lines are; else as given."""
+    if not (isinstance(value, list) and value and all(isinstance(f, list) for f in value)):
+        return value
+    return [_factor([str(t) for t in f], table, by_name, f"--set graph, factor {k}") for k, f in enumerate(value, 1)]
 
 
 def _first_content_line(lines):
@@ -559,7 +571,7 @@ def _integer(low, high=None):
 _SEED = _integer(0, 2**32 - 1)  # what numpy.random.RandomState accepts
 
 
-def _build_estimator(args, graph):
+def _build_estimator(args, graph, table, by_name):
     cls = getattr(_estimators, METHODS[args.method])
     accepted = cls().get_params()
     params = {"graph": graph}
@@ -587,7 +599,7 @@ def _build_estimator(args, graph):
                 f"--set {item!r}: expected NAME=VALUE with NAME a parameter of {cls.__name__} "
                 f"({', '.join(sorted(accepted))})."
             )
-        params[name] = _param_value(value)
+        params[name] = _param_value(value) if name != "graph" else _set_graph(_param_value(value), table, by_name)
     runtime = {"n_jobs": args.n_jobs, "random_state": args.random_state, "verbose": max(0, args.verbose - 1)}
     for name, value in runtime.items():
         if name in accepted:
@@ -699,8 +711,8 @@ def _cmd_fit(args):
     _check_output(args.out, "--out", (".npz",))
     table = read_table(args.data, header=not args.no_header)
     X = _fit_input(table)
-    graph = read_graph(args.graph, table, by_name=X is not table.values)
-    est = _build_estimator(args, graph)
+    by_name = X is not table.values
+    est = _build_estimator(args, read_graph(args.graph, table, by_name), table, by_name)
     rows, cols = table.values.shape
     label = f"fitting {type(est).__name__} on {args.data} ({rows} rows, {cols} columns)"
     with _Progress(label, args.verbose), contextlib.redirect_stdout(sys.stderr), _user_errors(args.data):
@@ -862,7 +874,10 @@ def build_parser():
         "--graph",
         "-g",
         default="chain",
-        help="'chain' (default), 'complete', 'grid:RxC', or a file of edges (one per line, column names or indices)",
+        help=(
+            "'chain' (default), 'complete', 'grid:RxC', or a file of edges (one per line, column names or indices; "
+            "numbers are names when some column names are numbers)"
+        ),
     )
     fit.add_argument("--alpha", type=_number_or_auto, help="ridge penalty alpha/2 ||theta||^2, or 'auto'")
     fit.add_argument("--n-states", type=_number_or_auto, help="states per variable, or 'auto' (max + 1)")
@@ -874,7 +889,10 @@ def build_parser():
         "--set",
         action="append",
         metavar="NAME=VALUE",
-        help="any other estimator parameter (VALUE read as JSON, else as text); repeatable",
+        help=(
+            'any other estimator parameter (VALUE read as JSON, else as text); repeatable. graph=[["a", "b"], ...] '
+            "names columns as a graph file does"
+        ),
     )
     fit.add_argument("--n-jobs", "-j", type=int, help="parallel workers (-1: all CPUs)")
     fit.add_argument("--random-state", type=_SEED, help="seed for the randomised methods (0 to 2**32 - 1)")

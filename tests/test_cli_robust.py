@@ -7,6 +7,7 @@ name columns consistently with the data's header.
 """
 
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -373,14 +374,16 @@ def test_quoted_numbers_and_whitespace_read_as_numbers(tmp_path, capsys, binary)
     ],
     ids=["names", "no-header", "numeric-names", "index-names"],
 )
-def test_graph_file_names_columns_as_the_header_does(tmp_path, capsys, binary, header, edges, expected):
+@pytest.mark.parametrize("via", ["file", "set"])
+def test_graph_names_columns_as_the_header_does(tmp_path, capsys, binary, header, edges, expected, via):
+    """An edge file (--graph) and a JSON list (--set graph=) name columns alike; numbers are JSON integers."""
     data = tmp_path / "x.csv"
     data.write_text(csv_text(binary, header=header))
     (tmp_path / "edges.txt").write_text(edges)
+    factors = [[int(t) if t.isdigit() else t for t in line.split()] for line in edges.splitlines()]
+    graph = ["-g", tmp_path / "edges.txt"] if via == "file" else ["--set", f"graph={json.dumps(factors)}"]
     flags = ["--no-header"] if header is None else []
-    assert (
-        run(capsys, "fit", *flags, "-m", "exact", "-g", tmp_path / "edges.txt", data, "-o", tmp_path / "m.npz")[0] == 0
-    )
+    assert run(capsys, "fit", *flags, "-m", "exact", *graph, data, "-o", tmp_path / "m.npz")[0] == 0
     model = load_model(tmp_path / "m.npz")
     assert sorted(model.graph_.edges) == sorted(tuple(sorted(e)) for e in expected)
     np.testing.assert_array_equal(model.model_.theta, ExactMaxLikelihood(graph=expected).fit(binary).model_.theta)
@@ -411,6 +414,8 @@ def test_a_number_that_names_no_column_is_refused_when_names_are_numbers(tmp_pat
         "bad.txt, line 2: '3' is not a column",
         "numbers name columns",
     )
+    argv = ["fit", "--set", 'graph=[[0, 1], [3, "x"]]', data, "-o", tmp_path / "m.npz"]
+    check_error(capsys, argv, "--set graph, factor 2: '3' is not a column", "numbers name columns")
 
 
 # -- through the interpreter -------------------------------------------------------------------

@@ -19,6 +19,7 @@ What a coupling is:
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 
 import numpy as np
 import scipy.sparse as sp
@@ -54,7 +55,13 @@ def _pyplot():
 
 
 def _axes(ax):
-    return _pyplot().gca() if ax is None else ax
+    if ax is None:
+        return _pyplot().gca()
+    from matplotlib.axes import Axes
+
+    if not isinstance(ax, Axes):
+        raise ValueError(f"ax must be a matplotlib Axes (such as plt.subplots()[1]) or None; got {type(ax).__name__}.")
+    return ax
 
 
 def _source(obj):
@@ -292,7 +299,7 @@ _TITLES = {
 def _grid_shape(obj, shape):
     """``(rows, cols)`` of a grid-shaped model, or ``None`` when unknown."""
     if shape is not None:
-        rows, cols = (int(v) for v in shape)
+        rows, cols = _check_shape(shape)
         n = _n_features(obj)
         if rows * cols != n:
             raise ValueError(f"shape={tuple(shape)} has {rows * cols} cells but the model has {n} variables.")
@@ -305,6 +312,20 @@ def _grid_shape(obj, shape):
     return None
 
 
+def _is_index(value):
+    """Whether ``value`` is an integer (Python or NumPy), not a bool or a float."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
+
+
+def _check_shape(shape):
+    """``(rows, cols)`` of a ``shape`` argument: two positive integers, refused by name otherwise."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__len__") or len(shape) != 2:
+        raise ValueError(f"shape={shape!r} is not a pair (rows, cols); give two positive integers.")
+    if not all(_is_index(v) and v > 0 for v in shape):
+        raise ValueError(f"shape={tuple(shape)!r} must be two positive integers (rows, cols).")
+    return int(shape[0]), int(shape[1])
+
+
 def _cell_of(obj, shape):
     """Row-major cells ``(rows, cols)`` of every variable: the ``shape`` argument, a
     ``"grid:RxC"`` graph, or node labels that are ``(row, col)`` pairs."""
@@ -314,7 +335,7 @@ def _cell_of(obj, shape):
         return grid, np.divmod(np.arange(rows * cols), cols)
     _, _, names = _source(obj)
     if names is not None and all(
-        isinstance(v, tuple) and len(v) == 2 and all(isinstance(k, (int, np.integer)) for k in v) for v in names
+        isinstance(v, tuple) and len(v) == 2 and all(_is_index(k) and k >= 0 for k in v) for v in names
     ):
         cells = np.array(names, dtype=np.int64)
         return tuple(cells.max(axis=0) + 1), (cells[:, 0], cells[:, 1])
@@ -335,7 +356,8 @@ def plot_grid(obj, values="fields", shape=None, kind=None, ax=None, cmap="RdBu_r
         cell and its right neighbour, an image of shape ``(rows, cols - 1)``. ``"vertical"``:
         the coupling with the cell below, ``(rows - 1, cols)``. Missing edges are blank.
     shape : tuple of (int, int), default=None
-        ``(rows, cols)`` with variables in row-major order (as :func:`skmrf.grid_graph`).
+        ``(rows, cols)``, two positive integers whose product is the number of variables,
+        with variables in row-major order (as :func:`skmrf.grid_graph`).
         None: read from a ``"grid:RxC"`` graph, or from node labels that are ``(row, col)``
         pairs (``networkx.grid_2d_graph``).
     %(plot_kind)s
@@ -347,7 +369,8 @@ def plot_grid(obj, values="fields", shape=None, kind=None, ax=None, cmap="RdBu_r
     Raises
     ------
     ValueError
-        If the grid's shape cannot be found (give ``shape``) or does not match the model.
+        If the grid's shape cannot be found (give ``shape``), ``shape`` is not two positive
+        integers, or it does not match the model.
 
     Examples
     --------
@@ -412,14 +435,23 @@ def plot_graph(obj, kind=None, pos=None, ax=None, cmap="RdBu_r", colorbar=True, 
     %(plot_obj)s
     %(plot_kind)s
     pos : dict, default=None
-        Node positions ``{column index: (x, y)}``. None: the cells of a grid (see
-        :func:`plot_grid`), else ``networkx.spring_layout`` seeded with 0.
+        Node positions ``{column index: (x, y)}``, or ``{node name: (x, y)}`` for a model
+        whose columns have names (a DataFrame's labels, a networkx graph's nodes): names are
+        used when ``pos`` holds any of them, so integer names are read as names. Every node
+        needs a position. None: the cells of a grid (see :func:`plot_grid`), else
+        ``networkx.spring_layout`` seeded with 0.
     %(plot_ax)s
     %(plot_cmap)s
     with_labels : bool, default=True
         Label the nodes with the column names (or indices).
 
     %(plot_returns)s
+
+    Raises
+    ------
+    ValueError
+        If ``pos`` misses a node (naming the missing ones) or a position is not two finite
+        numbers, or ``kind`` does not apply to the model.
 
     Examples
     --------
@@ -453,6 +485,8 @@ def plot_graph(obj, kind=None, pos=None, ax=None, cmap="RdBu_r", colorbar=True, 
             pos = {i: (float(cells[1][i]), -float(cells[0][i])) for i in range(n)}
         else:
             pos = nx.spring_layout(graph, seed=0)
+    else:
+        pos = _positions(obj, pos, n)
     limit = _symmetric_limit(values)
     low = 0.0 if kind == "norm" else -limit
     lines = LineCollection(
@@ -474,6 +508,56 @@ def plot_graph(obj, kind=None, pos=None, ax=None, cmap="RdBu_r", colorbar=True, 
     return ax
 
 
+def _positions(obj, pos, n):
+    """``pos`` as ``{column index: (x, y)}``, keyed in ``pos`` by node name or by column index.
+
+    Names win when the model has them and ``pos`` holds any of them (so integer names that
+    are not ``0..n-1`` in order are read as names, as the estimators read them); every node
+    needs a pair of finite numbers.
+    """
+    if not isinstance(pos, Mapping):
+        raise ValueError(f"pos must be a dict {{node: (x, y)}}; got {type(pos).__name__}.")
+    _, _, names = _source(obj)
+    names = None if names is None else list(names)
+    by_name = names is not None and names != list(range(n)) and any(_in(v, pos) for v in names)
+    keys = names if by_name else list(range(n))
+    missing = [k for k in keys if not _in(k, pos)]
+    if missing:
+        what = "node names" if by_name else "column indices"
+        shown = ", ".join(map(repr, missing[:10])) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        raise ValueError(
+            f"pos has no position for the {what} {shown} (of {n} nodes); give (x, y) for every node, "
+            f"keyed by column index 0..{n - 1}" + (" or by node name." if names is not None else ".")
+        )
+    out = {}
+    for i, key in enumerate(keys):
+        try:
+            xy = np.asarray(pos[key], dtype=np.float64)
+        except (TypeError, ValueError):
+            xy = None
+        if xy is None or xy.shape != (2,) or not np.isfinite(xy).all():
+            raise ValueError(f"pos[{key!r}] = {pos[key]!r}; give two finite numbers (x, y).")
+        out[i] = (float(xy[0]), float(xy[1]))
+    return out
+
+
+def _in(key, mapping):
+    try:
+        return key in mapping
+    except TypeError:  # an unhashable name
+        return False
+
+
+def _trace_keys(name, keys):
+    """``keys`` as a list, refusing a lone string or number and an empty list."""
+    if isinstance(keys, (str, bytes)) or not isinstance(keys, Iterable):
+        raise ValueError(f"keys={keys!r} is not a list; give a list such as [{keys!r}].")
+    keys = list(keys)
+    if not keys:
+        raise ValueError(f"keys=[] selects nothing to draw from {name}; give at least one key or None.")
+    return keys
+
+
 @fill_doc
 def plot_trace(estimator, keys=None, ax=None):
     """Draw the convergence trace an estimator recorded during ``fit``.
@@ -492,8 +576,9 @@ def plot_trace(estimator, keys=None, ax=None):
     estimator : fitted estimator
         One of the three above.
     keys : list, default=None
-        Which series to draw (trace names for MCMCMaxLikelihood, parameter indices for
-        MetropolisHastingsMRF; ignored for DecomposedEM).
+        Which series to draw, a non-empty list: trace names for MCMCMaxLikelihood,
+        integer parameter indices for MetropolisHastingsMRF (a float such as 1.0 is
+        refused, not truncated); ignored for DecomposedEM.
     %(plot_ax)s
 
     %(plot_returns)s
@@ -502,7 +587,9 @@ def plot_trace(estimator, keys=None, ax=None):
     ------
     ValueError
         If the estimator keeps no trace (the other estimators record only ``n_iter_``; their
-        ``verbose`` lines are printed, not kept), or a key is not in it.
+        ``verbose`` lines are printed, not kept), ``keys`` is not a non-empty list, or a
+        key is not in the trace (a name it lacks, an index that is not an integer or out
+        of range).
 
     Examples
     --------
@@ -522,8 +609,8 @@ def plot_trace(estimator, keys=None, ax=None):
     name = type(estimator).__name__
     if hasattr(estimator, "trace_"):
         trace = estimator.trace_
-        keys = [k for k in trace if k != "time"] if keys is None else list(keys)
-        unknown = [k for k in keys if k not in trace]
+        keys = [k for k in trace if k != "time"] if keys is None else _trace_keys(name, keys)
+        unknown = [k for k in keys if not _in(k, trace)]
         if unknown:
             raise ValueError(f"{name}.trace_ has no {unknown}; its keys are {list(trace)}.")
         ax = _axes(ax)
@@ -539,11 +626,18 @@ def plot_trace(estimator, keys=None, ax=None):
         ax.set_ylabel("mean log-likelihood per row")
     elif hasattr(estimator, "samples_"):
         edges = estimator.edges_
-        keys = list(range(min(5, len(edges)))) if keys is None else [int(k) for k in keys]
-        bad = [k for k in keys if not 0 <= k < len(edges)]
+        keys = list(range(min(5, len(edges)))) if keys is None else _trace_keys(name, keys)
+        not_int = [k for k in keys if not _is_index(k)]
+        if not_int:
+            raise ValueError(
+                f"keys {not_int} are not integers; {name} keys are parameter indices 0..{len(edges) - 1} "
+                "(one per row of edges_)."
+            )
+        bad = [int(k) for k in keys if not 0 <= k < len(edges)]
         if bad:
             raise ValueError(f"Parameter indices {bad} are not in 0..{len(edges) - 1} (one per row of edges_).")
-        draws = estimator.samples_.reshape(estimator.n_chains, -1, len(edges))
+        n_chains = len(estimator.chain_acceptance_rate_)  # fitted: the n_chains parameter may have changed since
+        draws = estimator.samples_.reshape(n_chains, -1, len(edges))
         ax = _axes(ax)
         colours = _pyplot().rcParams["axes.prop_cycle"].by_key()["color"]
         for n, k in enumerate(keys):

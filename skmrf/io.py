@@ -174,6 +174,20 @@ _FITTED_COUNTS = {
 }
 #: Fitted attributes that are flags (a JSON boolean).
 _FITTED_FLAGS = {"converged_"}
+#: Fitted attributes that are real numbers (a JSON number, never a boolean).
+_FITTED_REALS = {
+    "alpha_",
+    "acceptance_rate_",
+    "distance_bound_",
+    "lipschitz_",
+    "log_likelihood_",
+    "max_coupling_",
+    "mixing_constant_",
+    "mixing_rate_",
+    "pseudo_log_likelihood_",
+    "repair_factor_",
+    "suff_stat_bound_",
+}
 
 # The deflate format cannot expand data more than about 1032 times: an entry that declares
 # more than this (plus room for a tiny entry) lies about its size.
@@ -538,9 +552,10 @@ def _read(path):
         raise _Bad("header", f"is a {text.dtype} array of shape {text.shape}, not one JSON text")
     text = str(text[()])
     try:
+        text.encode("utf-8")  # the checksum reads it so
         header = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        raise _Bad("header", f"is not valid JSON ({exc})") from None
+    except (ValueError, RecursionError) as exc:  # UnicodeEncodeError, JSONDecodeError
+        raise _Bad("header", f"is not JSON text ({type(exc).__name__}: {exc})") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT_NAME:
         raise _Bad("format", f"is not {FORMAT_NAME!r}: this is not a saved skmrf model")
     version = header.get("format_version")
@@ -558,8 +573,16 @@ def _read(path):
     return header, entries
 
 
-def _refusal(path, exc):
-    return ModelFileError(f"{os.fspath(path)}: {exc.field} {exc.problem}.")
+def _checked(path, read):
+    """``read()``, its failures as a :class:`ModelFileError` naming ``path`` and the field."""
+    try:
+        return read()
+    except _Bad as exc:
+        raise ModelFileError(f"{os.fspath(path)}: {exc.field} {exc.problem}.") from None
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:  # a check this module lacks
+        raise ModelFileError(
+            f"{os.fspath(path)}: the saved model is inconsistent ({type(exc).__name__}: {exc})."
+        ) from None
 
 
 def read_header(path):
@@ -583,10 +606,7 @@ def read_header(path):
         If the file is not a saved skmrf model, is damaged (its checksum does not
         match), or has a format version this skmrf cannot read.
     """
-    try:
-        return _read(path)[0]
-    except _Bad as exc:
-        raise _refusal(path, exc) from None
+    return _checked(path, lambda: _read(path)[0])
 
 
 def load_model(path):
@@ -621,15 +641,7 @@ def load_model(path):
     --------
     save_model : Write the file.
     """
-    try:
-        header, arrays = _read(path)
-        return _restore(header, arrays)
-    except _Bad as exc:
-        raise _refusal(path, exc) from None
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:  # a check this module lacks
-        raise ModelFileError(
-            f"{os.fspath(path)}: the saved model is inconsistent ({type(exc).__name__}: {exc})."
-        ) from None
+    return _checked(path, lambda: _restore(*_read(path)))
 
 
 # -- checks and restore ------------------------------------------------------------
@@ -744,8 +756,8 @@ def _restore_fitted(est, header, arrays, discrete):
             raise _Bad(field, f"is {value!r}, not a count (an integer >= 0)")
         if key in _FITTED_FLAGS and type(value) not in (bool, type(None)):
             raise _Bad(field, f"is {value!r}, not true or false")
-        if type(value) is bool and key not in _FITTED_FLAGS:
-            raise _Bad(field, f"is {value!r}, but {key} is not a flag")
+        if key in _FITTED_REALS and type(value) not in (int, float, type(None)):
+            raise _Bad(field, f"is {value!r}, not a number")
         setattr(est, key, value)
     for key, entry in labels.items():
         field = f"fitted_labels.{key}"
@@ -790,19 +802,19 @@ def _graph(header, n):
 
 def _restore_discrete(est, header, arrays):
     n = est.n_features_in_
-    est.graph_ = _graph(header, n)
-    n_states = _array(arrays, "n_states", np.int64, (n,))
+    n_states = _array(arrays, "n_states", np.int64, (n,))  # first: the file's own size bounds n
     if np.any(n_states < 2) or np.any(n_states > MAX_STATES):
         raise _Bad("n_states", f"is {n_states.tolist()}, not numbers of states from 2 to {MAX_STATES:,}")
+    est.graph_ = _graph(header, n)
+    n_params = 0
     for c in est.graph_.cliques:
         size = math.prod(int(n_states[i]) for i in c)
         if size > MAX_TABLE_SIZE:
             raise _Bad("n_states", f"give clique {c} {size:,} joint states, over the limit of {MAX_TABLE_SIZE:,}")
+        n_params += math.prod(int(n_states[i]) - 1 for i in c)
+    theta = _finite(_array(arrays, "theta", np.float64, (n_params,)), "theta")  # before building the model
     est.n_states_ = n_states
-    model = DiscreteMRF(est.graph_, n_states)
-    theta = _finite(_array(arrays, "theta", np.float64, (model.n_params,)), "theta")
-    model.theta = theta
-    est.model_ = model
+    est.model_ = DiscreteMRF(est.graph_, n_states, theta)
     _check_log_partition(est, arrays)
 
 

@@ -183,11 +183,14 @@ EDITS = [
     ("exact", _set("fitted", "n_iter_", True), "fitted.n_iter_ is True"),
     ("exact", _set("fitted", "n_iter_", -1), "fitted.n_iter_ is -1"),
     ("exact", _set("fitted", "alpha_", "0.1"), "fitted.alpha_ is the string"),
+    ("exact", _set("fitted", "alpha_", True), "fitted.alpha_ is True, not a number"),
+    ("em", _set("fitted", "converged_", 1), "fitted.converged_ is 1, not true or false"),
     ("exact", _set("params", "max_iter", True), "params.max_iter is True"),
     ("exact", _set("params", "score_method", "bogus"), "params are invalid.*score_method"),
     ("exact", _set("params", "not_a_parameter", 1), "params.not_a_parameter"),
     ("exact", _set(None, "kind", "gaussian"), "kind is 'gaussian'"),
     ("exact", _set(None, "estimator", "Pickle"), "estimator is 'Pickle'"),
+    ("exact", _set(None, "n_features", 10**9), r"n_states is int64 of shape \(4,\)"),  # before any allocation
     ("exact", _set(None, "feature_names", ["a", "b"]), "feature_names has 2 labels for 4 columns"),
     ("exact", _set(None, "feature_names", [True, 1, 2, 3]), "feature_names is"),
     ("exact", _set("arrays", "theta", lambda v: np.where(np.arange(len(v)) == 2, np.nan, v)), "theta holds NaN"),
@@ -235,6 +238,15 @@ def test_a_changed_value_without_a_new_checksum_is_refused(saved, tmp_path):
         load_model(_write(tmp_path / "m.npz", header, {**arrays, "checksum": old}, checksum=False))
     with pytest.raises(ModelFileError, match="checksum does not match"):
         read_header(tmp_path / "m.npz")
+
+
+def test_header_text_that_is_not_unicode_is_refused(saved, tmp_path):
+    header, arrays = _arrays(saved["exact"][1])
+    text = json.dumps(header)[:-1] + ', "x": "\ud800"}'  # a lone surrogate: not encodable text
+    np.savez_compressed(tmp_path / "m.npz", header=np.array(text), **arrays)
+    for read in (load_model, read_header):
+        with pytest.raises(ModelFileError, match="header is not JSON text .*surrogate"):
+            read(tmp_path / "m.npz")
 
 
 @pytest.mark.parametrize(

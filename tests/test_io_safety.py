@@ -202,6 +202,7 @@ EDITS = [
     ("exact", _set("arrays", "surprise", np.zeros(3)), "surprise is an entry"),
     ("exact", _set("graph", "factors", [[0, 1], [1, 2], [2, 4]]), "graph.factors"),
     ("exact", _reorder_factors, "graph.factors are not the sorted maximal"),
+    ("exact", _set("graph", "names", [{"a": 1}, 1, 2, 3]), "graph.names is not null or a list of 4 labels"),
     ("mh", _pickle_entry, "fitted.trace_ has dtype object"),
     ("gaussian-ml", _negate_precision, "precision_data has a diagonal entry that is not positive"),
     ("gaussian-ml", _not_pd_precision, "is_positive_definite is true, but the precision is not positive definite"),
@@ -443,3 +444,26 @@ def test_fitted_labels_of_int_or_str_round_trip(tmp_path, labels):
     bad = _edited(tmp_path, path, lambda h, a: h["fitted_labels"]["column_labels_"]["values"].__setitem__(0, True))
     with pytest.raises(ModelFileError, match="fitted_labels.column_labels_ is"):
         load_model(bad)
+
+
+def test_networkx_node_labels_round_trip(tmp_path):
+    import networkx as nx
+
+    est = ExactMaxLikelihood(graph=nx.grid_2d_graph(2, 2)).fit(BINARY)
+    loaded = load_model(save_model(est, tmp_path / "m.npz"))
+    assert loaded.graph_.names == est.graph_.names == ((0, 0), (0, 1), (1, 0), (1, 1))
+    assert loaded.score(BINARY) == est.score(BINARY)
+
+
+@pytest.mark.filterwarnings("ignore::skmrf.estimators.NotPositiveDefiniteWarning")  # the repaired LAP fit says so
+@pytest.mark.parametrize("make", [lambda: GaussianLAP(repair="shrink"), GaussianMaxLikelihood], ids=["lap", "ml"])
+def test_a_large_gaussian_model_passes_the_log_partition_check(tmp_path, make):
+    """Above 200 variables the check factorises sparsely (not as at fit): within its tolerance."""
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((400, 300))
+    for j in range(1, 300):  # an AR(1) chain, a Gaussian MRF on the chain graph
+        X[:, j] += 0.8 * X[:, j - 1]
+    est = make().fit(X)
+    assert est.is_positive_definite_
+    loaded = load_model(save_model(est, tmp_path / "m.npz"))
+    np.testing.assert_array_equal(loaded.score_samples(X), est.score_samples(X))

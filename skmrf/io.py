@@ -308,7 +308,10 @@ def _write_atomic(final, entries):
     """
     folder, base = os.path.split(final)
     tmp = os.path.join(folder, f".{base}.{secrets.token_hex(6)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    except OSError as exc:  # name the file asked for, not the temporary one (OSError picks the subclass)
+        raise OSError(exc.errno, exc.strerror, final) from None
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez_compressed(f, **entries)

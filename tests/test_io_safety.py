@@ -419,6 +419,16 @@ def test_a_failed_write_keeps_the_good_model_and_leaves_no_temporary_file(small,
     assert os.listdir(tmp_path) == ["m.npz"]
 
 
+def test_a_directory_refusing_writes_is_named_not_the_temporary_file(small, tmp_path, monkeypatch):
+    def refuse(name, *args):  # as os.open in a read-only directory (a test run as root could write)
+        raise PermissionError(errno.EACCES, "Permission denied", name)
+
+    monkeypatch.setattr(os, "open", refuse)
+    with pytest.raises(PermissionError) as info:
+        save_model(small, tmp_path / "m.npz")
+    assert info.value.filename == str(tmp_path / "m.npz")
+
+
 # -- column labels ------------------------------------------------------------------------------
 def test_dataframe_string_columns_round_trip(tmp_path):
     pd = pytest.importorskip("pandas")

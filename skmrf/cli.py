@@ -47,6 +47,7 @@ import numpy as np
 from . import __version__
 from . import estimators as _estimators
 from .io import load_model, read_header, save_model
+from .utils._atomic import replacing
 
 __all__ = ["METHODS", "main"]
 
@@ -397,21 +398,12 @@ def write_table(path, values, columns=None):
 
 @contextlib.contextmanager
 def _replacing(path):
-    """A temporary path beside ``path`` to write; renamed over ``path`` when the block succeeds.
-
-    A write that fails or is interrupted removes the temporary file and leaves ``path`` as
-    it was; an ``OSError`` (disk full, permission denied) becomes a CLIError naming ``path``.
-    """
-    folder, name = os.path.split(os.path.abspath(path))
-    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp{_suffix(path)}")
+    """:func:`~skmrf.utils._atomic.replacing`, with an ``OSError`` (disk full, permission denied) as a CLIError."""
     try:
-        yield tmp
-        os.replace(tmp, path)
+        with replacing(path) as tmp:
+            yield tmp
     except OSError as exc:
         raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from exc
-    finally:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
 
 
 def _check_output(path, what, suffixes=(".npy", ".csv", ".tsv", ".parquet")):
@@ -717,8 +709,11 @@ def _cmd_fit(args):
     label = f"fitting {type(est).__name__} on {args.data} ({rows} rows, {cols} columns)"
     with _Progress(label, args.verbose), contextlib.redirect_stdout(sys.stderr), _user_errors(args.data):
         est.fit(X)
-    with _replacing(args.out) as tmp, _user_errors(args.out):
-        save_model(est, tmp)
+    try:
+        with _user_errors(args.out):
+            save_model(est, args.out)  # atomic: written beside args.out, then renamed
+    except OSError as exc:
+        raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}") from exc
     if args.verbose:
         print(f"skmrf: saved {type(est).__name__} to {args.out}", file=sys.stderr)
     return 0

@@ -89,13 +89,11 @@ log-determinant must agree with ``log_partition``.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
 import math
 import os
-import secrets
 import warnings
 import zipfile
 
@@ -110,6 +108,7 @@ from .estimators.gaussian.spd import logdet_spd
 from .graphs import MRFGraph, _maximal
 from .inference.junction_tree import TreewidthError
 from .model import DiscreteMRF
+from .utils._atomic import replacing
 from .utils._sklearn_compat import check_is_fitted
 from .utils.validation import MAX_STATES
 
@@ -301,27 +300,16 @@ def _target(path):
 
 
 def _write_atomic(final, entries):
-    """Write ``entries`` as an ``.npz`` to a temporary file beside ``final``, then rename it.
-
-    An interruption or a failed write (a full disk) leaves ``final`` as it was (a good
-    model stays good) and removes the temporary file.
-    """
-    folder, base = os.path.split(final)
-    tmp = os.path.join(folder, f".{base}.{secrets.token_hex(6)}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    except OSError as exc:  # name the file asked for, not the temporary one (OSError picks the subclass)
-        raise OSError(exc.errno, exc.strerror, final) from None
-    try:
+    """Write ``entries`` as an ``.npz`` beside ``final``, synced, then renamed over it (:func:`replacing`)."""
+    with replacing(final) as tmp:
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+        except OSError as exc:  # name the file asked for, not the temporary one (OSError picks the subclass)
+            raise OSError(exc.errno, exc.strerror, final) from None
         with os.fdopen(fd, "wb") as f:
             np.savez_compressed(f, **entries)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, final)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def save_model(estimator, path):

@@ -172,12 +172,11 @@ def test_out_of_memory_is_exit_2(files, capsys, monkeypatch):
 
 
 def test_interrupt_is_exit_130_and_leaves_no_partial_file(files, capsys, monkeypatch):
-    def interrupted(est, path):
-        with open(path, "wb") as f:
-            f.write(b"PK half a model")
+    def interrupted(f, **entries):  # save_model's writer, stopped half-way
+        f.write(b"PK half a model")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("skmrf.cli.save_model", interrupted)
+    monkeypatch.setattr("skmrf.io.np.savez_compressed", interrupted)
     before = os.listdir(files)
     code, out, err = run(capsys, "fit", "-m", "exact", files / "x.npy", "-o", files / "n.npz")
     assert code == 130 and err == "skmrf: interrupted\n" and out == ""
@@ -218,12 +217,11 @@ def test_disk_full_when_writing_samples_keeps_the_old_file(files, capsys, monkey
 
 
 def test_disk_full_when_saving_a_model_or_scores(files, capsys, monkeypatch):
-    def half_then_full(est, path):
-        with open(path, "wb") as f:
-            f.write(b"PK")
+    def half_then_full(f, **entries):  # save_model's writer, out of space half-way
+        f.write(b"PK")
         _disk_full()
 
-    monkeypatch.setattr("skmrf.cli.save_model", half_then_full)
+    monkeypatch.setattr("skmrf.io.np.savez_compressed", half_then_full)
     before = os.listdir(files)
     check_error(capsys, ["fit", "-m", "exact", files / "x.npy", "-o", files / "n.npz"], "n.npz", "No space left")
     assert leftovers(files, before) == []

@@ -191,6 +191,7 @@ BAD = {
         r"column 1 has the non-numeric value 'x' at row 7",
         "all",
     ),
+    "datetime": (lambda X: X.astype(np.int64).astype("datetime64[D]"), ValueError, r"dtype datetime64\[D\]", "all"),
     "one_d": (lambda X: X[:, 0], ValueError, r"2D array", "all"),
     "no_column": (lambda X: X[:, :0], ValueError, r"0 feature\(s\)", "all"),
     "no_row": (lambda X: X[:0], ValueError, r"0 sample\(s\)", "all"),

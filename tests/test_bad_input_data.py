@@ -143,6 +143,16 @@ def test_score_finds_the_columns_by_label_again(key):
 
 
 @pytest.mark.parametrize("key", ("lap", "glap"))
+def test_cross_validation_keeps_the_labels(key):
+    from sklearn.model_selection import cross_val_score
+
+    df = pd.DataFrame(data(key), columns=LABELS)
+    by_label = cross_val_score(FACTORIES[key](graph=[(0, 1)]), df, cv=3)
+    by_position = cross_val_score(FACTORIES[key](graph=[(1, 2)]), df.to_numpy(), cv=3)
+    np.testing.assert_array_equal(by_label, by_position)
+
+
+@pytest.mark.parametrize("key", ("lap", "glap"))
 def test_labelled_frame_scored_by_a_positional_fit_is_refused(key):
     est = fit_quietly(FACTORIES[key](), data(key))
     with pytest.raises(ValueError, match=r"labelled \[2, 0, 1\].*numbered by position.*to_numpy"):

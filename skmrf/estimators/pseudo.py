@@ -116,7 +116,8 @@ class PseudoLikelihoodObjective:
         Each (record, clique containing its variable) pair holds ``kmax`` table positions (int64)
         and, per evaluation, as many logits and residuals (float64): 24 bytes per candidate state.
         """
-        in_cliques = np.bincount([v for c in self.layout.cliques for v in c], minlength=graph.n_variables)
+        members = np.concatenate([var.ravel() for _, var, _, _ in self.layout.groups])
+        in_cliques = np.bincount(members, minlength=graph.n_variables)
         n_pairs = float(in_cliques[rec_var].sum())
         n_params = float(self.layout.n_params)
         check_fit_memory(

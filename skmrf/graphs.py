@@ -148,7 +148,12 @@ def _index_factors(factors, n_variables, names):
                         if lookup is not None
                         else " (indices 0 to %d)." % (n_variables - 1)
                     )
-                    + " Give cliques as column indices (or column names for a DataFrame)."
+                    + (
+                        " The columns of a DataFrame are matched by label; pass X.to_numpy() to number "
+                        "them by position."
+                        if _by_label(names)
+                        else " Give cliques as column indices (or column names for a DataFrame)."
+                    )
                 )
         if len(set(idx)) != len(idx):
             k = next(i for i, v in enumerate(idx) if idx.index(v) != i)
@@ -158,6 +163,12 @@ def _index_factors(factors, n_variables, names):
             )
         out.append(tuple(sorted(idx)))
     return out
+
+
+def _by_label(names) -> bool:
+    """Whether columns named ``names`` are DataFrame labels other than strings (integers that are
+    not ``0..n-1``, dates, ...): the graph then names them by label only, never by position."""
+    return names is not None and not all(isinstance(v, str) for v in names)
 
 
 def _from_string(spec: str, n_features: int) -> list:
@@ -218,6 +229,14 @@ def _networkx_column_order(graph, n_features, names=None) -> list:
                     f"columns without a node: {missing[:10]}. Add them as isolated nodes."
                 )
             return list(names)
+        if _by_label(names):
+            raise ValueError(
+                f"Graph nodes are matched to the DataFrame's columns by label, but no node is a column "
+                f"label: nodes {nodes[:10]}{'...' if len(nodes) > 10 else ''}, labels "
+                f"{list(names)[:10]}{'...' if n_features > 10 else ''}. Rename the nodes "
+                "(nx.relabel_nodes) to the column labels, or pass X.to_numpy() to map nodes to columns "
+                "in list(G.nodes) order."
+            )
     if len(nodes) != n_features:
         raise ValueError(
             f"The networkx graph has {len(nodes)} nodes but X has {n_features} "
@@ -288,8 +307,13 @@ def resolve_graph(graph, n_features: int, feature_names=None) -> MRFGraph:
         ``"chain"``, ``"complete"``, ``"grid:RxC"``.
     n_features : int
         Number of columns of the data.
-    feature_names : sequence of str, optional
-        Column names (from a DataFrame), used to map named graph nodes.
+    feature_names : sequence, optional
+        The columns' names (a DataFrame's string names) or labels (a
+        DataFrame's other labels, such as integers that are not ``0..n-1``):
+        the nodes of an edge list, a list of cliques or a networkx graph then
+        name columns by them. With labels that are not strings every node must
+        be a label (``X.to_numpy()`` numbers the columns by position instead).
+        The string shorthands and adjacency matrices are always positional.
 
     Returns
     -------

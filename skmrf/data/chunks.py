@@ -104,15 +104,41 @@ def _reduce_dask(X, func, args, op):
     starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).tolist()
     # One graph key per argument, shared by every task (not a copy embedded in each).
     shared = [a if a is None or np.isscalar(a) else dask.delayed(a, traverse=False) for a in args]
-    parts = [dask.delayed(func, pure=True)(block, start, *shared) for block, start in zip(X.to_delayed()[:, 0], starts)]
+    blocks = zip(X.to_delayed()[:, 0], starts)
+    parts = [dask.delayed(_guarded, pure=True)(func, block, start, *shared) for block, start in blocks]
     while len(parts) > 1:  # a binary tree of combinations, run on the workers too
-        pairs = [dask.delayed(_combine, pure=True)(a, b, op) for a, b in zip(parts[::2], parts[1::2])]
+        pairs = [dask.delayed(_combine_guarded, pure=True)(a, b, op) for a, b in zip(parts[::2], parts[1::2])]
         parts = pairs + ([parts[-1]] if len(parts) % 2 else [])
     (out,) = dask.compute(parts[0])
+    if isinstance(out, _ChunkError):
+        raise out.error
     return out
 
 
-def _shift_rows(err, start):
+class _ChunkError:
+    """The exception a dask task raised on the block starting at row ``start``, kept as a value:
+    the reduction then raises the one of the first block, as the in-memory and memmap paths
+    would (dask would raise whichever task failed first in time)."""
+
+    def __init__(self, start, error):
+        self.start, self.error = start, error
+
+
+def _guarded(func, block, start, *args):
+    try:
+        return func(block, start, *args)
+    except Exception as err:  # noqa: BLE001 - raised again by _reduce_dask, after the earlier blocks
+        return _ChunkError(start, err)
+
+
+def _combine_guarded(a, b, op):
+    errors = [x for x in (a, b) if isinstance(x, _ChunkError)]
+    if errors:
+        return min(errors, key=lambda e: e.start)
+    return _combine(a, b, op)
+
+
+def shift_rows(err, start):
     """The ValueError ``err`` with its row numbers counted from the start of the data."""
     if not start:
         return err
@@ -129,7 +155,7 @@ def scan_states(chunk, start, n_states, names, allow_nan):
     try:
         Xi = check_states(chunk, n_states, names, allow_nan=allow_nan, keep_dtype=True)
     except ValueError as err:
-        raise _shift_rows(err, start) from None
+        raise shift_rows(err, start) from None
     if not Xi.shape[0]:
         return np.full(Xi.shape[1], -1, dtype=np.int64)
     return Xi.max(axis=0).astype(np.int64)

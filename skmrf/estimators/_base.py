@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import warnings
 from numbers import Integral, Real
 
@@ -15,7 +16,15 @@ from ..inference.ais import annealed_importance_sampling
 from ..inference.junction_tree import TreewidthError
 from ..model import DiscreteMRF
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
-from ..utils.validation import MAX_STATES, check_n_states, check_states
+from ..utils.validation import (
+    MAX_STATES,
+    check_column_labels,
+    check_data_array,
+    check_n_states,
+    check_states,
+    column_names,
+    fit_column_labels,
+)
 from ._score import MeanScoreMixin
 
 __all__ = [
@@ -24,7 +33,10 @@ __all__ = [
     "ALPHA_CONSTRAINT",
     "BaseDiscreteMRF",
     "EstimatedLikelihoodWarning",
+    "LBFGS_VECTORS",
     "MAX_TABLE_SIZE",
+    "check_fit_memory",
+    "model_of",
 ]
 
 #: Largest joint-state table of a single clique (entries) before ``fit`` refuses.
@@ -43,6 +55,50 @@ ALPHA_CONSTRAINT = [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})
 
 #: Chains and annealing steps of ``score_method="ais"``.
 AIS_CHAINS, AIS_STEPS = 100, 1000
+
+
+#: float64 vectors of the parameters' length that L-BFGS-B keeps (``2 * maxcor + 5`` with the
+#: ``maxcor=20`` of :func:`~skmrf.solvers.minimize_in_box`).
+LBFGS_VECTORS = 45
+
+
+def _physical_memory():
+    """Bytes of this machine's memory (``inf`` where the system does not tell)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, OSError, ValueError):
+        return float("inf")
+
+
+def check_fit_memory(name, n_bytes, what, advice):
+    """Refuse, before allocating, a fit whose structure ``what`` needs more than this machine's memory.
+
+    ``n_bytes`` is the estimate; the ``ValueError`` quotes it with the memory and ends with ``advice``.
+    """
+    limit = _physical_memory()
+    if n_bytes > limit:
+        raise ValueError(
+            f"{name}: {what} needs about {n_bytes / 2**30:,.3g} GiB, more than this machine's "
+            f"{limit / 2**30:,.3g} GiB of memory. {advice}"
+        )
+
+
+def model_of(obj, name):
+    """The ``model_`` of an skmrf estimator given as parameter ``name``, or ``obj`` itself otherwise.
+
+    An unfitted estimator is refused with a ``NotFittedError`` (a ``ValueError``) naming ``name``,
+    instead of an ``AttributeError`` about ``model_`` later.
+    """
+    if not isinstance(obj, BaseDiscreteMRF):
+        return obj
+    check_is_fitted(
+        obj,
+        msg=(
+            f"{name}={type(obj).__name__}(...) is not fitted; {name} uses the fitted model_ of an "
+            f"estimator. Call fit on it first, or pass {name}=None."
+        ),
+    )
+    return obj.model_
 
 
 class EstimatedLikelihoodWarning(UserWarning):
@@ -94,8 +150,8 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
 
     # -- validation ----------------------------------------------------------
     def _feature_names(self):
-        names = getattr(self, "feature_names_in_", None)
-        return None if names is None else list(names)
+        """The columns' string names (``feature_names_in_``) or labels (``feature_labels_in_``), or None."""
+        return column_names(self)
 
     def _validate_fit_data(self, X, keep_dtype=False, allow_nan=False, chunked=False):
         """Validate X, resolve the graph and states; build ``model_``; return int X.
@@ -110,7 +166,9 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         if chunked and is_chunked(X):
             return self._validate_fit_chunks(X, allow_nan)
         X = _masked_to_nan(X)
+        fit_column_labels(self, X)
         X = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False, ensure_min_samples=1)
+        check_data_array(X, 1, type(self).__name__)
         names = self._feature_names()
         Xi = check_states(X, feature_names=names, allow_nan=allow_nan, keep_dtype=keep_dtype)
         n_features = Xi.shape[1]
@@ -132,12 +190,10 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         itself, for the estimator's counts to read by chunks again
         (:func:`~skmrf.data.reduce_row_chunks`).
         """
-        if X.ndim != 2:
-            raise ValueError(f"Expected a 2D array, got a {X.ndim}D {type(X).__name__} of shape {X.shape}.")
-        if X.shape[0] < 1:
-            raise ValueError(f"Found array with 0 sample(s) (shape={X.shape}) while a minimum of 1 is required.")
+        check_data_array(X, 1, type(self).__name__)
         self.n_features_in_ = n_features = X.shape[1]
         self.__dict__.pop("feature_names_in_", None)
+        self.__dict__.pop("feature_labels_in_", None)
         self.graph_ = resolve_graph(self.graph, n_features, None)
         given = None if isinstance(self.n_states, str) else check_n_states(self.n_states, n_features)
         high = reduce_row_chunks(X, scan_states, given, None, allow_nan, op=np.maximum)
@@ -185,6 +241,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     def _validate_score_data(self, X, allow_nan=False):
         check_is_fitted(self)
         _refuse_sample_tuple(X)
+        check_column_labels(self, X)
         X = validate_data(self, _masked_to_nan(X), reset=False, dtype=None, ensure_all_finite=False)
         return check_states(X, self.n_states_, self._feature_names(), allow_nan=allow_nan)
 

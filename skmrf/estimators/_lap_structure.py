@@ -23,6 +23,12 @@ class NeighbourhoodTooLargeError(ValueError):
     """A 1-neighbourhood has too many joint states for an auxiliary problem."""
 
 
+#: Largest number of float64 entries of one auxiliary structure's enumerated features
+#: (joint states x parameters) plus its Newton Hessian (parameters squared): 256 MiB each.
+#: ``fit`` refuses a larger structure before building it.
+MAX_FEATURE_ENTRIES = 1 << 25
+
+
 def _outside_boundaries(graph, A):
     """Boundaries in ``A`` of the connected components of ``S \\ A`` (Proposition 9).
 
@@ -240,7 +246,10 @@ def group_by_structure(graph, n_states, problems, strategy, max_states):
         if form not in local_forms:
             local_forms[form] = _local_structure(form, len(A), strategy)
         lf, profiled = local_forms[form]
-        groups.setdefault((tuple(n_states[list(A)].tolist()), lf, lq, profiled), []).append(idx)
+        key = (tuple(n_states[list(A)].tolist()), lf, lq, profiled)
+        if key not in groups:
+            _check_features(q, key[0], lf)
+        groups.setdefault(key, []).append(idx)
         neighbourhoods.append(A)
     return neighbourhoods, groups
 
@@ -253,6 +262,28 @@ def _local_structure(form, m, strategy):
         lf = tuple(_maximal_small(list(lf) + extra + [(v,) for v in range(m)]))
     rest = set(range(m)) - set(lq)
     return lf, bool(rest) and any(rest <= set(f) for f in lf)
+
+
+def _check_features(q, local_states, local_factors):
+    """Refuse an auxiliary structure whose features and Hessian exceed :data:`MAX_FEATURE_ENTRIES`.
+
+    The enumerated features are ``joint states x parameters`` float64 entries and damped Newton
+    builds a ``parameters x parameters`` Hessian: one variable of 10^4 states alone needs 10^4 x
+    9,999 features (800 MB) and a Hessian as large, so it is refused with the figures rather
+    than failing in the allocation.
+    """
+    k = np.asarray(local_states, dtype=np.float64)
+    n_configs = float(np.prod(k))
+    n_params = sum(float(np.prod(k[list(c)] - 1)) for c in MRFGraph(len(k), tuple(local_factors)).cliques)
+    entries = n_configs * n_params + n_params**2
+    if entries > MAX_FEATURE_ENTRIES:
+        raise NeighbourhoodTooLargeError(
+            f"The auxiliary problem of clique {q} has {n_configs:,.0f} joint states and {n_params:,.0f} "
+            f"parameters: its enumerated features and Newton Hessian need {entries:,.0f} float64 entries "
+            f"({entries * 8 / 2**30:.3g} GiB), over the limit of {MAX_FEATURE_ENTRIES:,} "
+            f"({MAX_FEATURE_ENTRIES * 8 / 2**30:.3g} GiB). Recode the columns with fewer states (n_states), "
+            "use strategy='pairwise' (fewest parameters), or use PseudoLikelihoodEstimator."
+        )
 
 
 def _check_size(q, A, n_states, strategy, max_states):

@@ -21,7 +21,7 @@ from ..utils._parallel import parallel_or_serial, workers_for
 from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
-from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF, model_of
 from ._existence import empty_cell_cliques, warn_no_finite_estimate
 from ._incomplete import IncompleteDataTerm, compatible_counts
 from .exact import fit_max_likelihood
@@ -358,7 +358,7 @@ class DecomposedEM(BaseDiscreteMRF):
             alpha = max(self.alpha_, COMPLETE_ROWS_MIN_ALPHA)
             fit_max_likelihood(start, stats, alpha, M_STEP_MAX_ITER, 1e-6, self.max_bytes)
             return start.theta
-        source = init.model_ if isinstance(init, BaseDiscreteMRF) else init
+        source = model_of(init, "init")
         if not isinstance(source, DiscreteMRF):
             raise TypeError(
                 f"init must be None, 'complete_rows', 'random', a DiscreteMRF or a fitted estimator; got {init!r}."

@@ -11,7 +11,7 @@ from ..solvers.ipf import ZERO_LOG_GAP, extended_max_likelihood
 from ..utils._docstrings import fill_doc
 from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ..utils._verbose import ProgressLog
-from ._base import ALPHA_CONSTRAINT, BaseDiscreteMRF
+from ._base import ALPHA_CONSTRAINT, LBFGS_VECTORS, BaseDiscreteMRF, check_fit_memory
 from ._existence import empty_cell_cliques, table_counts, warn_no_finite_estimate
 
 __all__ = ["ExactMaxLikelihood", "exact_hessian", "fit_max_likelihood"]
@@ -235,6 +235,12 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
         """
         Xi = self._validate_fit_data(X, chunked=True)
         model = self.model_
+        check_fit_memory(
+            type(self).__name__,
+            8.0 * LBFGS_VECTORS * model.n_params,
+            f"L-BFGS over {model.n_params:,} parameters",
+            "Recode the columns with fewer states or use a sparser graph.",
+        )
         model.get_junction_tree(self.max_bytes)
         counts = table_counts(model.layout, Xi)
         empty = empty_cell_cliques(model, counts) if self._ridge(Xi.shape[0]) == 0 else []

@@ -266,7 +266,10 @@ class LAPEstimator(BaseDiscreteMRF):
         ``tol``.
     max_neighbourhood_states : int, default=65536
         Largest number of joint states of one 1-neighbourhood (they are
-        enumerated); ``fit`` refuses larger ones up front.
+        enumerated); ``fit`` refuses larger ones up front, and any auxiliary
+        problem whose enumerated features (joint states x parameters) and
+        Newton Hessian (parameters squared) exceed 2^25 float64 entries
+        (``NeighbourhoodTooLargeError``, with the figures).
     n_jobs : int, default=None
         Number of jobs solving chunks of auxiliary problems in parallel through
         ``joblib.Parallel`` (``None`` means 1 unless in a

@@ -629,6 +629,9 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     score_method_ : str
     n_features_in_ : int
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
+    feature_labels_in_ : ndarray of object of shape (`n_features_in_`,)
+        Labels of a DataFrame's columns that are not strings and not
+        ``0..n_features - 1``; the graph names columns by them.
 
     See Also
     --------

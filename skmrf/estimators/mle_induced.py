@@ -28,7 +28,7 @@ from ..graphs import MRFGraph, resolve_graph
 from ..inference.junction_tree import TreewidthError
 from ..model.agreement import agreement_matrix, check_agreement_parameters
 from ..utils._sklearn_compat import StrOptions, _fit_context, check_is_fitted, validate_data
-from ..utils.validation import check_states
+from ..utils.validation import check_states, column_names, fit_column_labels
 from ._base import BaseDiscreteMRF
 from ._coin_tossing import marginal_log_likelihood_kernel, normal_scores, score_tables
 from .exact import ExactMaxLikelihood
@@ -345,8 +345,9 @@ class MLEInducedLikelihood(BaseEstimator):
 
     # -- the stages of fit ----------------------------------------------------------------
     def _validate_binary(self, X):
-        X = validate_data(self, X, reset=True, dtype=None, ensure_min_samples=1)
-        names = getattr(self, "feature_names_in_", None)
+        fit_column_labels(self, X)
+        X = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False, ensure_min_samples=1)
+        names = column_names(self)
         Xi = check_states(X, feature_names=names)
         high = Xi > 1
         if high.any():
@@ -360,8 +361,7 @@ class MLEInducedLikelihood(BaseEstimator):
 
     def _parameter_edges(self, n_features):
         """Resolve the graph; the edges in parameter order (see the ``graph`` parameter)."""
-        names = getattr(self, "feature_names_in_", None)
-        self.graph_ = resolve_graph(self.graph, n_features, names)
+        self.graph_ = resolve_graph(self.graph, n_features, column_names(self))
         wide = [f for f in self.graph_.factors if len(f) > 2]
         if wide:
             raise ValueError(

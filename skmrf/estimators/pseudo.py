@@ -23,7 +23,7 @@ from ..utils._docstrings import fill_doc
 from ..utils._parallel import parallel_or_serial, workers_for
 from ..utils._sklearn_compat import Interval, _fit_context, delayed
 from ..utils._verbose import ProgressLog
-from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._base import ALPHA_CONSTRAINT, LBFGS_VECTORS, N_JOBS_CONSTRAINT, BaseDiscreteMRF, check_fit_memory
 from ._existence import warn_if_unbounded
 
 __all__ = ["PseudoLikelihoodEstimator", "PseudoLikelihoodObjective"]
@@ -79,6 +79,7 @@ class PseudoLikelihoodObjective:
         rec_var, rec_row, rec_cnt = distinct_projections(X, blankets, k)
         self.n_records = len(rec_var)
         n_var = X.shape[1]
+        self._check_memory(graph, rec_var, kmax)
         var_count = np.bincount(rec_var, minlength=n_var)
         var_start = np.concatenate([[0], np.cumsum(var_count)[:-1]])
         pos_parts, rec_parts = [], []
@@ -108,6 +109,24 @@ class PseudoLikelihoodObjective:
         self.n_pairs = len(rec)
         self._records = (pos, rec, x_own, invalid, weight)
         self.split(n_chunks)
+
+    def _check_memory(self, graph, rec_var, kmax):
+        """Refuse, before building them, records and an L-BFGS history larger than this machine's memory.
+
+        Each (record, clique containing its variable) pair holds ``kmax`` table positions (int64)
+        and, per evaluation, as many logits and residuals (float64): 24 bytes per candidate state.
+        """
+        members = np.concatenate([var.ravel() for _, var, _, _ in self.layout.groups])
+        in_cliques = np.bincount(members, minlength=graph.n_variables)
+        n_pairs = float(in_cliques[rec_var].sum())
+        n_params = float(self.layout.n_params)
+        check_fit_memory(
+            "PseudoLikelihoodEstimator",
+            24.0 * n_pairs * kmax + 8.0 * LBFGS_VECTORS * n_params,
+            f"the pseudo-likelihood's {n_pairs:,.0f} (record, clique) pairs of {kmax:,} states each and "
+            f"L-BFGS over {n_params:,.0f} parameters",
+            "Recode the columns with fewer states, use a sparser graph, or fit on fewer distinct rows.",
+        )
 
     @property
     def work(self):

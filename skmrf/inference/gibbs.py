@@ -619,6 +619,8 @@ class CategoricalGibbsKernel:
     def interaction_energy(self, S):
         """``sum_(i,j) W_ij[x_i, x_j]`` of every chain (internal states ``S``), float64."""
         out = np.zeros(S.shape[1])
+        if not len(self.edges):  # independent variables (an empty graph): no interaction
+            return out
         flat = self.pair.reshape(len(self.edges), -1)
         step = max(1, (1 << 22) // max(S.shape[1], 1))
         for a in range(0, len(self.edges), step):

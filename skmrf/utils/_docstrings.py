@@ -60,7 +60,12 @@ DOCS = {
         ``list(G.nodes)`` order, or by name for a DataFrame), a list of edges
         or cliques of any size, a square adjacency matrix, or one of
         ``"chain"``, ``"complete"``, ``"grid:RxC"``. Resolved in ``fit`` into
-        ``graph_``.""",
+        ``graph_``. For a DataFrame X with string column names, or labels
+        other than ``0..n-1`` (such as ``[2, 0, 1]``), the nodes of an edge
+        list or a list of cliques name columns by label, and so do a networkx
+        graph's nodes when they are labels (with labels that are not strings,
+        they must be). The shorthands and adjacency matrices always number
+        columns by position, as every form does for ``X.to_numpy()``.""",
     "n_states": """n_states : "auto", int or array-like of int, default="auto"
         States per variable. ``"auto"`` takes ``max + 1`` of each column in
         the training data (at least 2); give it explicitly when the training
@@ -110,7 +115,12 @@ DOCS = {
         Number of features seen during fit.""",
     "feature_names_in_": """feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of features seen during fit. Defined only when X has feature
-        names that are all strings.""",
+        names that are all strings.
+    feature_labels_in_ : ndarray of object of shape (`n_features_in_`,)
+        Labels of the columns of a DataFrame X whose labels are not strings
+        and not ``0..n_features - 1`` (such as ``[2, 0, 1]``): the graph names
+        columns by these labels, and ``score`` finds them again by label.
+        Defined only for such X.""",
     # -- the Parameters and Returns sections of ``fit`` (method docstrings)
     "fit_states": """Parameters
         ----------

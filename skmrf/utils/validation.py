@@ -6,7 +6,19 @@ import numbers
 
 import numpy as np
 
-__all__ = ["MAX_STATES", "check_generator", "check_n_samples", "check_n_states", "check_states"]
+__all__ = [
+    "MAX_STATES",
+    "check_column_labels",
+    "check_data_array",
+    "check_finite",
+    "check_generator",
+    "check_n_samples",
+    "check_n_states",
+    "check_real",
+    "check_states",
+    "column_names",
+    "fit_column_labels",
+]
 
 #: Largest number of states of one variable (and of one clique's joint-state table): a
 #: state at or above it cannot be modelled, so ``check_states`` refuses it by name
@@ -65,11 +77,59 @@ def _show(v):
     return repr(v)
 
 
-def _needs_scan(X, allow_nan):
-    """Whether an object/string array holds a None (when missing values are not allowed) or a
-    value that does not convert to float: both vectorised checks."""
-    if not allow_nan and np.equal(X, None).any():
-        return True
+def _is_missing(v):
+    """Whether an entry of an object array is a missing-value marker: None, ``pd.NA`` or ``pd.NaT``."""
+    return v is None or type(v).__name__ in ("NAType", "NaTType")
+
+
+_missing_mask = np.frompyfunc(_is_missing, 1, 1)
+
+_STATES = "X must hold integer-coded states 0..K-1"
+_ENCODE = "Encode categories with sklearn.preprocessing.OrdinalEncoder."
+_COMPLETE = (
+    "Complete-data estimators need every value observed; drop or impute missing "
+    "values, or use an estimator for incomplete data."
+)
+
+
+def _check_object(X, feature_names, allow_nan, expected=_STATES, advice=_ENCODE, missing_advice=_COMPLETE):
+    """An object or string array checked entry by entry where needed; missing markers as NaN.
+
+    None, ``pd.NA`` and ``pd.NaT`` are missing values: NaN with ``allow_nan``, else a
+    ``ValueError`` naming the column and row (``float()`` would raise a TypeError about
+    ``NAType``). A value that does not convert to float is named too: a ``ValueError`` for a
+    string, numpy's ``TypeError`` for any other object (a dict, a list). ``expected`` starts the
+    message, ``advice`` ends it.
+    """
+    if X.dtype.kind == "O":
+        missing = _missing_mask(X).astype(bool)
+        if missing.any():
+            if not allow_nan:
+                r, j = np.argwhere(missing)[0]
+                raise ValueError(
+                    f"{expected}, but {_label(j, feature_names)} has the non-numeric value {X[r, j]!r} at "
+                    f"row {r} (a missing value). {missing_advice}"
+                )
+            X = np.where(missing, np.nan, X)
+    # The per-entry scan (a Python loop) only runs when a value will not convert, to find it.
+    bad = _first_non_numeric(X) if _needs_scan(X) else None
+    if bad is not None:
+        r, j, v = bad
+        shown = repr(str(v)) if isinstance(v, (str, np.str_, bytes)) else repr(v)
+        where = f"{_label(j, feature_names)} has the non-numeric value {shown} at row {r}"
+        if not isinstance(v, str):  # a dict, a list, ...: numpy's TypeError
+            raise TypeError(
+                f"{expected}, but {where}: float() argument must be a string or a real number, not "
+                f"{type(v).__name__!r}."
+            )
+        raise ValueError(
+            f"{expected}, but {where}" + (f". {advice}" if advice else f": could not convert string to float: {shown}.")
+        )
+    return X
+
+
+def _needs_scan(X):
+    """Whether an object/string array holds a value that does not convert to float (vectorised)."""
     try:
         np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError):
@@ -145,24 +205,7 @@ def check_states(X, n_states=None, feature_names=None, allow_nan=False, keep_dty
     if X.dtype.kind in "iu":  # integers: range checks only, no copy for int64
         return _check_integer_states(X, n_states, feature_names, keep_dtype)
     if X.dtype.kind in "OUS":  # objects or strings: name the first entry that is not a number
-        if allow_nan:
-            X = np.where(np.equal(X, None), np.nan, X)  # None is a missing value too
-        # The per-entry scan (a Python loop) only runs when a value will not convert, to find it.
-        bad = _first_non_numeric(X) if _needs_scan(X, allow_nan) else None
-        if bad is not None:
-            r, j, v = bad
-            shown = repr(str(v)) if isinstance(v, (str, np.str_, bytes)) else repr(v)
-            where = f"{_label(j, feature_names)} has the non-numeric value {shown} at row {r}"
-            if v is not None and not isinstance(v, str):  # a dict, a list, ...: numpy's TypeError
-                raise TypeError(
-                    f"X must hold integer-coded states 0..K-1, but {where}: float() argument must be a "
-                    f"string or a real number, not {type(v).__name__!r}."
-                )
-            raise ValueError(
-                f"X must hold integer-coded states 0..K-1, but {where}"
-                f"{' (a missing value)' if v is None else ''}. Encode categories with "
-                "sklearn.preprocessing.OrdinalEncoder."
-            )
+        X = _check_object(X, feature_names, allow_nan)
     try:
         xf = np.asarray(X, dtype=np.float64)
     except (TypeError, ValueError):
@@ -170,15 +213,7 @@ def check_states(X, n_states=None, feature_names=None, allow_nan=False, keep_dty
             "X must hold integer-coded states 0..K-1; it contains non-numeric values. "
             "Encode categories with sklearn.preprocessing.OrdinalEncoder."
         ) from None
-    nan = np.isnan(xf)
-    bad = np.isinf(xf) | (nan & (not allow_nan))
-    if bad.any():
-        r, j = np.argwhere(bad)[0]
-        raise ValueError(
-            f"Input contains NaN or infinity: {_label(j, feature_names)} has {xf[r, j]} at row {r}. "
-            "Complete-data estimators need every value observed; drop or impute missing "
-            "values, or use an estimator for incomplete data."
-        )
+    nan = check_finite(xf, feature_names, allow_nan=allow_nan)
     ok = ~nan
     neg = ok & (xf < 0)
     if neg.any():
@@ -206,6 +241,97 @@ def check_states(X, n_states=None, feature_names=None, allow_nan=False, keep_dty
             )
     out = np.where(ok, xf, -1).astype(np.int64)
     return out
+
+
+def check_finite(xf, feature_names=None, allow_nan=False, advice=None) -> np.ndarray:
+    """Refuse infinity (and NaN unless ``allow_nan``) in the float array ``xf``, naming the first.
+
+    Returns the NaN mask. The ``ValueError`` names the column, the value and its row; ``advice``
+    ends it (by default, what a complete-data estimator needs).
+    """
+    nan = np.isnan(xf)
+    bad = np.isinf(xf) | (nan & (not allow_nan))
+    if bad.any():
+        r, j = np.argwhere(bad)[0]
+        advice = advice or _COMPLETE
+        what = "NaN" if nan[r, j] else "infinity"
+        raise ValueError(f"Input X contains {what}: {_label(j, feature_names)} has {xf[r, j]} at row {r}. {advice}")
+    return nan
+
+
+def check_real(X, feature_names=None, advice=None) -> np.ndarray:
+    """X (validated for shape) as finite float64, naming the first entry that is not.
+
+    Missing values (None, ``pd.NA``, ``pd.NaT``, NaN) and infinity are refused with a
+    ``ValueError`` naming the column and the row, as are strings that are not numbers; other
+    objects raise numpy's ``TypeError``. ``advice`` ends the message about missing values.
+    """
+    X = np.asarray(X)
+    if X.dtype.kind in "OUS":
+        X = _check_object(X, feature_names, False, "X must hold real numbers", "", advice or _COMPLETE)
+    xf = np.asarray(X, dtype=np.float64)
+    check_finite(xf, feature_names, advice=advice)
+    return xf
+
+
+def check_data_array(X, min_samples=1, estimator=None):
+    """Refuse an X of the wrong shape or dtype: the one check of an in-memory array, a memmap and a dask array.
+
+    ``validate_data`` makes these checks for in-memory data; a memmap or a dask array, read by
+    row chunks, never goes through it, so this function repeats them on the whole array's shape
+    and dtype (no data is read), with the same exception and the culprit named.
+
+    Parameters
+    ----------
+    X : ndarray, numpy.memmap or dask.array
+        The data.
+    min_samples : int, default=1
+        Fewest rows accepted.
+    estimator : str, optional
+        The estimator's name, for the messages.
+
+    Raises
+    ------
+    ValueError
+        For a dask DataFrame (not an array), a dask array whose number of rows is unknown, an
+        array that is not 2-D, no column, fewer than ``min_samples`` rows, or a complex or
+        non-numeric dtype (datetimes, structured records).
+    """
+    by = f" by {estimator}" if estimator else ""
+    kind = type(X).__name__
+    if type(X).__module__.split(".")[0] == "dask" and hasattr(X, "columns"):
+        raise ValueError(
+            f"X is a dask {kind}; pass a dask array with known chunk sizes: X.to_dask_array(lengths=True) "
+            "(the columns are then numbered by position, in the DataFrame's order)."
+        )
+    shape = tuple(X.shape)
+    if any(isinstance(s, float) and np.isnan(s) for s in shape) or any(
+        np.isnan(c) for c in getattr(X, "chunks", ((),))[0]
+    ):
+        raise ValueError(
+            f"X ({type(X).__module__.split('.')[0]}.{kind}) has shape {shape}: the sizes of its row chunks "
+            "are unknown (NaN), so its rows cannot be counted or numbered. Compute them first: "
+            "X.compute_chunk_sizes(), or ddf.to_dask_array(lengths=True) for an array taken from a dask DataFrame."
+        )
+    if len(shape) != 2:
+        raise ValueError(
+            f"Expected a 2D array, got a {len(shape)}D {kind} of shape {shape}. Reshape your data with "
+            "X.reshape(-1, 1) for a single column or X.reshape(1, -1) for a single row."
+        )
+    if shape[1] < 1:
+        raise ValueError(f"Found array with 0 feature(s) (shape={shape}) while a minimum of 1 is required{by}.")
+    if shape[0] < min_samples:
+        raise ValueError(
+            f"Found array with {shape[0]} sample(s) (shape={shape}) while a minimum of {min_samples} is required{by}."
+        )
+    dtype = np.dtype(X.dtype)
+    if dtype.kind == "c":
+        raise ValueError(
+            f"Complex data not supported: X has dtype {dtype} ({kind}). Pass its real part (X.real) if "
+            "the imaginary part is zero."
+        )
+    if dtype.kind not in "biufOUS":
+        raise ValueError(f"X has dtype {dtype} ({kind}); expected numbers (integer states, or reals).")
 
 
 def check_n_states(n_states, n_features) -> np.ndarray:
@@ -257,3 +383,135 @@ def check_n_samples(n_samples, name="n_samples") -> int:
     if n_samples < 0:
         raise ValueError(f"{name} must be a non-negative integer; got {n_samples}.")
     return int(n_samples)
+
+
+# -- column labels of a DataFrame -----------------------------------------------------------
+#
+# scikit-learn keeps ``feature_names_in_`` only for all-string column names. A DataFrame whose
+# labels are other values (integers that are not ``range(n)``, floats, dates, ...) would then be
+# wired by position while the user names its columns by label in the graph: its labels are kept
+# in ``feature_labels_in_`` instead, and the graph's nodes name columns by label, as they do for
+# string names.
+
+
+def _label_kind(v):
+    if isinstance(v, str):
+        return "str"
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (numbers.Integral, np.integer)):
+        return "int"
+    if isinstance(v, (numbers.Real, np.floating)):
+        return "float"
+    return type(v).__name__
+
+
+def _column_labels(X):
+    """The labels of a DataFrame's columns when they are read by label, else None.
+
+    None for anything without ``columns``, for all-string labels (scikit-learn's
+    ``feature_names_in_`` holds those) and for labels exactly ``0..n-1`` (label and position
+    agree). Raises a ``ValueError`` for duplicated labels or labels of mixed types.
+    """
+    columns = getattr(X, "columns", None)
+    if columns is None or not hasattr(X, "shape") or len(getattr(X, "shape", ())) != 2:
+        return None
+    labels = list(columns)
+    seen, dups = set(), []
+    for v in labels:
+        try:
+            if v in seen and v not in dups:
+                dups.append(v)
+            seen.add(v)
+        except TypeError:  # an unhashable label: pandas cannot produce one, keep the type check
+            pass
+    if dups:
+        raise ValueError(
+            f"X has duplicated column labels {dups[:10]}: each column must have its own label, for the "
+            "graph to name it. Rename the columns (or pass X.to_numpy() to number them by position)."
+        )
+    kinds = {}
+    for v in labels:
+        kinds.setdefault(_label_kind(v), v)
+    if len(kinds) > 1:
+        shown = ", ".join(f"{k} {v!r}" for k, v in kinds.items())
+        raise ValueError(
+            f"X's column labels mix types ({shown}): the graph names columns by label, and labels of "
+            "different types are ambiguous. Give every column a string name "
+            "(X.columns = X.columns.astype(str)), or pass X.to_numpy() to number the columns by position."
+        )
+    if not labels or "str" in kinds:
+        return None
+    if "int" in kinds and [int(v) for v in labels] == list(range(len(labels))):
+        return None
+    out = np.empty(len(labels), dtype=object)
+    out[:] = labels
+    return out
+
+
+def fit_column_labels(estimator, X):
+    """At ``fit``: set ``estimator.feature_labels_in_`` from a DataFrame X read by label (or drop it).
+
+    ``feature_labels_in_`` holds the labels of X's columns when they are not strings and not
+    ``0..n-1`` (scikit-learn keeps string names in ``feature_names_in_``). Raises a ``ValueError``
+    for duplicated labels or labels of mixed types.
+    """
+    labels = _column_labels(X)
+    if labels is None:
+        estimator.__dict__.pop("feature_labels_in_", None)
+    else:
+        estimator.feature_labels_in_ = labels
+
+
+def check_column_labels(estimator, X):
+    """At ``score`` / ``predict``: refuse a DataFrame whose columns are not those of ``fit``, by label.
+
+    With ``feature_labels_in_``, a DataFrame must have the same labels in the same order (an
+    array is read by position, as ``X.to_numpy()`` of the training frame would be). Without it
+    (and without string ``feature_names_in_``), a DataFrame labelled other than ``0..n-1`` is
+    refused: the fit numbered the columns by position, so its labels cannot be matched.
+    """
+    labels = _column_labels(X)
+    fitted = getattr(estimator, "feature_labels_in_", None)
+    name = type(estimator).__name__
+    if fitted is None:
+        if labels is not None and getattr(estimator, "feature_names_in_", None) is None:
+            raise ValueError(
+                f"X has columns labelled {_shown_labels(labels)}, but {name} was fitted on columns "
+                "numbered by position, so its columns cannot be matched by label. Pass X.to_numpy() "
+                "with the columns in the order of fit."
+            )
+        return
+    if labels is not None and list(labels) == list(fitted):
+        return
+    if labels is None and getattr(X, "columns", None) is None:
+        return  # an array: by position
+    got = list(X.columns)
+    missing = [v for v in fitted if v not in got]
+    extra = [v for v in got if v not in list(fitted)]
+    if missing or extra:
+        what = (f"labels {missing[:10]} are missing" if missing else "") + (
+            (" and " if missing and extra else "") + (f"labels {extra[:10]} were not seen at fit" if extra else "")
+        )
+        raise ValueError(
+            f"X's columns {_shown_labels(got)} are not those {name} was fitted on "
+            f"({_shown_labels(fitted)}): {what}. Give the same columns."
+        )
+    raise ValueError(
+        f"X's columns are labelled {_shown_labels(got)}, but {name} was fitted with them in the order "
+        f"{_shown_labels(fitted)}; select them in that order (X[{list(fitted)[:10]!r}])."
+    )
+
+
+def _shown_labels(labels):
+    labels = list(labels)
+    return f"{labels[:10]}{'...' if len(labels) > 10 else ''}"
+
+
+def column_names(estimator):
+    """The fitted columns' names or labels as a list (``feature_names_in_`` or ``feature_labels_in_``), or None."""
+    for attr in ("feature_names_in_", "feature_labels_in_"):
+        names = getattr(estimator, attr, None)
+        if names is not None:
+            return list(names)
+    return None

@@ -22,8 +22,10 @@ from sklearn.base import BaseEstimator
 from sklearn.utils import check_array
 
 from ...data import is_chunked, reduce_row_chunks
+from ...data.chunks import shift_rows
 from ...graphs import MRFGraph, resolve_adjacency
 from ...utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
+from ...utils.validation import check_column_labels, check_data_array, check_real, column_names, fit_column_labels
 from .._score import MeanScoreMixin
 from .lap_kernel import CHUNK_ENTRIES, StandardisedRows
 
@@ -33,22 +35,30 @@ __all__ = ["DENSE_MAX_FEATURES", "DENSE_PRECISION_MAX_FEATURES", "NotPositiveDef
 _TINY = np.finfo(np.float64).tiny
 
 
-def _checked_chunk(chunk):
-    """A chunk of rows as float64, refused as validate_data refuses X (NaN, infinity)."""
-    return check_array(chunk, dtype=np.float64, ensure_min_samples=1)
+#: The end of the message refusing NaN or infinity in X.
+_NON_FINITE_ADVICE = "A Gaussian MRF needs every value observed and finite; drop or impute missing values."
+
+
+def _checked_chunk(chunk, start=0):
+    """A chunk of rows (starting at row ``start``) as float64, refused as X is in memory (NaN, infinity)."""
+    chunk = check_array(chunk, dtype=None, ensure_min_samples=1, ensure_all_finite=False)
+    try:
+        return check_real(chunk, advice=_NON_FINITE_ADVICE)
+    except ValueError as err:
+        raise shift_rows(err, start) from None
 
 
 def _column_sums(chunk, start):
-    chunk = _checked_chunk(chunk)
+    chunk = _checked_chunk(chunk, start)
     return chunk.sum(axis=0), chunk.min(axis=0), chunk.max(axis=0)
 
 
 def _centred_peak(chunk, start, location):
-    return np.max(np.abs(_checked_chunk(chunk) - location), axis=0)
+    return np.max(np.abs(_checked_chunk(chunk, start) - location), axis=0)
 
 
 def _centred_squares(chunk, start, location, peak):
-    XT = _checked_chunk(chunk).T - location[:, None]
+    XT = _checked_chunk(chunk, start).T - location[:, None]
     XT /= peak[:, None]
     return np.einsum("ij,ij->i", XT, XT)
 
@@ -116,9 +126,12 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         """
         if getattr(self, "_fits_by_chunks", False) and is_chunked(X):
             return self._prepare_chunks(X)
-        X = validate_data(self, X, reset=True, dtype=np.float64, ensure_min_samples=2)
+        fit_column_labels(self, X)
+        X = validate_data(self, X, reset=True, dtype=None, ensure_min_samples=2, ensure_all_finite=False)
+        check_data_array(X, 2, type(self).__name__)
         n, p = X.shape
-        names = getattr(self, "feature_names_in_", None)
+        names = column_names(self)
+        X = check_real(X, names, advice=_NON_FINITE_ADVICE)
         self.adjacency_ = resolve_adjacency(self.graph, p, names)
         self.location_ = np.zeros(p) if self.assume_centered else X.mean(axis=0)
         if not self.assume_centered:
@@ -161,11 +174,11 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         (:class:`StandardisedRows`). Sums over chunks are added in another order than in
         memory: the fit agrees with the in-memory one to about 1e-12, not bit for bit.
         """
-        if X.ndim != 2 or X.shape[0] < 2:
-            raise ValueError(f"Expected a 2D array with at least 2 samples, got shape {X.shape}.")
+        check_data_array(X, 2, type(self).__name__)
         n, p = X.shape
         self.n_features_in_ = p
         self.__dict__.pop("feature_names_in_", None)
+        self.__dict__.pop("feature_labels_in_", None)
         self.adjacency_ = resolve_adjacency(self.graph, p, None)
         total, low, high = reduce_row_chunks(X, _column_sums, op=(np.add, np.minimum, np.maximum))
         self.location_ = np.zeros(p) if self.assume_centered else total / n
@@ -329,7 +342,9 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
     def _centred(self, X):
         """Validated X, centred and standardised (divided by ``scale_``), transposed: one row per variable."""
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        check_column_labels(self, X)
+        X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
+        X = check_real(X, column_names(self), advice=_NON_FINITE_ADVICE)
         XT = X.T.copy()
         XT -= self.location_[:, None]
         with np.errstate(over="ignore", under="ignore"):

@@ -258,10 +258,12 @@ def _public_fitted(est):
 def _resolved_graph_param(est):
     """The resolved structure as lists of columns, for a ``graph`` parameter JSON cannot hold.
 
-    Columns are named when the estimator was fitted on named columns (so a clone refits
-    on the same DataFrame), else numbered.
+    Columns are named when the estimator was fitted on named or labelled columns (so a clone
+    refits on the same DataFrame), else numbered.
     """
     names = getattr(est, "feature_names_in_", None)
+    if names is None:
+        names = getattr(est, "feature_labels_in_", None)
     if isinstance(est, BaseDiscreteMRF):
         factors = [list(f) for f in est.graph_.factors]
     else:

@@ -325,7 +325,7 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         Over all chains and steps (per chain in ``chain_acceptance_rate_``).
     rhat_ : ndarray of shape (p,)
         Split R-hat over the kept draws of all chains; ``inf`` for a parameter whose
-        draws never changed (no chain moved).
+        draws do not change within any half-chain (no within-chain variance).
     ess_ : ndarray of shape (p,)
         Effective sample size over all chains; 1 for a parameter whose draws never changed.
     likelihood_ : object

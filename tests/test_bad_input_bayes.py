@@ -123,6 +123,13 @@ def test_too_few_kept_draws_are_refused(X, n_steps, burn_in, thin):
         _mh(n_steps=n_steps, burn_in=burn_in, thin=thin).fit(X)
 
 
+def test_draws_larger_than_max_bytes_are_refused_before_allocating(X):
+    with pytest.raises(ValueError, match=r"kept draws would take 596 GiB \(8 bytes x 2 chains x 10000000000 draws"):
+        _mh(n_steps=10**10, burn_in=0, n_chains=2).fit(X)
+    with pytest.raises(ValueError, match=r"x 4 parameters\), more than 4 GiB \(max_bytes, at least 2 GiB\)"):
+        _mh(n_steps=2 * 10**8, burn_in=0, max_bytes=4 * 2**30).fit(X)
+
+
 # -- 2. the MLE-induced likelihood centred on a boundary point --------------------------------
 
 
@@ -187,6 +194,12 @@ def test_a_column_in_no_edge(X, likelihood):
             ref = _mh(likelihood=likelihood, n_steps=100).fit(X)
             # The same decisions: the log-ratios differ by rounding only (n log 2 cancels).
             np.testing.assert_allclose(est.samples_, ref.samples_, rtol=0, atol=1e-12)
+
+
+def test_a_sampled_fisher_information_needs_two_particles(X):
+    # max_bytes=1: no junction tree fits, so the Laplace information comes from Gibbs draws.
+    with pytest.raises(ValueError, match=r"likelihood='laplace' .* n_particles=1 Gibbs draws .* at least 2"):
+        _mh(likelihood="laplace", max_bytes=1, n_particles=1).fit(X)
 
 
 def test_a_fitted_mle_with_three_states_is_refused_naming_the_column(X):

@@ -185,6 +185,9 @@ def mh_settings(draw):
         "init": draw(st.sampled_from(["mle", "prior"])),
         "proposal_scale": draw(st.sampled_from([1e-3, 0.03, 0.3, 1e3])),
         "copula": draw(st.sampled_from(["independent", "gaussian"])),
+        # A tiny budget sends Laplace and exchange to their sampled fallbacks (and exact to a refusal).
+        "max_bytes": draw(st.sampled_from([None, None, 1])),
+        "n_particles": draw(st.sampled_from([1, 8])),
     }
 
 
@@ -193,7 +196,7 @@ def _mh(graph, likelihood, params):
     rho = 0.05 if params["copula"] == "gaussian" else 0.0
 
     def make():
-        return MetropolisHastingsMRF(graph, likelihood=likelihood, n_particles=8, random_state=0, rho=rho, **params)
+        return MetropolisHastingsMRF(graph, likelihood=likelihood, random_state=0, rho=rho, **params)
 
     return make
 

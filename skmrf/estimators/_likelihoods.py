@@ -224,6 +224,12 @@ class LaplaceLikelihood(CallableLikelihood):
         return second - np.outer(mean, mean)
 
     def _sampled_covariance(self, n_particles, n_sweeps, rng):
+        if n_particles < 2:
+            raise ValueError(
+                f"likelihood='laplace' estimates the Fisher information from n_particles={n_particles} Gibbs draws "
+                "here (the junction tree exceeds max_bytes), and a covariance needs at least 2. Raise n_particles "
+                "(the default is 1000) or max_bytes."
+            )
         gibbs = AgreementGibbs(self.data)
         S = (rng.random((1, n_particles, self.data.n_variables)) < 0.5).astype(np.int8)
         S = gibbs.run(S, self.theta_hat[None], n_sweeps, [rng])

@@ -19,6 +19,7 @@ from joblib import effective_n_jobs
 from scipy.special import logit
 from sklearn.frozen import FrozenEstimator
 
+from ..inference.junction_tree import DEFAULT_MAX_BYTES
 from ..model.agreement import agreement_matrix, check_agreement_parameters
 from ..solvers._convergence import warn_not_converged
 from ..utils._docstrings import fill_doc
@@ -265,7 +266,9 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         chain is the same as one step at a time; only the speed differs.
     n_steps : int, default=10000
         MH steps per chain. With ``burn_in`` and ``thin`` it must keep at least 4 draws
-        per chain (R-hat and the effective sample size need them).
+        per chain (R-hat and the effective sample size need them), and the kept draws
+        (``8 * n_chains * n_kept * p`` bytes) must fit in ``max_bytes`` or 2 GiB, whichever
+        is larger: ``fit`` refuses before allocating them.
     proposal_scale : float, default=0.0316
         Standard deviation of the random-walk proposal (the paper's ``sigma_Q^2 = 0.001``).
         Tune it to the posterior: about ``2.38 / sqrt(p)`` times the posterior standard
@@ -351,7 +354,7 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
     >>> from skmrf.model import agreement_to_mrf
     >>> cycle = [(0, 1), (1, 2), (2, 3), (3, 0)]
     >>> X = agreement_to_mrf([0.7, 0.6, 0.8, 0.7], cycle, 4, edges=cycle).sample(500, random_state=0)
-    >>> est = MetropolisHastingsMRF(cycle, likelihood="exact", n_steps=2000, random_state=0).fit(X)
+    >>> est = MetropolisHastingsMRF(cycle, likelihood="exact", n_steps=3000, random_state=0).fit(X)
     >>> est.posterior_mean_.shape
     (4,)
     """
@@ -463,10 +466,19 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
             raise ValueError(f"init has shape {theta.shape}; give ({p},) or (n_chains, {p}) = ({self.n_chains}, {p}).")
         return theta.copy()
 
-    def _burn_in(self):
-        """The burn-in in steps, refused when fewer than ``MIN_KEPT_DRAWS`` draws per chain would be kept."""
+    def _burn_in(self, p):
+        """The burn-in in steps; refused when fewer than ``MIN_KEPT_DRAWS`` draws per chain would be kept,
+        or when the kept draws of ``p`` parameters would not fit in ``max_bytes``."""
         burn_in = self.n_steps // 10 if self.burn_in == "auto" else int(self.burn_in)
         n_kept = len(range(burn_in, self.n_steps, self.thin))
+        n_bytes = 8 * self.n_chains * n_kept * p
+        budget = max(DEFAULT_MAX_BYTES, self.max_bytes or 0)
+        if n_bytes > budget:
+            raise ValueError(
+                f"The kept draws would take {n_bytes / 2**30:.3g} GiB (8 bytes x {self.n_chains} chains x {n_kept} "
+                f"draws x {p} parameters), more than {budget / 2**30:.3g} GiB (max_bytes, at least 2 GiB). Raise thin, "
+                "lower n_steps or n_chains, or raise max_bytes."
+            )
         if n_kept < MIN_KEPT_DRAWS:
             raise ValueError(
                 f"n_steps={self.n_steps} with burn_in={self.burn_in!r} ({burn_in} steps) and thin={self.thin} keeps "
@@ -548,7 +560,7 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         self._check_binary_pairwise(Xi, "MetropolisHastingsMRF's agreement model is defined")
         self.edges_ = parameter_edges(self.graph, self.graph_, type(self).__name__)
         p = len(self.edges_)
-        burn_in = self._burn_in()
+        burn_in = self._burn_in(p)
         rng = check_generator(self.random_state)
         seeds = rng.integers(0, 2**63 - 1, size=self.n_chains)
         data = AgreementData(Xi, self.edges_, self.graph_)

@@ -156,6 +156,12 @@ def test_a_boundary_mle_warns_naming_the_edge_and_an_unseen_pattern(X_on_a_face)
     assert np.all(ridge.theta_hat_ < 0.999)
 
 
+def test_a_boundary_mle_warns_with_many_rows_too(X_on_a_face):
+    # 133000 rows: the odds criterion alone (beyond 1.3e7) would miss the solver stopped at the box.
+    with pytest.warns(NoFiniteEstimateWarning, match=r"MLE of edge \(2, 3\) .* of 133000 rows or at the solver's box"):
+        MLEInducedLikelihood(CYCLE).fit(np.repeat(X_on_a_face, 1000, axis=0))
+
+
 def test_an_interior_mle_does_not_warn(X):
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -27,6 +27,7 @@ from sklearn.frozen import FrozenEstimator
 from ..graphs import MRFGraph, resolve_graph
 from ..inference.junction_tree import TreewidthError
 from ..model.agreement import agreement_matrix, check_agreement_parameters
+from ..solvers import THETA_BOUND
 from ..utils._sklearn_compat import StrOptions, _fit_context, check_is_fitted, validate_data
 from ..utils.validation import check_states
 from ._base import BaseDiscreteMRF
@@ -47,6 +48,9 @@ _MIN = np.minimum.reduce  # the ufunc's own reduce: ndarray.min adds a Python-le
 #: likelihood grows towards the boundary and the solver stops wherever its gradient is small:
 #: there the odds come out far beyond this (1e5 * n and more); a finite MLE does not.
 BOUNDARY_ODDS = 100.0
+#: ... or when a coupling ``J = 2 logit(theta)`` is within this of the solvers' box ``|J| <= THETA_BOUND``,
+#: where a divergent parameter stops (for ``n`` so large that the odds above are out of reach).
+BOX_MARGIN = 2.0
 #: Variables up to which the warning names an unobserved agreement pattern (by enumeration).
 PATTERN_MAX_VARIABLES = 16
 
@@ -246,7 +250,8 @@ class MLEInducedLikelihood(BaseEstimator):
     NoFiniteEstimateWarning
         When the agreement-model MLE does not exist: an estimate's odds
         ``theta / (1 - theta)`` are beyond ``100 * (n + 1)`` (or below the inverse), more
-        extreme than any agreement rate ``n`` rows can show by a factor 100 (the data lie
+        extreme than any agreement rate ``n`` rows can show by a factor 100, or its coupling
+        ``2 logit(theta)`` is within 2 of the solvers' box ``|J| <= 30`` (the data lie
         on a face of what the model can produce: some pattern of agreements it allows never
         occurs, and the likelihood grows towards the boundary). The message names the edge
         and, for up to 16 variables, an unobserved agreement pattern. ``theta_hat_`` is then
@@ -449,7 +454,7 @@ class MLEInducedLikelihood(BaseEstimator):
     def _warn_if_on_boundary(self, X):
         """Warn (naming the edge and an unobserved agreement pattern) when the MLE does not exist."""
         eta = logit(self.theta_hat_)
-        limit = np.log(BOUNDARY_ODDS * (self.n_samples_ + 1))
+        limit = min(np.log(BOUNDARY_ODDS * (self.n_samples_ + 1)), (THETA_BOUND - BOX_MARGIN) / 2)
         far = np.flatnonzero(np.abs(eta) > limit)
         if not far.size:
             return
@@ -460,7 +465,8 @@ class MLEInducedLikelihood(BaseEstimator):
         warnings.warn(
             f"The agreement-model MLE does not exist: the MLE of edge ({u}, {v}) came out as theta_hat = "
             f"{self.theta_hat_[j]:.7g} though its ends agree in {self.lambda_hat_[j]:.3g} of the rows ({far.size} of "
-            f"{len(eta)} edges beyond odds {BOUNDARY_ODDS:g} * (n + 1) = {np.exp(limit):.3g}): the likelihood keeps "
+            f"{len(eta)} edges with odds beyond {np.exp(limit):.3g}, more extreme than any agreement rate of "
+            f"{self.n_samples_} rows or at the solver's box): the likelihood keeps "
             f"growing towards theta = {int(eta[j] > 0)}, and theta_hat_ is where the solver stopped.{seen} The "
             "MLE-induced likelihood is centred on it. Pass an mle with a ridge (e.g. "
             "mle=ExactMaxLikelihood(alpha=0.01)) for a finite estimate, or add data.",

@@ -517,7 +517,7 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
                 "deviations is a good scale), or start where the posterior has its mass (init)."
             )
         high = np.flatnonzero(self.rhat_ > RHAT_MAX)
-        if high.size and not stuck.size == self.n_chains:
+        if high.size and stuck.size < self.n_chains:
             j = int(high[np.argmax(self.rhat_[high])])
             problems.append(
                 f"split R-hat is {self.rhat_[j]:.3g} > {RHAT_MAX} for {high.size} of {len(self.rhat_)} parameters "
@@ -525,7 +525,7 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
             )
             advice.append("Run longer chains (n_steps) or more of them (n_chains, with init='prior').")
         low = np.flatnonzero(self.ess_ < ESS_MIN)
-        if low.size and not stuck.size == self.n_chains:
+        if low.size and stuck.size < self.n_chains:
             j = int(low[np.argmin(self.ess_[low])])
             problems.append(
                 f"the effective sample size is {self.ess_[j]:.3g} < {ESS_MIN} for {low.size} of {len(self.ess_)} "

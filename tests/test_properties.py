@@ -99,10 +99,12 @@ def _check_empty_rows_change_nothing(make, graph, X, est):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         more = make(graph).fit(padded)
-        # The same rows and the same alpha: the same iterations, so equal to rounding.
-        np.testing.assert_allclose(more.theta_, est.theta_, rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(more.score(padded), est.score(X), rtol=1e-12)
-        assert more.log_likelihood_ == pytest.approx(est.log_likelihood_, rel=1e-12)
+        # Empty rows are dropped before anything is computed (alpha="auto" counts the others):
+        # the same arithmetic, so the same fit exactly. The score sums more (zero) terms, which
+        # numpy's pairwise summation may group differently: equal to a few ulps.
+        np.testing.assert_array_equal(more.theta_, est.theta_)
+        assert more.log_likelihood_ == est.log_likelihood_
+        np.testing.assert_allclose(more.score(padded), est.score(X), rtol=1e-13)
 
 
 def _fitted_arrays(est):
@@ -201,10 +203,10 @@ def _mh(graph, likelihood, params):
     return make
 
 
-def _mh_score(est):
+def _quiet_score(est, X):
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return est.score(_mh_score.X)
+        warnings.simplefilter("ignore")  # the AIS estimate of log Z is announced by a warning
+        return est.score(X)
 
 
 @pytest.mark.parametrize("likelihood", LIKELIHOODS)
@@ -212,8 +214,7 @@ def _mh_score(est):
 @given(problem=binary_pairwise_problems(), params=mh_settings())
 def test_metropolis_hastings_properties(likelihood, problem, params):
     graph, X = problem
-    _mh_score.X = X
-    est = _check_bayes(_mh(graph, likelihood, params), X, _mh_score)
+    est = _check_bayes(_mh(graph, likelihood, params), X, lambda est: _quiet_score(est, X))
     if est is not None:
         n_chains = params["n_chains"]
         # As documented: R-hat is inf exactly where no half-chain's draws change (no within-chain

@@ -20,8 +20,11 @@ from skmrf import (
     GaussianMaxLikelihood,
     LAPEstimator,
     MCMCMaxLikelihood,
+    MetropolisHastingsMRF,
+    MLEInducedLikelihood,
     PseudoLikelihoodEstimator,
 )
+from skmrf.estimators.bayes import LIKELIHOODS
 
 DISCRETE = {
     "exact": lambda g: ExactMaxLikelihood(g, alpha=0.01),
@@ -35,6 +38,10 @@ DISCRETE = {
 # Estimators for incomplete data: their problems get missing entries (NaN) too.
 INCOMPLETE = {"em", "em_a0_gradient"}
 GAUSSIAN = {"glap": GaussianLAP, "glap_shrink": lambda g: GaussianLAP(g, shrinkage=0.1), "gml": GaussianMaxLikelihood}
+FAST = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+MANY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST_MH = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+MANY_MH = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @st.composite
@@ -55,7 +62,14 @@ def discrete_problems(draw, binary=False):
     X = rng.integers(0, k, size=(n_rows, n_vars))
     dtype = draw(st.sampled_from([np.int64, np.uint8, np.float64]))
     missing = draw(st.sampled_from([0.0, 0.2, 0.6]))
-    return graph, X.astype(dtype), np.where(rng.random(X.shape) < missing, np.nan, X)
+    X_missing = np.where(rng.random(X.shape) < missing, np.nan, X)
+    # Rows and columns entirely missing too: empty rows change nothing, an empty column is refused.
+    empty = draw(st.sampled_from(["none", "none", "rows", "column"]))
+    if empty == "rows":
+        X_missing[rng.random(n_rows) < 0.3] = np.nan
+    elif empty == "column":
+        X_missing[:, draw(st.integers(0, n_vars - 1))] = np.nan
+    return graph, X.astype(dtype), X_missing
 
 
 def _check_discrete(make, graph, X):
@@ -77,6 +91,160 @@ def _check_discrete(make, graph, X):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert clone.score(X) == score
+
+
+def _check_empty_rows_change_nothing(make, graph, X, est):
+    """DecomposedEM: appending as many entirely missing rows changes neither the fit nor the score."""
+    padded = np.vstack([X, np.full(X.shape, np.nan)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        more = make(graph).fit(padded)
+        # Empty rows are dropped before anything is computed (alpha="auto" counts the others):
+        # the same arithmetic, so the same fit exactly. The score sums more (zero) terms, which
+        # numpy's pairwise summation may group differently: equal to a few ulps.
+        np.testing.assert_array_equal(more.theta_, est.theta_)
+        assert more.log_likelihood_ == est.log_likelihood_
+        np.testing.assert_allclose(more.score(padded), est.score(X), rtol=1e-13)
+
+
+def _fitted_arrays(est):
+    """The fitted float array attributes (name ending in ``_``) of ``est``."""
+    out = {}
+    for name, value in vars(est).items():
+        if name.endswith("_") and isinstance(value, (np.ndarray, float)) and np.asarray(value).dtype.kind == "f":
+            out[name] = np.asarray(value)
+    return out
+
+
+def _check_all_finite(est, allowed_inf=()):
+    for name, value in _fitted_arrays(est).items():
+        ok = np.isfinite(value) | (np.isposinf(value) if name in allowed_inf else False)
+        assert np.all(ok), f"{name} = {value}"
+
+
+def _check_same(a, b):
+    arrays_a, arrays_b = _fitted_arrays(a), _fitted_arrays(b)
+    assert arrays_a.keys() == arrays_b.keys()
+    for name in arrays_a:
+        np.testing.assert_array_equal(arrays_a[name], arrays_b[name], err_msg=name)
+
+
+@st.composite
+def binary_pairwise_problems(draw):
+    """Binary data with a pairwise graph of at least one edge (the agreement model's domain)."""
+    n_vars = draw(st.integers(2, 5))
+    n_rows = draw(st.integers(1, 40))
+    kind = draw(st.sampled_from(["chain", "complete", "edges"]))
+    if kind == "edges":
+        pairs = [(i, j) for i in range(n_vars) for j in range(i + 1, n_vars)]
+        graph = draw(st.lists(st.sampled_from(pairs), min_size=1, max_size=len(pairs), unique=True))
+    else:
+        graph = kind
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    # Rows from a random agreement-like mixture: copies of a random row with flips, so that
+    # edges agree often (as in real data) but boundary cases (never/always agree) occur too.
+    base = rng.integers(0, 2, size=n_vars)
+    flip = rng.random((n_rows, n_vars)) < draw(st.sampled_from([0.05, 0.2, 0.5]))
+    X = np.where(flip, 1 - base, base)
+    dtype = draw(st.sampled_from([np.int64, np.uint8, np.float64]))
+    return graph, X.astype(dtype)
+
+
+def _fit_quietly(make, X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # boundary and convergence warnings are allowed
+        return make().fit(X)
+
+
+def _check_bayes(make, X, score):
+    """Fit twice, compare, check finiteness, the input and a pickle round trip; ``score(est)``."""
+    before = X.copy()
+    try:
+        est = _fit_quietly(make, X)
+    except ValueError as exc:  # a refusal must say something, never crash obscurely
+        assert str(exc)
+        np.testing.assert_array_equal(X, before)
+        return None
+    np.testing.assert_array_equal(X, before)  # input never modified
+    again = _fit_quietly(make, X)
+    _check_same(est, again)  # same seed, same result
+    value = score(est)
+    assert np.all(np.isfinite(value))
+    clone = pickle.loads(pickle.dumps(est))
+    _check_same(clone, est)
+    np.testing.assert_array_equal(score(clone), value)
+    np.testing.assert_array_equal(X, before)
+    return est
+
+
+@st.composite
+def mh_settings(draw):
+    """Small chains: too few kept draws (refused), scales that never move and ones that always do."""
+    return {
+        "n_steps": draw(st.sampled_from([4, 9, 16, 30])),
+        "n_chains": draw(st.integers(1, 3)),
+        "thin": draw(st.integers(1, 2)),
+        "init": draw(st.sampled_from(["mle", "prior"])),
+        "proposal_scale": draw(st.sampled_from([1e-3, 0.03, 0.3, 1e3])),
+        "copula": draw(st.sampled_from(["independent", "gaussian"])),
+        # A tiny budget sends Laplace and exchange to their sampled fallbacks (and exact to a refusal).
+        "max_bytes": draw(st.sampled_from([None, None, 1])),
+        "n_particles": draw(st.sampled_from([1, 8])),
+    }
+
+
+def _mh(graph, likelihood, params):
+    params = dict(params)
+    rho = 0.05 if params["copula"] == "gaussian" else 0.0
+
+    def make():
+        return MetropolisHastingsMRF(graph, likelihood=likelihood, random_state=0, rho=rho, **params)
+
+    return make
+
+
+def _quiet_score(est, X):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the AIS estimate of log Z is announced by a warning
+        return est.score(X)
+
+
+@pytest.mark.parametrize("likelihood", LIKELIHOODS)
+@FAST_MH
+@given(problem=binary_pairwise_problems(), params=mh_settings())
+def test_metropolis_hastings_properties(likelihood, problem, params):
+    graph, X = problem
+    est = _check_bayes(_mh(graph, likelihood, params), X, lambda est: _quiet_score(est, X))
+    if est is not None:
+        n_chains = params["n_chains"]
+        # As documented: R-hat is inf exactly where no half-chain's draws change (no within-chain
+        # variance), the effective sample size 1 where no chain's draws change.
+        kept = est.samples_.reshape(n_chains, -1, len(est.edges_))
+        half = kept.shape[1] // 2
+        halves = np.concatenate([kept[:, :half], kept[:, half : 2 * half]])
+        assert np.array_equal(np.isinf(est.rhat_), (np.ptp(halves, axis=1) == 0).all(axis=0))
+        assert np.all(est.ess_[(np.ptp(kept, axis=1) == 0).all(axis=0)] == 1)
+        _check_all_finite(est, allowed_inf={"rhat_"})
+        burn_in = params["n_steps"] // 10
+        assert kept.shape[1] == len(range(burn_in, params["n_steps"], params["thin"]))
+
+
+@pytest.mark.parametrize("copula", ["independent", "gaussian"])
+@FAST
+@given(problem=binary_pairwise_problems())
+def test_mle_induced_properties(copula, problem):
+    graph, X = problem
+    rho = 0.05 if copula == "gaussian" else 0.0
+
+    def make():
+        return MLEInducedLikelihood(graph, copula=copula, rho=rho)
+
+    def score(est):
+        return est.log_likelihood(np.stack([est.theta_hat_, np.full(len(est.edges_), 0.5)]))
+
+    est = _check_bayes(make, X, score)
+    if est is not None:
+        _check_all_finite(est)
 
 
 def _check_gaussian(make, X, graph):
@@ -108,10 +276,6 @@ def gaussian_problems(draw):
     return draw(st.sampled_from(["chain", "complete"])), X
 
 
-FAST = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-MANY = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-
 @pytest.mark.parametrize("name", sorted(DISCRETE))
 @FAST
 @given(problem=discrete_problems())
@@ -119,6 +283,15 @@ def test_discrete_properties(name, problem):
     graph, X, X_missing = problem
     if name in INCOMPLETE:
         X = X_missing
+        if not np.isnan(X).all(axis=0).any():
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    est = DISCRETE[name](graph).fit(X)
+                except ValueError:
+                    est = None
+            if est is not None:
+                _check_empty_rows_change_nothing(DISCRETE[name], graph, X, est)
     if name == "mcmc":
         X = (X > 0).astype(X.dtype)
         graph = "chain" if not isinstance(graph, list) or any(len(c) > 2 for c in graph) else graph
@@ -147,3 +320,19 @@ def test_discrete_properties_many(name, problem):
 @given(problem=gaussian_problems())
 def test_gaussian_properties_many(name, problem):
     test_gaussian_properties.hypothesis.inner_test(name=name, problem=problem)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("likelihood", LIKELIHOODS)
+@MANY_MH
+@given(problem=binary_pairwise_problems(), params=mh_settings())
+def test_metropolis_hastings_properties_many(likelihood, problem, params):
+    test_metropolis_hastings_properties.hypothesis.inner_test(likelihood=likelihood, problem=problem, params=params)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("copula", ["independent", "gaussian"])
+@MANY
+@given(problem=binary_pairwise_problems())
+def test_mle_induced_properties_many(copula, problem):
+    test_mle_induced_properties.hypothesis.inner_test(copula=copula, problem=problem)

@@ -64,7 +64,7 @@ class AgreementData:
         covered = set(self.edges.ravel().tolist())
         scopes = [tuple(sorted(map(int, e))) for e in self.edges]
         scopes += [(v,) for v in range(self.n_variables) if v not in covered]
-        return BatchedJunctionTree(np.full(self.n_variables, 2), scopes, max_bytes=max_bytes), len(self.edges)
+        return BatchedJunctionTree(np.full(self.n_variables, 2), scopes, max_bytes=max_bytes), len(scopes)
 
     def tables(self, theta, n_scopes):
         """Log-potential tables of a batch of ``theta``: ``log theta`` on the diagonal."""
@@ -75,8 +75,39 @@ class AgreementData:
         return list(t) + [np.zeros((c, 2))] * (n_scopes - p)
 
 
+def callable_name(function):
+    """How a user's callable is named in messages: its qualified name, else its repr."""
+    return getattr(function, "__qualname__", None) or repr(function)
+
+
+def check_log_density(value, theta, what, function):
+    """``value`` (one log-density per row of ``theta``) as float64, refusing a wrong shape, NaN or +inf.
+
+    ``what`` is ``"likelihood"`` or ``"prior"``; the message names it, the callable and the
+    first offending parameter vector. ``-inf`` (density zero) is allowed: such a move is rejected.
+    """
+    value = np.asarray(value, dtype=np.float64)
+    name = f"The {what} callable {callable_name(function)}"
+    if value.shape != theta.shape[:1]:
+        raise ValueError(
+            f"{name} returned shape {value.shape} for a batch of {theta.shape[0]} parameter vectors (shape "
+            f"{theta.shape}); it must return one log-{what} per row, shape ({theta.shape[0]},)."
+        )
+    if not (value < np.inf).all():  # NaN or +inf
+        i = int(np.flatnonzero(~(value < np.inf))[0])
+        raise ValueError(
+            f"{name} returned {float(value[i])!r} at theta = {np.array2string(theta[i], precision=6)}: a "
+            f"log-{what} must be a number or -inf (zero density), never NaN or +inf. Fix the callable there."
+        )
+    return value
+
+
 class CallableLikelihood:
-    """A deterministic log-likelihood ``f(theta) -> (n_chains,)`` as a plug-in."""
+    """A deterministic log-likelihood ``f(theta) -> (n_chains,)`` as a plug-in.
+
+    Every value is checked (:func:`check_log_density`): a wrong shape, NaN or +inf is an
+    error naming the function and the parameter vector.
+    """
 
     exact = False
 
@@ -84,20 +115,14 @@ class CallableLikelihood:
         self.function = function
 
     def _evaluate(self, theta):
-        value = np.asarray(self.function(theta), dtype=np.float64)
-        if value.shape != theta.shape[:1]:
-            raise ValueError(
-                f"The likelihood callable returned shape {value.shape} for a batch of {theta.shape[0]} "
-                f"parameter vectors; it must return one log-likelihood per row, shape ({theta.shape[0]},)."
-            )
-        return value
+        return check_log_density(self.function(theta), theta, "likelihood", self.function)
 
     def start(self, theta, rngs):
-        self.current = self._evaluate(theta)  # checked once; the steps call the function bare
+        self.current = self._evaluate(theta)
         self._proposed = None
 
     def log_ratio(self, theta, proposal, rngs):
-        self._proposed = self.function(proposal)
+        self._proposed = self._evaluate(proposal)
         return self._proposed - self.current
 
     def accept(self, accepted):
@@ -199,6 +224,12 @@ class LaplaceLikelihood(CallableLikelihood):
         return second - np.outer(mean, mean)
 
     def _sampled_covariance(self, n_particles, n_sweeps, rng):
+        if n_particles < 2:
+            raise ValueError(
+                f"likelihood='laplace' estimates the Fisher information from n_particles={n_particles} Gibbs draws "
+                "here (the junction tree exceeds max_bytes), and a covariance needs at least 2. Raise n_particles "
+                "(the default is 1000) or max_bytes."
+            )
         gibbs = AgreementGibbs(self.data)
         S = (rng.random((1, n_particles, self.data.n_variables)) < 0.5).astype(np.int8)
         S = gibbs.run(S, self.theta_hat[None], n_sweeps, [rng])

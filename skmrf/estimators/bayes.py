@@ -11,13 +11,17 @@ persistent Markov chains or the exchange algorithm, or a user's callable.
 from __future__ import annotations
 
 import time
+from functools import partial
 from numbers import Integral, Real
 
 import numpy as np
 from joblib import effective_n_jobs
 from scipy.special import logit
+from sklearn.frozen import FrozenEstimator
 
+from ..inference.junction_tree import DEFAULT_MAX_BYTES
 from ..model.agreement import agreement_matrix, check_agreement_parameters
+from ..solvers._convergence import warn_not_converged
 from ..utils._docstrings import fill_doc
 from ..utils._mcmc_diagnostics import effective_sample_size, split_rhat
 from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
@@ -32,6 +36,7 @@ from ._likelihoods import (
     LaplaceLikelihood,
     PersistentMCLikelihood,
     PseudoLikelihood,
+    check_log_density,
 )
 from .mle_induced import MLEInducedLikelihood, parameter_edges
 
@@ -42,10 +47,24 @@ STEP_BLOCK = 1024
 
 LIKELIHOODS = ("exact", "pseudo", "mle_induced", "laplace", "persistent_mc", "exchange")
 
+#: Kept draws per chain, at least: split R-hat cuts each chain in halves of two draws or more,
+#: and the effective sample size sums autocorrelations in pairs.
+MIN_KEPT_DRAWS = 4
+#: ``fit`` warns when a split R-hat exceeds this (Gelman et al., BDA3, Section 11.4: "below 1.1").
+RHAT_MAX = 1.1
+#: ``fit`` warns when an effective sample size is below this (Vehtari et al. 2021: about 100
+#: effective draws make the posterior mean's Monte Carlo error a tenth of the posterior sd).
+ESS_MIN = 100
+
 
 def _uniform_log_prior(theta):
     """The uniform prior on ``(0, 1)^p``: 0 inside (proposals outside are rejected before)."""
     return np.zeros(theta.shape[0])
+
+
+def _checked_log_prior(prior, theta):
+    """A user's log-prior at ``theta``, refused when of the wrong shape, NaN or +inf."""
+    return check_log_density(prior(theta), theta, "prior", prior)
 
 
 def _run_chains(plugin, log_prior, theta0, seeds, n_steps, scale, burn_in, thin, log):
@@ -180,7 +199,7 @@ def _run_chains_speculative(plugin, log_prior, theta0, seeds, n_steps, scale, bu
                     inside = ((proposal > 0) & (proposal < 1)).all(axis=2)
                     proposal = np.where(inside[..., None], proposal, theta[:, None])
                 flat = proposal.reshape(-1, p)
-                value = function(flat) if uniform else function(flat) + log_prior(flat)
+                value = plugin._evaluate(flat) if uniform else plugin._evaluate(flat) + log_prior(flat)
                 value = value.reshape(c, window)
                 accept = log_u[:, t : t + window] < value - current[:, None]
                 accept &= inside
@@ -246,7 +265,10 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         so a window of them is evaluated in one call (prefetching, Brockwell 2006). The
         chain is the same as one step at a time; only the speed differs.
     n_steps : int, default=10000
-        MH steps per chain.
+        MH steps per chain. With ``burn_in`` and ``thin`` it must keep at least 4 draws
+        per chain (R-hat and the effective sample size need them), and the kept draws
+        (``8 * n_chains * n_kept * p`` bytes) must fit in ``max_bytes`` or 2 GiB, whichever
+        is larger: ``fit`` refuses before allocating them.
     proposal_scale : float, default=0.0316
         Standard deviation of the random-walk proposal (the paper's ``sigma_Q^2 = 0.001``).
         Tune it to the posterior: about ``2.38 / sqrt(p)`` times the posterior standard
@@ -254,8 +276,11 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         is too wide for many edges and rows: on the 4x4 grid (p = 24) it accepted 11%% of the
         moves at 100 rows and none at 500 (``benchmarks/results/bayes_mh_paper.txt``).
     prior : "uniform" or callable, default="uniform"
-        Uniform on ``(0, 1)^p``, or a log-prior ``f(theta) -> (n_chains,)``; proposals
-        outside ``(0, 1)^p`` are always rejected.
+        Uniform on ``(0, 1)^p``, or a log-prior ``f(theta) -> (m,)`` for ``theta`` of
+        shape ``(m, p)``; proposals outside ``(0, 1)^p`` are always rejected. A log-prior
+        or log-likelihood callable may return ``-inf`` (density zero: the move is rejected),
+        but not at the start of a chain; a wrong shape, NaN or ``+inf`` is an error naming
+        the callable and the parameter vector.
     burn_in : int or "auto", default="auto"
         Steps dropped from the start of each chain; ``"auto"`` is ``n_steps // 10``.
     n_chains : int, default=1
@@ -302,9 +327,10 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
     acceptance_rate_ : float
         Over all chains and steps (per chain in ``chain_acceptance_rate_``).
     rhat_ : ndarray of shape (p,)
-        Split R-hat over the kept draws of all chains.
+        Split R-hat over the kept draws of all chains; ``inf`` for a parameter whose
+        draws do not change within any half-chain (no within-chain variance).
     ess_ : ndarray of shape (p,)
-        Effective sample size over all chains.
+        Effective sample size over all chains; 1 for a parameter whose draws never changed.
     likelihood_ : object
         The plug-in used (for ``"mle_induced"``, ``likelihood_.mle_induced_`` is the
         fitted :class:`MLEInducedLikelihood`).
@@ -313,13 +339,22 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
     %(n_features_in_)s
     %(feature_names_in_)s
 
+    Warns
+    -----
+    ConvergenceWarning
+        When a chain accepted none of its proposals (its draws are its start repeated),
+        when a split R-hat exceeds 1.1 (``RHAT_MAX``: the chains, or the halves of one,
+        disagree), or when an effective sample size is below 100 (``ESS_MIN``). The
+        message says what to change: ``proposal_scale``, ``n_steps``, ``n_chains`` or
+        ``init``.
+
     Examples
     --------
     >>> from skmrf import MetropolisHastingsMRF
     >>> from skmrf.model import agreement_to_mrf
     >>> cycle = [(0, 1), (1, 2), (2, 3), (3, 0)]
     >>> X = agreement_to_mrf([0.7, 0.6, 0.8, 0.7], cycle, 4, edges=cycle).sample(500, random_state=0)
-    >>> est = MetropolisHastingsMRF(cycle, likelihood="exact", n_steps=2000, random_state=0).fit(X)
+    >>> est = MetropolisHastingsMRF(cycle, likelihood="exact", n_steps=3000, random_state=0).fit(X)
     >>> est.posterior_mean_.shape
     (4,)
     """
@@ -336,7 +371,7 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         "init": [StrOptions({"mle", "prior"}), "array-like"],
         "copula": [StrOptions({"independent", "gaussian"})],
         "rho": [Interval(Real, None, None, closed="neither")],
-        "mle": "no_validation",
+        "mle": [None, BaseDiscreteMRF, FrozenEstimator],
         "n_particles": [Interval(Integral, 1, None, closed="left")],
         "n_sweeps": [Interval(Integral, 1, None, closed="left")],
         "random_state": ["random_state"],
@@ -431,6 +466,79 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
             raise ValueError(f"init has shape {theta.shape}; give ({p},) or (n_chains, {p}) = ({self.n_chains}, {p}).")
         return theta.copy()
 
+    def _burn_in(self, p):
+        """The burn-in in steps; refused when fewer than ``MIN_KEPT_DRAWS`` draws per chain would be kept,
+        or when the kept draws of ``p`` parameters would not fit in ``max_bytes``."""
+        burn_in = self.n_steps // 10 if self.burn_in == "auto" else int(self.burn_in)
+        n_kept = len(range(burn_in, self.n_steps, self.thin))
+        n_bytes = 8 * self.n_chains * n_kept * p
+        budget = max(DEFAULT_MAX_BYTES, self.max_bytes or 0)
+        if n_bytes > budget:
+            raise ValueError(
+                f"The kept draws would take {n_bytes / 2**30:.3g} GiB (8 bytes x {self.n_chains} chains x {n_kept} "
+                f"draws x {p} parameters), more than {budget / 2**30:.3g} GiB (max_bytes, at least 2 GiB). Raise thin, "
+                "lower n_steps or n_chains, or raise max_bytes."
+            )
+        if n_kept < MIN_KEPT_DRAWS:
+            raise ValueError(
+                f"n_steps={self.n_steps} with burn_in={self.burn_in!r} ({burn_in} steps) and thin={self.thin} keeps "
+                f"{n_kept} draws per chain; R-hat and the effective sample size need at least {MIN_KEPT_DRAWS}. "
+                "Raise n_steps, or lower burn_in or thin."
+            )
+        return burn_in
+
+    def _check_start(self, plugin, log_prior, theta0):
+        """Refuse a start of zero posterior density: the chain could not leave it (every ratio is undefined)."""
+        parts = [] if log_prior is _uniform_log_prior else [("prior", log_prior(theta0))]
+        if isinstance(plugin, CallableLikelihood):
+            parts.append(("likelihood", plugin._evaluate(theta0)))
+        for what, value in parts:
+            stuck = np.flatnonzero(np.isneginf(value))
+            if stuck.size:
+                k = int(stuck[0])
+                raise ValueError(
+                    f"The log-{what} is -inf at the start of chain {k}, theta = "
+                    f"{np.array2string(theta0[k], precision=6)} (init={self.init!r}): a chain cannot move from a "
+                    f"point of zero density. Start where the {what} is positive (pass init), or fix the {what}."
+                )
+
+    def _warn_if_not_converged(self):
+        """One ConvergenceWarning naming every failed check: chains that never moved, R-hat, ESS."""
+        problems, advice = [], []
+        stuck = np.flatnonzero(self.chain_acceptance_rate_ == 0)
+        if stuck.size:
+            which = "every chain" if stuck.size == self.n_chains else f"chains {stuck.tolist()[:10]}"
+            problems.append(
+                f"{which} accepted none of the {self.n_steps} proposals, so their draws repeat their start "
+                "and are not posterior draws"
+            )
+            advice.append(
+                f"Lower proposal_scale (now {self.proposal_scale:g}; about 2.38 / sqrt(p) posterior standard "
+                "deviations is a good scale), or start where the posterior has its mass (init)."
+            )
+        high = np.flatnonzero(self.rhat_ > RHAT_MAX)
+        if high.size and stuck.size < self.n_chains:
+            j = int(high[np.argmax(self.rhat_[high])])
+            problems.append(
+                f"split R-hat is {self.rhat_[j]:.3g} > {RHAT_MAX} for {high.size} of {len(self.rhat_)} parameters "
+                f"(largest: edge {tuple(int(v) for v in self.edges_[j])})"
+            )
+            advice.append("Run longer chains (n_steps) or more of them (n_chains, with init='prior').")
+        low = np.flatnonzero(self.ess_ < ESS_MIN)
+        if low.size and stuck.size < self.n_chains:
+            j = int(low[np.argmin(self.ess_[low])])
+            problems.append(
+                f"the effective sample size is {self.ess_[j]:.3g} < {ESS_MIN} for {low.size} of {len(self.ess_)} "
+                f"parameters (smallest: edge {tuple(int(v) for v in self.edges_[j])}; acceptance rate "
+                f"{self.acceptance_rate_:.3g})"
+            )
+            advice.append(
+                "Raise n_steps or n_chains, or tune proposal_scale (an acceptance rate near 0.23 mixes best)."
+            )
+        if problems:
+            unique = list(dict.fromkeys(advice))
+            warn_not_converged(type(self).__name__, "(" + "; ".join(problems) + ")", " ".join(unique), stacklevel=4)
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Sample the posterior of the edge parameters given binary data ``X``.
@@ -452,15 +560,14 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         self._check_binary_pairwise(Xi, "MetropolisHastingsMRF's agreement model is defined")
         self.edges_ = parameter_edges(self.graph, self.graph_, type(self).__name__)
         p = len(self.edges_)
-        burn_in = self.n_steps // 10 if self.burn_in == "auto" else int(self.burn_in)
-        if burn_in >= self.n_steps:
-            raise ValueError(f"burn_in={burn_in} leaves none of the n_steps={self.n_steps} steps; lower it.")
+        burn_in = self._burn_in(p)
         rng = check_generator(self.random_state)
         seeds = rng.integers(0, 2**63 - 1, size=self.n_chains)
         data = AgreementData(Xi, self.edges_, self.graph_)
         plugin = self._plugin(Xi, data, rng)
         theta0 = self._initial(Xi, p, rng)
-        log_prior = _uniform_log_prior if self.prior == "uniform" else self.prior
+        log_prior = _uniform_log_prior if self.prior == "uniform" else partial(_checked_log_prior, self.prior)
+        self._check_start(plugin, log_prior, theta0)
         log = ProgressLog(type(self).__name__, self.verbose)
         blocks = np.array_split(np.arange(self.n_chains), min(self.n_chains, effective_n_jobs(self.n_jobs)))
         args = (self.n_steps, self.proposal_scale, burn_in, self.thin, log)
@@ -476,11 +583,14 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         self.likelihood_ = plugin
         self.samples_ = kept.reshape(-1, p)
         self.posterior_mean_ = self.samples_.mean(axis=0)
-        self.posterior_std_ = self.samples_.std(axis=0, ddof=1) if len(self.samples_) > 1 else np.zeros(p)
+        # Draws that never changed have sd 0 exactly (np.std leaves ~1e-16 of rounding).
+        std = self.samples_.std(axis=0, ddof=1)
+        self.posterior_std_ = np.where(np.ptp(self.samples_, axis=0) == 0, 0.0, std)
         self.chain_acceptance_rate_ = n_accepted / self.n_steps
         self.acceptance_rate_ = float(self.chain_acceptance_rate_.mean())
         self.rhat_ = split_rhat(kept)
         self.ess_ = effective_sample_size(kept)
+        self._warn_if_not_converged()
         model = self.model_
         model.theta = agreement_matrix(model, self.edges_) @ logit(self.posterior_mean_)
         self._resolve_score_method(self.random_state)

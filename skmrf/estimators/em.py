@@ -117,10 +117,11 @@ class DecomposedEM(BaseDiscreteMRF):
     converged_ : bool
         Whether the gradient reached ``tol``.
     log_likelihood_ : float
-        Mean log-likelihood per row of the observed data at the fit
-        (rows entirely missing contribute 0).
+        Log-likelihood of the observed data at the fit, per row with at
+        least one observed entry (the definition of :meth:`score`, so
+        ``score(X_train)`` equals it up to ``tol``).
     log_likelihood_trace_ : ndarray of shape (`n_iter_` + 1,)
-        Mean log-likelihood per row at the start and after every iteration
+        ``log_likelihood_`` at the start and after every iteration
         (without the ridge term: EM never decreases the penalised one,
         ``log_likelihood_trace_ - alpha / 2 * ||theta||^2``).
     n_subnetworks_ : int
@@ -147,10 +148,17 @@ class DecomposedEM(BaseDiscreteMRF):
     -----
     With ``alpha=0``, a clique state that no row shows, even with its
     missing entries filled in, has no finite maximum-likelihood parameter:
-    ``fit`` warns (``NoFiniteEstimateWarning``) naming the cliques. A row
-    entirely missing contributes nothing to the likelihood and is dropped;
-    a column entirely missing is refused (no data identifies its
-    parameters). Missing entries are ``np.nan`` (or ``None``) in a float or
+    ``fit`` warns (``NoFiniteEstimateWarning``) naming the cliques. A column
+    entirely missing is refused (no data identifies its parameters).
+
+    A row entirely missing is the empty event, of probability 1: its
+    log-likelihood (:meth:`score_samples`) is exactly 0, and it changes
+    neither the fit (``alpha="auto"`` counts only the rows with an observed
+    entry) nor the score: :meth:`score` and ``log_likelihood_`` are the sum
+    of the rows' log-likelihoods divided by the number of rows with at
+    least one observed entry, so appending empty rows changes nothing.
+
+    Missing entries are ``np.nan`` (or ``None``) in a float or
     object array, masked entries of a ``numpy.ma.MaskedArray``, or pandas
     missing values.
 
@@ -372,6 +380,41 @@ class DecomposedEM(BaseDiscreteMRF):
         return np.clip(source.theta, -THETA_BOUND, THETA_BOUND)
 
     # -- scoring -------------------------------------------------------------
+    def score(self, X, y=None):
+        """Log-likelihood of the observed entries per row that has one; higher is better.
+
+        The sum of :meth:`score_samples` over the rows, divided by the number
+        of rows with at least one observed entry: a row entirely missing
+        (log-likelihood exactly 0) counts in neither, so appending empty rows
+        changes nothing. On the training data this is ``log_likelihood_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Integer states within the fitted ``n_states_``, missing entries
+            as NaN (as in :meth:`fit`).
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        float
+            ``sum(score_samples(X)) / n_observed_rows``.
+
+        Raises
+        ------
+        ValueError
+            If every row of ``X`` is entirely missing: there is nothing to score.
+        """
+        Xi = self._validate_score_data(X, allow_nan=True)
+        n_seen = int((~(Xi < 0).all(axis=1)).sum())
+        if n_seen == 0:
+            raise ValueError(
+                f"Every one of the {Xi.shape[0]} rows of X is entirely missing, so there is nothing to score "
+                "(an empty row has log-likelihood 0 and is not counted). Give rows with at least one observed entry."
+            )
+        return float(self._row_scores(Xi).sum() / n_seen)
+
     def score_samples(self, X):
         """Log-likelihood of the observed part of each row under the fitted model.
 
@@ -390,7 +433,10 @@ class DecomposedEM(BaseDiscreteMRF):
         ndarray of shape (n_samples,)
             The log-likelihood of each row's observed entries.
         """
-        Xi = self._validate_score_data(X, allow_nan=True)
+        return self._row_scores(self._validate_score_data(X, allow_nan=True))
+
+    def _row_scores(self, Xi):
+        """``log Z(d) - log Z`` of each validated row (0 for a row entirely missing)."""
         out = np.zeros(Xi.shape[0])
         seen = ~(Xi < 0).all(axis=1)
         if seen.any():

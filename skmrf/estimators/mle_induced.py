@@ -27,10 +27,12 @@ from sklearn.frozen import FrozenEstimator
 from ..graphs import MRFGraph, resolve_graph
 from ..inference.junction_tree import TreewidthError
 from ..model.agreement import agreement_matrix, check_agreement_parameters
+from ..solvers import THETA_BOUND
 from ..utils._sklearn_compat import StrOptions, _fit_context, check_is_fitted, validate_data
 from ..utils.validation import check_states, column_names, fit_column_labels
 from ._base import BaseDiscreteMRF
 from ._coin_tossing import marginal_log_likelihood_kernel, normal_scores, score_tables
+from ._existence import NoFiniteEstimateWarning
 from .exact import ExactMaxLikelihood
 from .lap import LAPEstimator
 
@@ -40,6 +42,17 @@ __all__ = ["MLEInducedLikelihood", "agreement_counts", "induced_eta", "parameter
 #: ``fit`` warns that the model has node potentials.
 UNARY_ATOL = 1e-6
 _MIN = np.minimum.reduce  # the ufunc's own reduce: ndarray.min adds a Python-level wrapper
+#: ``fit`` warns that the MLE does not exist when an estimate's odds ``theta / (1 - theta)`` exceed
+#: ``BOUNDARY_ODDS * (n + 1)`` (or are below the inverse): more extreme, by this factor, than any
+#: agreement rate of ``n`` rows. Where the data lie on a face of the model's marginal polytope the
+#: likelihood grows towards the boundary and the solver stops wherever its gradient is small:
+#: there the odds come out far beyond this (1e5 * n and more); a finite MLE does not.
+BOUNDARY_ODDS = 100.0
+#: ... or when a coupling ``J = 2 logit(theta)`` is within this of the solvers' box ``|J| <= THETA_BOUND``,
+#: where a divergent parameter stops (for ``n`` so large that the odds above are out of reach).
+BOX_MARGIN = 2.0
+#: Variables up to which the warning names an unobserved agreement pattern (by enumeration).
+PATTERN_MAX_VARIABLES = 16
 
 
 def agreement_counts(X, edges):
@@ -232,6 +245,18 @@ class MLEInducedLikelihood(BaseEstimator):
         Names of features seen during fit. Defined only when X has feature
         names that are all strings.
 
+    Warns
+    -----
+    NoFiniteEstimateWarning
+        When the agreement-model MLE does not exist: an estimate's odds
+        ``theta / (1 - theta)`` are beyond ``100 * (n + 1)`` (or below the inverse), more
+        extreme than any agreement rate ``n`` rows can show by a factor 100, or its coupling
+        ``2 logit(theta)`` is within 2 of the solvers' box ``|J| <= 30`` (the data lie
+        on a face of what the model can produce: some pattern of agreements it allows never
+        occurs, and the likelihood grows towards the boundary). The message names the edge
+        and, for up to 16 variables, an unobserved agreement pattern. ``theta_hat_`` is then
+        where the solver stopped; an ``mle`` with ``alpha > 0`` gives a finite estimate.
+
     See Also
     --------
     skmrf.model.agreement_to_mrf : The :class:`DiscreteMRF` of agreement parameters.
@@ -339,6 +364,7 @@ class MLEInducedLikelihood(BaseEstimator):
         self.lambda_hat_ = self.n_agree_ / self.n_samples_
         self._check_interior()
         self.mle_, self.theta_hat_ = self._agreement_mle(X)
+        self._warn_if_on_boundary(X)
         self.eta0_ = induced_eta(self.lambda_hat_, self.theta_hat_)
         self._precompute()
         return self
@@ -425,9 +451,64 @@ class MLEInducedLikelihood(BaseEstimator):
             )
         return est, theta
 
+    def _warn_if_on_boundary(self, X):
+        """Warn (naming the edge and an unobserved agreement pattern) when the MLE does not exist."""
+        eta = logit(self.theta_hat_)
+        limit = min(np.log(BOUNDARY_ODDS * (self.n_samples_ + 1)), (THETA_BOUND - BOX_MARGIN) / 2)
+        far = np.flatnonzero(np.abs(eta) > limit)
+        if not far.size:
+            return
+        j = int(far[np.argmax(np.abs(eta[far]))])
+        u, v = (int(x) for x in self.edges_[j])
+        pattern = self._unobserved_pattern(X)
+        seen = f" The data never show {pattern}, which the model allows." if pattern else ""
+        warnings.warn(
+            f"The agreement-model MLE does not exist: the MLE of edge ({u}, {v}) came out as theta_hat = "
+            f"{self.theta_hat_[j]:.7g} though its ends agree in {self.lambda_hat_[j]:.3g} of the rows ({far.size} of "
+            f"{len(eta)} edges with odds beyond {np.exp(limit):.3g}, more extreme than any agreement rate of "
+            f"{self.n_samples_} rows or at the solver's box): the likelihood keeps "
+            f"growing towards theta = {int(eta[j] > 0)}, and theta_hat_ is where the solver stopped.{seen} The "
+            "MLE-induced likelihood is centred on it. Pass an mle with a ridge (e.g. "
+            "mle=ExactMaxLikelihood(alpha=0.01)) for a finite estimate, or add data.",
+            NoFiniteEstimateWarning,
+            stacklevel=4,
+        )
+
+    def _unobserved_pattern(self, X):
+        """The agreement pattern the fitted MLE makes least likely among those no row shows, as text.
+
+        By enumeration of the ``2 ** (d - 1)`` states up to a flip; None beyond
+        ``PATTERN_MAX_VARIABLES`` variables or if every possible pattern is observed.
+        """
+        d = X.shape[1]
+        if d > PATTERN_MAX_VARIABLES:
+            return None
+        E = self.edges_
+        states = (np.arange(2 ** (d - 1))[:, None] >> np.arange(d)[None, :]) & 1
+        possible = np.unique(states[:, E[:, 0]] == states[:, E[:, 1]], axis=0)
+        observed = {row.tobytes() for row in (X[:, E[:, 0]] == X[:, E[:, 1]])}
+        unseen = possible[[row.tobytes() not in observed for row in possible]]
+        if not len(unseen):
+            return None
+        log_p = unseen @ np.log(self.theta_hat_) + ~unseen @ np.log1p(-self.theta_hat_)
+        t = unseen[int(np.argmin(log_p))]
+        name = [f"({int(a)}, {int(b)})" for a, b in E]
+        agree = ", ".join(n for n, x in zip(name, t) if x)
+        disagree = ", ".join(n for n, x in zip(name, t) if not x)
+        parts = ([f"the ends of edges {agree} agree"] if agree else []) + (
+            [f"the ends of edges {disagree} disagree"] if disagree else []
+        )
+        return "a row in which " + " and ".join(parts)
+
     def _mle_estimator(self, X):
         """``(fitted estimator, whether it came fitted)``, per the ``mle`` parameter."""
         mle = self.mle
+        if mle is not None and not isinstance(mle, (BaseDiscreteMRF, FrozenEstimator)):
+            # Validated by _parameter_constraints too, but a caller's fit may skip nested validation.
+            raise ValueError(
+                f"mle must be None, an skmrf discrete estimator (fitted or not, e.g. ExactMaxLikelihood(alpha=0.01)) "
+                f"or a FrozenEstimator of a fitted one; got {mle!r}."
+            )
         if mle is not None and _is_fitted(mle):
             inner = mle.estimator if isinstance(mle, FrozenEstimator) else mle
             if not isinstance(inner, BaseDiscreteMRF):
@@ -452,6 +533,16 @@ class MLEInducedLikelihood(BaseEstimator):
         if model.n_variables != self.n_features_in_:
             raise ValueError(
                 f"The fitted mle has {model.n_variables} variables but X has {self.n_features_in_} columns."
+            )
+        wide = np.flatnonzero(np.asarray(model.n_states) != 2)
+        if wide.size:
+            j = int(wide[0])
+            names = getattr(self, "feature_names_in_", None)
+            label = f"column {j}" if names is None else f"column {j} ({names[j]!r})"
+            raise ValueError(
+                f"The fitted mle models {label} with {int(model.n_states[j])} states, but the agreement model "
+                "(and so the MLE-induced likelihood) is binary. Fit the mle on binary data with n_states=2, or "
+                "pass it unfitted."
             )
         ours = {(min(u, v), max(u, v)) for u, v in self.edges_.tolist()}
         theirs = set(model.graph.edges)

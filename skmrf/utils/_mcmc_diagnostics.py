@@ -29,8 +29,9 @@ def split_rhat(samples):
     Returns
     -------
     ndarray of shape (n_params,)
-        Near 1 when the chains agree; NaN with fewer than 4 draws per chain, or for a
-        parameter that never moved.
+        Near 1 when the chains agree; ``inf`` for a parameter whose draws never change
+        within any half-chain (no within-chain variance: nothing shows the chains mixed);
+        NaN with fewer than 4 draws per chain.
     """
     s = _split(np.asarray(samples, dtype=np.float64))
     n = s.shape[1]
@@ -38,8 +39,10 @@ def split_rhat(samples):
         return np.full(s.shape[2], np.nan)
     W = s.var(axis=1, ddof=1).mean(axis=0)
     B = n * s.mean(axis=1).var(axis=0, ddof=1)
+    # Constant half-chains have W = 0 exactly (np.var leaves rounding of ~1e-32 instead).
+    frozen = (np.ptp(s, axis=1) == 0).all(axis=0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.sqrt(((n - 1) / n * W + B / n) / W)
+        return np.where(frozen, np.inf, np.sqrt(((n - 1) / n * W + B / n) / W))
 
 
 def _autocovariance(x):
@@ -60,11 +63,19 @@ def effective_sample_size(samples):
     Returns
     -------
     ndarray of shape (n_params,)
+        NaN with fewer than 4 draws per chain; 1 for a parameter whose draws never change
+        within any chain (each chain one value repeated: as good as one draw).
     """
     s = np.asarray(samples, dtype=np.float64)
     m, n, p = s.shape
     if n < 4:
         return np.full(p, np.nan)
+    frozen = (np.ptp(s, axis=1) == 0).all(axis=0)
+    if frozen.any():
+        out = np.ones(p)
+        if not frozen.all():
+            out[~frozen] = effective_sample_size(s[:, :, ~frozen])
+        return out
     per = max(1, (1 << 23) // (2 * m * n))  # parameters per FFT batch: about 64 MB of spectra
     if p > per:
         return np.concatenate([effective_sample_size(s[:, :, a : a + per]) for a in range(0, p, per)])

@@ -101,18 +101,24 @@ def test_gaussian_lap_dask_worker_killed_mid_fit_same_result(two_workers, gaussi
 # -- a fit interrupted by Ctrl-C ------------------------------------------------------------------
 
 
-def _workers(proc, before=()):
-    """The processes started by ``proc`` (a psutil.Process) whose pid is not in ``before``,
-    but its resource trackers (one each for multiprocessing and loky, per process by design,
-    ended when the process ends)."""
+def _workers(proc, before=(), only=""):
+    """The processes started by ``proc`` (a psutil.Process) whose pid is not in ``before`` and
+    whose command line holds ``only``, but its resource trackers (one each for multiprocessing
+    and loky, per process by design, ended when the process ends)."""
     found = []
     for kid in proc.children(recursive=True):
         try:
-            if kid.pid not in before and "resource_tracker" not in " ".join(kid.cmdline()):
+            cmd = " ".join(kid.cmdline())
+            if kid.pid not in before and only in cmd and "resource_tracker" not in cmd:
                 found.append(kid)
         except psutil.NoSuchProcess:
             pass
     return found
+
+
+def _loky_workers(before):
+    """This process's loky workers not in ``before`` (not the Dask workers a nanny restarts)."""
+    return _workers(psutil.Process(), before, only="loky")
 
 
 def _interrupt(*args, **kwargs):
@@ -131,7 +137,7 @@ def test_keyboard_interrupt_in_a_worker_propagates(data, monkeypatch, parallel_a
     before = {c.pid for c in psutil.Process().children(recursive=True)}
     with parallel_config(backend=backend), pytest.raises(KeyboardInterrupt):
         LAPEstimator(GRID, n_jobs=2).fit(data)
-    _, alive = psutil.wait_procs(_workers(psutil.Process(), before), timeout=10)
+    _, alive = psutil.wait_procs(_loky_workers(before), timeout=10)
     assert not alive
 
 
@@ -144,7 +150,7 @@ def test_keyboard_interrupt_between_pool_calls_kills_process_workers(data, monke
 
     def interrupted_after_one_step(fun, x0, *args):
         fun(x0)  # one parallel evaluation: the pool's workers are started
-        started.extend(_workers(psutil.Process(), before))
+        started.extend(_loky_workers(before))
         raise KeyboardInterrupt
 
     monkeypatch.setattr("skmrf.estimators.pseudo.minimize_in_box", interrupted_after_one_step)

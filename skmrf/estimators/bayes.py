@@ -24,7 +24,8 @@ from ..model.agreement import agreement_matrix, check_agreement_parameters
 from ..solvers._convergence import warn_not_converged
 from ..utils._docstrings import fill_doc
 from ..utils._mcmc_diagnostics import effective_sample_size, split_rhat
-from ..utils._sklearn_compat import Interval, Parallel, StrOptions, _fit_context, delayed
+from ..utils._parallel import parallel_or_serial
+from ..utils._sklearn_compat import Interval, StrOptions, _fit_context, delayed
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
 from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
@@ -572,12 +573,11 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         blocks = np.array_split(np.arange(self.n_chains), min(self.n_chains, effective_n_jobs(self.n_jobs)))
         args = (self.n_steps, self.proposal_scale, burn_in, self.thin, log)
         run = _run_chains_speculative if isinstance(plugin, CallableLikelihood) else _run_chains
-        if len(blocks) == 1:
-            results = [run(plugin, log_prior, theta0, seeds, *args)]
-        else:
-            results = Parallel(n_jobs=len(blocks), verbose=max(0, self.verbose - 1))(
-                delayed(run)(plugin, log_prior, theta0[b], seeds[b], *args) for b in blocks
-            )
+        with parallel_or_serial(len(blocks), verbose=max(0, self.verbose - 1)) as pool:
+            if pool is None:
+                results = [run(plugin, log_prior, theta0, seeds, *args)]
+            else:
+                results = pool(delayed(run)(plugin, log_prior, theta0[b], seeds[b], *args) for b in blocks)
         kept = np.concatenate([r[0] for r in results])
         n_accepted = np.concatenate([r[1] for r in results])
         self.likelihood_ = plugin

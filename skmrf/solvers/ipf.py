@@ -51,7 +51,8 @@ def extended_max_likelihood(model, counts, factors, max_iter, tol, max_bytes=Non
 
     Notes
     -----
-    One sweep costs one calibration per factor. On a decomposable model (a chordal graph
+    One sweep costs one calibration per run of consecutive factors held by the same
+    junction-tree node (one in all for a model whose tree is a single node). On a decomposable model (a chordal graph
     whose factors are its maximal cliques) one sweep reaches the limit.
     """
     lay = model.layout
@@ -63,14 +64,21 @@ def extended_max_likelihood(model, counts, factors, max_iter, tol, max_bytes=Non
     log_psi = np.zeros(lay.n_table)
     ll = _mean_log_likelihood(tree, lay, log_psi, emp, slices, max_bytes)
     gap, ll_gain, n_sweeps = np.inf, np.inf, 0
+    runs = _runs_by_node(tree, lay, factors)
     for sweep in range(1, max_iter + 1):
         n_sweeps = sweep
-        for s in slices:
-            marg = tree.calibrate(log_psi, lay, max_bytes=max_bytes).clique_marginals()[s]
-            with np.errstate(divide="ignore", invalid="ignore"):
-                update = log_emp[s] - np.log(marg)
-            update[np.isneginf(log_emp[s])] = -np.inf  # an empty cell: probability zero
-            log_psi[s] += update
+        for node, members in runs:
+            # One calibration per run of factors held by the same junction-tree node: updating a
+            # factor c inside node N multiplies p(x_N) by exp(update(x_c)) exactly, so the node's
+            # marginal, and from it the next factor's, is kept without calibrating again.
+            p = tree.calibrate(log_psi, lay, max_bytes=max_bytes).node_marginals[node]
+            for s, axes, shape in members:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    update = log_emp[s] - np.log(p.sum(axis=axes).ravel())
+                update[np.isneginf(log_emp[s])] = -np.inf  # an empty cell: probability zero
+                log_psi[s] += update
+                p = p * np.exp(update).reshape(shape)
+                p /= p.sum()
         cal = tree.calibrate(log_psi, lay, max_bytes=max_bytes)
         marg = cal.clique_marginals()
         gap = max(float(np.abs(marg[s] - emp[s]).max()) for s in slices)
@@ -80,6 +88,24 @@ def extended_max_likelihood(model, counts, factors, max_iter, tol, max_bytes=Non
             break
     model.theta = lay.normalise(_finite(log_psi, lay, factors))
     return n_sweeps, gap, ll_gain
+
+
+def _runs_by_node(tree, lay, factors):
+    """``[(node, [(table slice, axes summed out, broadcast shape), ...]), ...]``: the factors in
+    order, consecutive factors held by the same junction-tree node grouped in one run."""
+    runs = []
+    for k in factors:
+        node = int(tree.assign[k])
+        members = set(lay.cliques[k])
+        variables = tree.nodes[node]
+        axes = tuple(a for a, v in enumerate(variables) if v not in members)
+        shape = tuple(int(tree.n_states[v]) if v in members else 1 for v in variables)
+        entry = (slice(lay.table_offsets[k], lay.table_offsets[k + 1]), axes, shape)
+        if runs and runs[-1][0] == node:
+            runs[-1][1].append(entry)
+        else:
+            runs.append((node, [entry]))
+    return runs
 
 
 def _mean_log_likelihood(tree, lay, log_psi, emp, slices, max_bytes, cal=None):

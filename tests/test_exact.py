@@ -297,4 +297,4 @@ def test_extended_mle_calibrates_once_per_junction_tree_node_and_sweep(monkeypat
     X = np.random.default_rng(99).integers(0, 3, size=(15, 5))
     with pytest.warns(NoFiniteEstimateWarning, match="extended MLE"):
         ExactMaxLikelihood("complete", alpha=0.0, max_iter=6).fit(X)
-    assert len(calls) <= 6 * 2 + 3  # before: 6 * (10 edges + 5 nodes + 1) + 3
+    assert len(calls) <= 6 * 2 + 3  # before: 6 * (10 edges + 1) + 2 = 68

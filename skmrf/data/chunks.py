@@ -98,6 +98,7 @@ def reduce_row_chunks(X, func, *args, op=np.add, chunk_rows=None):
 
 def _reduce_dask(X, func, args, op):
     import dask
+    from dask.base import tokenize
 
     if X.numblocks[1] > 1:
         X = X.rechunk({1: -1})
@@ -105,7 +106,14 @@ def _reduce_dask(X, func, args, op):
     # One graph key per argument, shared by every task (not a copy embedded in each).
     shared = [a if a is None or np.isscalar(a) else dask.delayed(a, traverse=False) for a in args]
     blocks = zip(X.to_delayed()[:, 0], starts)
-    parts = [dask.delayed(_guarded, pure=True)(func, block, start, *shared) for block, start in blocks]
+    tokens = [getattr(a, "key", a) for a in shared]
+    parts = [
+        # Keys keep the name of the function the task runs (the task stream shows "_count_chunk-...").
+        dask.delayed(_guarded, pure=True)(
+            func, block, start, *shared, dask_key_name=f"{func.__name__}-{tokenize(func, block.key, start, tokens)}"
+        )
+        for block, start in blocks
+    ]
     while len(parts) > 1:  # a binary tree of combinations, run on the workers too
         pairs = [dask.delayed(_combine_guarded, pure=True)(a, b, op) for a, b in zip(parts[::2], parts[1::2])]
         parts = pairs + ([parts[-1]] if len(parts) % 2 else [])

@@ -259,7 +259,16 @@ def test_ctrl_c_leaves_no_worker_and_no_temporary_file(tmp_path, kind, session):
             assert child.stdout.readline() == "interrupted\n", stderr.read_text()
             _, alive = psutil.wait_procs(started + _workers(parent), timeout=10)
         assert not alive, f"processes left after Ctrl-C: {[p.cmdline() for p in alive]}"
-        assert not list(temp.iterdir()), "temporary files left after Ctrl-C"
+        # The memmapped arrays are unlinked by joblib's resource tracker once the workers release
+        # them, a moment after the interrupt: wait for it, as for the processes. joblib may leave
+        # the call's *empty* folder behind (it skips a folder whose files are still in use, and
+        # nobody removes it once they are gone: seen in about 1 of 5 runs under load), so the
+        # check is on files; an empty folder holds no data.
+        deadline = time.monotonic() + 10
+        while [p for p in temp.rglob("*") if not p.is_dir()] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = [p for p in temp.rglob("*") if not p.is_dir()]
+        assert not left, f"temporary files left after Ctrl-C: {left}"
     finally:
         child.kill()
         child.wait()

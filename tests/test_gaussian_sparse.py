@@ -113,6 +113,7 @@ def test_chordal_patterns_get_the_closed_form(graph):
     est = GaussianMaxLikelihood(graph, sparse=False).fit(X)
     assert est.solver_ == "chordal" and est.n_iter_ == 0
     expected = _closed_form(_sample_covariance(X), graph)
+    # Closed form against closed form (no iterations): clique inverses of condition < 100, ~1e-13.
     np.testing.assert_allclose(est.precision_, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
 
 
@@ -122,6 +123,7 @@ def test_pattern_covariance_is_the_sample_covariance_on_the_pattern():
     rows = np.array([0, 1, 5, 3, 2], dtype=np.int64)
     cols = np.array([0, 0, 2, 3, 1], dtype=np.int64)
     S = XT @ XT.T / 40
+    # 1e-13: sums of 40 products in another order: 40 x eps x (sum |x_i x_j| / |S_ij| <= 15 here) = 6e-14.
     np.testing.assert_allclose(pattern_covariance(XT, rows, cols, 40.0), S[rows, cols], rtol=1e-13)
     shrunk = pattern_covariance(XT, rows, cols, 40.0, shrinkage=0.25, mu=2.0)
     np.testing.assert_allclose(shrunk, 0.75 * S[rows, cols] + 0.25 * 2.0 * (rows == cols), rtol=1e-13)
@@ -266,7 +268,8 @@ def test_likelihood_start_is_the_best_point_of_both_segments(case, blend_wins):
     # (up to rounding of f, about 1e-12 relative).
     assert f(x0) <= best + 1e-9 * abs(best)
     anchor = ml_diagonal if blend_wins else own
-    np.testing.assert_allclose(x0, anchor + t * (x - anchor))
+    # The same convex combination of the same vectors (a few ulp; was the default rtol=1e-7).
+    np.testing.assert_allclose(x0, anchor + t * (x - anchor), rtol=1e-12)
 
 
 def test_newton_steps_start_at_lap_when_it_is_positive_definite():
@@ -292,6 +295,7 @@ def test_precision_is_dense_for_small_p_and_sparse_on_request(cls):
     assert sp.issparse(forced.precision_) and forced.get_precision() is forced.precision_
     np.testing.assert_array_equal(forced.precision_.toarray(), auto.precision_)
     assert isinstance(auto.covariance_, np.ndarray)
+    # An inverse times its matrix: 12 terms x eps x condition (< 100): ~1e-13.
     np.testing.assert_allclose(auto.covariance_ @ auto.precision_, np.eye(12), atol=1e-9)
 
 

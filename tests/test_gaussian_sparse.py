@@ -59,6 +59,9 @@ def test_sparse_equals_dense_newton(name):
     sparse = GaussianMaxLikelihood(graph, solver="sparse").fit(X)
     assert sparse.solver_ in ("sparse", "chordal")
     a, b = _standardised_dense(dense), _standardised_dense(sparse)
+    # Both Newton solvers stop at a residual <= tol = 1e-10 in standardised units (or are the chordal
+    # closed form); the standardised precisions (condition < 10 here) then differ by ~1e-9 at most, and
+    # the scores by less (the score is stationary at the optimum). 1e-8 covers the condition.
     assert np.max(np.abs(a - b)) <= 1e-8 * np.max(np.abs(a))
     assert abs(dense.score(X) - sparse.score(X)) <= 1e-8 * abs(dense.score(X))
 
@@ -74,6 +77,8 @@ def test_sparse_solution_satisfies_the_optimality_conditions(name):
     A = nx.to_numpy_array(graph) != 0
     on = A | np.eye(len(A), dtype=bool)
     d = np.sqrt(np.diag(S))
+    # The solver's residual is W - S on the pattern in standardised units, stopped at tol = 1e-10; the
+    # explicit inverse adds eps x condition (< 10 here): 1e-8 leaves 100x.
     assert np.max(np.abs((W - S) / np.outer(d, d))[on]) <= 1e-8
     assert np.all(est.precision_[~on] == 0)
 
@@ -191,6 +196,7 @@ def test_sparse_solver_with_the_fewest_rows_reaches_the_optimum():
     S = _sample_covariance(X)
     on = (nx.to_numpy_array(graph) != 0) | np.eye(12, dtype=bool)
     d = np.sqrt(np.diag(S))
+    # As in test_sparse_solution_satisfies_the_optimality_conditions: the residual at tol = 1e-10.
     assert np.max(np.abs((np.linalg.inv(est.precision_) - S) / np.outer(d, d))[on]) <= 1e-8
 
 

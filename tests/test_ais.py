@@ -42,7 +42,7 @@ def test_same_seed_same_estimate():
     model = make_random_mrf(resolve_graph(grid_graph(3, 3), 9), 2, 1.0, random_state=0)
     a = annealed_importance_sampling(model, 20, 50, random_state=7)
     b = annealed_importance_sampling(model, 20, 50, random_state=7)
-    assert a.log_z == b.log_z
+    assert a.log_z == b.log_z  # the same seed, the same arithmetic in this process: bit for bit
     with pytest.raises(ValueError, match="n_chains and n_steps must be positive"):
         annealed_importance_sampling(model, 0, 10)
 
@@ -58,7 +58,7 @@ def test_estimators_score_with_ais(Est):
     # Same 4-standard-error tolerance as above: the score differs by the log Z error only.
     assert abs(ais.score(X) - exact.score(X)) <= 4 * ais.log_partition_std_ + 1e-3
     again = Est("grid:4x4", score_method="ais", random_state=0).fit(X)
-    assert again.log_partition_ == ais.log_partition_
+    assert again.log_partition_ == ais.log_partition_  # same seed, same fit, same process: bit for bit
     again.set_params(score_method="exact").fit(X)
     assert not hasattr(again, "log_partition_std_")  # nothing stale from the AIS fit
 

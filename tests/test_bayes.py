@@ -161,7 +161,8 @@ def test_laplace_information_is_the_covariance_of_the_agreements():
     p = np.exp(logp - logsumexp(logp))
     cov = (t * p[:, None]).T @ t - np.outer(p @ t, p @ t)
     D = 1 / (theta * (1 - theta))
-    # 1e-9: exact conditional marginals against enumeration.
+    # 1e-9: exact conditional marginals against enumeration, both closed forms; D <= 1/(0.2*0.8) and
+    # n = 150 scale a ~1e-15 rounding of the covariance to ~1e-12, so 1e-9 leaves a wide margin.
     np.testing.assert_allclose(lap.information, 150 * D[:, None] * cov * D[None, :], rtol=1e-9, atol=1e-9)
 
 
@@ -219,6 +220,7 @@ def test_callable_likelihood_and_fitted_model():
     np.testing.assert_allclose(est.samples_, ref.samples_, atol=1e-12)
     assert est.samples_.shape == (1800, 4)
     back = agreement_to_mrf(est.posterior_mean_, CYCLE, n_variables=4, edges=CYCLE)
+    # 1e-12: model_ is this same closed-form conversion of posterior_mean_ (a logit, a few ulp).
     np.testing.assert_allclose(est.model_.theta, back.theta, atol=1e-12)
     assert np.isfinite(est.score(X)) and est.score_method_ == "exact"
     assert est.sample(5, random_state=0).shape == (5, 4)
@@ -259,6 +261,7 @@ def test_diagnostics_on_known_chains():
     expected = 4 * n * (1 - phi) / (1 + phi)
     # 15%: the spread of a Geyer ESS estimate from 4 chains of 20,000 AR(1) draws.
     np.testing.assert_allclose(ess, expected, rtol=0.15)
+    # 0.01: with stationary chains split-R-hat - 1 is of order 1 / ESS per half-chain (~1e-3 here).
     np.testing.assert_allclose(split_rhat(x), 1.0, atol=0.01)
     shifted = x + np.array([0.0, 0.0, 0.0, 3.0])[:, None, None]  # one chain elsewhere
     assert np.all(split_rhat(shifted) > 1.1)

@@ -74,6 +74,8 @@ def test_fit_save_load_score_equals_python_api(tmp_path, capsys, binary, method,
     reference = cls(graph=graph).fit(binary)
     loaded = load_model(model)
     assert type(loaded) is cls
+    # Bit for bit: the CLI runs the same fit in this process, the file stores float64 exactly and the
+    # score is printed with repr (round-trip digits).
     assert loaded.score(binary) == reference.score(binary)
     np.testing.assert_array_equal(loaded.score_samples(binary), reference.score_samples(binary))
     np.testing.assert_array_equal(loaded.model_.theta, reference.model_.theta)

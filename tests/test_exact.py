@@ -14,19 +14,45 @@ from skmrf.inference import TreewidthError
 from . import brute_force as bf
 
 
+def distance_bound(model, theta, grad_max, alpha=0.0):
+    """How far a point whose gradient has no component above ``grad_max`` can be from the optimum.
+
+    ``|theta - theta*|_inf <= |theta - theta*|_2 <= sqrt(d) grad_max / lambda_min``, with ``lambda_min``
+    the smallest eigenvalue of the Hessian there (the Fisher information plus the ridge): a tolerance
+    from the solver's stopping rule and the problem's curvature, not from one machine's result.
+    """
+    from skmrf.estimators.exact import exact_hessian
+
+    lam = np.linalg.eigvalsh(exact_hessian(model, theta)).min() + alpha
+    return np.sqrt(len(theta)) * grad_max / lam
+
+
+def brute_force_grad_max(model, theta, X, alpha=0.0):
+    """Largest component of the brute-force gradient at ``theta`` (scipy's BFGS may stop short of gtol)."""
+    xs = bf.states(model.n_states)
+    F = bf.features(model, xs)
+    e = F @ theta
+    p = np.exp(e - e.max())
+    p /= p.sum()
+    return np.abs(F.T @ p - bf.features(model, np.asarray(X)).mean(axis=0) + alpha * theta).max()
+
+
 def test_moment_matching_and_brute_force_ml():
     cliques = [(0, 1, 2), (2, 3), (3, 4), (4, 5, 6), (6, 0), (1, 7), (7, 8)]
     X, _ = sample_random_mrf(cliques, 3000, n_states=2, n_variables=9, random_state=0)
     est = ExactMaxLikelihood(cliques, alpha=0.0, tol=1e-10).fit(X)
-    # Moment matching: model clique marginals equal the empirical ones (the
-    # gradient at the optimum) to 1e-6; the fit stops at 1e-10 (Newton polish).
+    # Moment matching: model clique marginals minus the empirical ones are the gradient (alpha = 0),
+    # which the fit brings below tol = 1e-10 (Newton polish); plus the rounding of the marginals (~1e-15).
+    # (It was 1e-6, four orders above what the fit guarantees.)
     emp = est.model_.layout.table_counts(X) / len(X)
-    np.testing.assert_allclose(est.model_.calibrate().clique_marginals(), emp, atol=1e-6)
-    # Same estimate as an independent brute-force ML fit: 1e-5 absolute, the
-    # gradient tolerances (1e-10, 1e-11) divided by the smallest Fisher
-    # eigenvalue (~1e-2 here) leave errors near 1e-8.
+    np.testing.assert_allclose(est.model_.calibrate().clique_marginals(), emp, rtol=0, atol=1e-10 + 1e-13)
+    # Same estimate as an independent brute-force ML fit: both gradients (tol = 1e-10, and what BFGS
+    # reached, ~2e-9) divided by the smallest Fisher eigenvalue (~4e-3 here), times sqrt(d): ~2e-6 (was 1e-5).
     ref = bf.max_likelihood(est.model_, X)
-    np.testing.assert_allclose(est.theta_, ref, atol=1e-5)
+    bound = distance_bound(est.model_, ref, 1e-10) + distance_bound(
+        est.model_, ref, brute_force_grad_max(est.model_, ref, X)
+    )
+    np.testing.assert_allclose(est.theta_, ref, rtol=0, atol=bound)
 
 
 def test_three_states_with_ridge_matches_brute_force():
@@ -34,7 +60,10 @@ def test_three_states_with_ridge_matches_brute_force():
     X, _ = sample_random_mrf(cliques, 400, n_states=3, n_variables=4, random_state=1)
     est = ExactMaxLikelihood(cliques, alpha=0.05, tol=1e-10).fit(X)
     ref = bf.max_likelihood(est.model_, X, alpha=0.05)
-    np.testing.assert_allclose(est.theta_, ref, atol=1e-6)  # ridge: well conditioned
+    # Both stopping gradients over the curvature (>= alpha = 0.05), times sqrt(d) (was 1e-6 flat).
+    g_ref = brute_force_grad_max(est.model_, ref, X, alpha=0.05)
+    bound = distance_bound(est.model_, ref, 1e-10 + g_ref, alpha=0.05)
+    np.testing.assert_allclose(est.theta_, ref, rtol=0, atol=bound)
 
 
 def tree_closed_form(model, X):
@@ -75,8 +104,10 @@ def test_tree_estimate_equals_closed_form(n_states):
     tree = nx.random_labeled_tree(12, seed=3)
     X, _ = sample_random_mrf(tree, 20000, n_states=n_states, random_state=2)
     est = ExactMaxLikelihood(tree, alpha=0.0, tol=1e-10).fit(X)
-    # 1e-6: the closed form is exact; the iterative fit stops at gradient 1e-10.
-    np.testing.assert_allclose(est.theta_, tree_closed_form(est.model_, X), atol=1e-6)
+    # The closed form is exact (to ~1e-13: logs of counts); the iterative fit stops at gradient 1e-10,
+    # so within sqrt(d) 1e-10 / lambda_min of it (3e-8 binary, 2e-7 three states; was 1e-6).
+    expected = tree_closed_form(est.model_, X)
+    np.testing.assert_allclose(est.theta_, expected, rtol=0, atol=distance_bound(est.model_, expected, 1e-10) + 1e-12)
 
 
 def test_score_is_exact_mean_log_likelihood():
@@ -86,6 +117,7 @@ def test_score_is_exact_mean_log_likelihood():
     lp = bf.energies(est.model_, xs) - bf.log_partition(est.model_)
     lookup = dict(zip(map(tuple, xs), lp))
     expected = np.array([lookup[tuple(x)] for x in X[:50]])
+    # 1e-12: the same parameters scored by the junction tree and by enumeration of 512 states (rounding).
     np.testing.assert_allclose(est.score_samples(X[:50]), expected, rtol=1e-12)
     assert est.score(X[:50]) == pytest.approx(expected.mean(), rel=1e-12)
     assert est.score_method_ == "exact"
@@ -95,7 +127,8 @@ def test_pseudo_scoring_on_request():
     X, _ = sample_random_mrf(grid_graph(3, 3), 200, random_state=0)
     est = ExactMaxLikelihood(grid_graph(3, 3), alpha=0.1, score_method="pseudo").fit(X)
     assert est.score_method_ == "pseudo" and est.log_partition_ is None
-    np.testing.assert_allclose(est.score_samples(X), est.model_.log_pseudo_likelihood(X))
+    # The same function of the same parameters (default rtol=1e-7 was far looser than rounding).
+    np.testing.assert_allclose(est.score_samples(X), est.model_.log_pseudo_likelihood(X), rtol=1e-12)
 
 
 def test_x_is_never_modified_and_dataframe_names_map_the_graph():
@@ -104,11 +137,15 @@ def test_x_is_never_modified_and_dataframe_names_map_the_graph():
     frame = pd.DataFrame(X, columns=["d", "c", "b", "a"])
     before = frame.copy()
     g = nx.Graph([("a", "b"), ("b", "c"), ("c", "d")])
-    est = ExactMaxLikelihood(g, alpha=0.01).fit(frame)
+    est = ExactMaxLikelihood(g, alpha=0.01, tol=1e-10).fit(frame)
     pd.testing.assert_frame_equal(frame, before)
     assert est.graph_.edges == [(0, 1), (1, 2), (2, 3)]
-    ref = ExactMaxLikelihood("chain", alpha=0.01).fit(X)
-    np.testing.assert_allclose(est.theta_, ref.theta_, atol=1e-7)
+    ref = ExactMaxLikelihood("chain", alpha=0.01, tol=1e-10).fit(X)
+    # The same problem with the columns reversed: both fits stop at gradient <= tol = 1e-10, so each is
+    # within sqrt(d) tol / lambda_min of the optimum (~1e-8). At the default tol = 1e-7 the old flat
+    # 1e-7 was below what tol guarantees (1.4e-5).
+    bound = 2 * distance_bound(ref.model_, ref.theta_, 1e-10, alpha=0.01)
+    np.testing.assert_allclose(est.theta_, ref.theta_, rtol=0, atol=bound)
 
 
 @pytest.mark.parametrize(
@@ -194,6 +231,7 @@ def test_exact_hessian_is_the_feature_covariance():
     p /= p.sum()
     mu = F.T @ p
     cov = (F * p[:, None]).T @ F - np.outer(mu, mu)
+    # 1e-13: a covariance of features in [0, 1] (entries <= 0.25) summed over 36 states, both closed forms.
     np.testing.assert_allclose(exact_hessian(model, model.theta), cov, atol=1e-13)
 
 
@@ -232,6 +270,7 @@ def test_saturated_model_with_an_empty_cell_reaches_the_entropy_supremum():
     supremum = float(np.sum(p_hat[p_hat > 0] * np.log(p_hat[p_hat > 0])))
     assert abs(est.score(X) - supremum) < 1e-8
     p_ipf = _ipf_by_enumeration(states, p_hat, [list(range(6))])
+    # 1e-12: for the saturated model one IPF sweep is exact (p = p_hat), for both sides.
     np.testing.assert_allclose(np.exp(est.model_.log_prob(states)), p_ipf, atol=1e-12)
     # The old behaviour (L-BFGS stopped in the box) was measurably short of it:
     assert np.all(np.isfinite(est.theta_))
@@ -251,6 +290,8 @@ def test_non_decomposable_model_with_empty_cells_matches_textbook_ipf():
     p_ipf = _ipf_by_enumeration(states, p_hat, [list(f) for f in factors])
     keep = p_hat > 0
     supremum = float(np.sum(p_hat[keep] * np.log(p_ipf[keep])))
+    # 1e-8: both IPFs stop at a marginal gap <= 1e-12 / 1e-13; the distance to their common limit is
+    # the gap over IPF's linear convergence rate, far below 1e-8 unless max_iter runs out (then it warns).
     assert abs(est.score(X) - supremum) < 1e-8
     np.testing.assert_allclose(np.exp(est.model_.log_prob(states)), p_ipf, atol=1e-8)
 

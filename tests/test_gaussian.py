@@ -359,6 +359,7 @@ def test_repair_shrink(eigensolver, monkeypatch):
     t = est.repair_factor_
     assert 0 < t < 1 and est.is_positive_definite_
     D = np.diag(np.diag(raw))
+    # rtol=1e-12: the same shrinkage of the same raw matrix (one multiply-add per entry, a few ulp).
     np.testing.assert_allclose(est.precision_, D + t * (raw - D), rtol=1e-12)
     # The smallest eigenvalue of D^-1/2 P D^-1/2 is REPAIR_MIN_EIGENVALUE (dense
     # eigensolver: to rounding, 1e-12 here) or up to about 2e-4 above it (Lanczos:
@@ -388,6 +389,8 @@ def test_score_matches_scikit_learn_and_scipy(Est):
     est = Est("chain").fit(X)
     dense = est.precision_
     ref = log_likelihood(empirical_covariance(Xtest - est.location_, assume_centered=True), dense)
+    # rel=1e-10 here and below: closed forms (log-determinant, quadratic forms) of a chain precision with
+    # condition number < 10, against scikit-learn's and scipy's; rounding is ~1e-14.
     assert est.score(Xtest) == pytest.approx(ref, rel=1e-10)
     logpdf = multivariate_normal(est.location_, np.linalg.inv(dense)).logpdf(Xtest)
     np.testing.assert_allclose(est.score_samples(Xtest), logpdf, rtol=1e-10)
@@ -416,6 +419,8 @@ def test_sparse_factorisation_path(monkeypatch):
     dense = est.precision_
     sign, logdet = np.linalg.slogdet(dense)
     assert sign > 0
+    # rel=1e-10, rtol=1e-9: a sparse LU log-determinant against a dense one (30 x 30, condition < 100:
+    # ~1e-13); the log-densities subtract it from quadratic forms, so 1e-9 relative leaves room.
     assert est.log_partition_ == pytest.approx(0.5 * (30 * np.log(2 * np.pi) - logdet), rel=1e-10)
     logpdf = multivariate_normal(est.location_, np.linalg.inv(dense)).logpdf(X[:20])
     np.testing.assert_allclose(est.score_samples(X[:20]), logpdf, rtol=1e-9)
@@ -432,6 +437,7 @@ def test_store_covariance():
     X = sample(P, 500, seed=14)
     assert GaussianLAP(store_covariance=False).fit(X).covariance_ is None
     est = GaussianLAP(store_covariance=True).fit(X)
+    # atol=1e-10: an inverse times its matrix, eps x condition number (< 10) x 5 terms: ~1e-14.
     np.testing.assert_allclose(est.covariance_ @ est.precision_, np.eye(5), atol=1e-10)
 
 
@@ -455,6 +461,8 @@ def test_ml_optimality_conditions(solver):
     assert est.solver_ == solver
     _check_ml_conditions(est, X, resolve_adjacency(Q, 30))
     if solver == "newton":
+        # rtol=1e-9: the stored covariance is inv(precision_) up to rounding: eps x condition (~250)
+        # over the smallest |entry| relative to the largest (~2e-2): ~1e-12.
         np.testing.assert_allclose(est.covariance_, np.linalg.inv(est.precision_), rtol=1e-9)
 
 
@@ -504,13 +512,18 @@ def test_ml_chordal_graph_closed_form():
     for i in range(1, 5):
         expected[i, i] -= 1 / S[i, i]
     est = GaussianMaxLikelihood("chain").fit(X)
+    # The chordal solver is this closed form (solver_ "chordal", no iterations): rounding only, as above.
+    assert est.solver_ == "chordal"
     np.testing.assert_allclose(est.precision_, expected, rtol=1e-9, atol=1e-12)
 
 
 def test_ml_complete_graph_is_inverse_sample_covariance():
     X = sample(chain_precision(5), 300, seed=19)
     est = GaussianMaxLikelihood("complete").fit(X)
-    np.testing.assert_allclose(est.precision_, EmpiricalCovariance().fit(X).precision_, rtol=1e-8)
+    # A closed form (the chordal solver), like scikit-learn's inverse: rounding x condition (~5) only,
+    # so the rtol=1e-9 of the closed forms above (was 1e-8).
+    assert est.solver_ == "chordal"
+    np.testing.assert_allclose(est.precision_, EmpiricalCovariance().fit(X).precision_, rtol=1e-9)
 
 
 def test_ml_not_converged_warns():
@@ -563,6 +576,7 @@ def test_graph_by_dataframe_column_names():
     G = nx.Graph([("c", "d"), ("a", "b"), ("b", "c")])  # node order differs from the columns
     est = GaussianLAP(G).fit(df)
     ref = GaussianLAP("chain").fit(X)
+    # 1e-12: the same graph once resolved, so the same closed-form arithmetic on the same columns.
     np.testing.assert_allclose(est.precision_, ref.precision_, rtol=1e-12)
     assert est.score(df) == pytest.approx(ref.score(X), rel=1e-12)
 

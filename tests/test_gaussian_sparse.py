@@ -59,6 +59,9 @@ def test_sparse_equals_dense_newton(name):
     sparse = GaussianMaxLikelihood(graph, solver="sparse").fit(X)
     assert sparse.solver_ in ("sparse", "chordal")
     a, b = _standardised_dense(dense), _standardised_dense(sparse)
+    # Both Newton solvers stop at a residual <= tol = 1e-10 in standardised units (or are the chordal
+    # closed form); the standardised precisions (condition < 10 here) then differ by ~1e-9 at most, and
+    # the scores by less (the score is stationary at the optimum). 1e-8 covers the condition.
     assert np.max(np.abs(a - b)) <= 1e-8 * np.max(np.abs(a))
     assert abs(dense.score(X) - sparse.score(X)) <= 1e-8 * abs(dense.score(X))
 
@@ -74,6 +77,8 @@ def test_sparse_solution_satisfies_the_optimality_conditions(name):
     A = nx.to_numpy_array(graph) != 0
     on = A | np.eye(len(A), dtype=bool)
     d = np.sqrt(np.diag(S))
+    # The solver's residual is W - S on the pattern in standardised units, stopped at tol = 1e-10; the
+    # explicit inverse adds eps x condition (< 10 here): 1e-8 leaves 100x.
     assert np.max(np.abs((W - S) / np.outer(d, d))[on]) <= 1e-8
     assert np.all(est.precision_[~on] == 0)
 
@@ -113,6 +118,7 @@ def test_chordal_patterns_get_the_closed_form(graph):
     est = GaussianMaxLikelihood(graph, sparse=False).fit(X)
     assert est.solver_ == "chordal" and est.n_iter_ == 0
     expected = _closed_form(_sample_covariance(X), graph)
+    # Closed form against closed form (no iterations): clique inverses of condition < 100, ~1e-13.
     np.testing.assert_allclose(est.precision_, expected, rtol=1e-9, atol=1e-12 * np.abs(expected).max())
 
 
@@ -122,6 +128,7 @@ def test_pattern_covariance_is_the_sample_covariance_on_the_pattern():
     rows = np.array([0, 1, 5, 3, 2], dtype=np.int64)
     cols = np.array([0, 0, 2, 3, 1], dtype=np.int64)
     S = XT @ XT.T / 40
+    # 1e-13: sums of 40 products in another order: 40 x eps x (sum |x_i x_j| / |S_ij| <= 15 here) = 6e-14.
     np.testing.assert_allclose(pattern_covariance(XT, rows, cols, 40.0), S[rows, cols], rtol=1e-13)
     shrunk = pattern_covariance(XT, rows, cols, 40.0, shrinkage=0.25, mu=2.0)
     np.testing.assert_allclose(shrunk, 0.75 * S[rows, cols] + 0.25 * 2.0 * (rows == cols), rtol=1e-13)
@@ -189,6 +196,7 @@ def test_sparse_solver_with_the_fewest_rows_reaches_the_optimum():
     S = _sample_covariance(X)
     on = (nx.to_numpy_array(graph) != 0) | np.eye(12, dtype=bool)
     d = np.sqrt(np.diag(S))
+    # As in test_sparse_solution_satisfies_the_optimality_conditions: the residual at tol = 1e-10.
     assert np.max(np.abs((np.linalg.inv(est.precision_) - S) / np.outer(d, d))[on]) <= 1e-8
 
 
@@ -266,7 +274,8 @@ def test_likelihood_start_is_the_best_point_of_both_segments(case, blend_wins):
     # (up to rounding of f, about 1e-12 relative).
     assert f(x0) <= best + 1e-9 * abs(best)
     anchor = ml_diagonal if blend_wins else own
-    np.testing.assert_allclose(x0, anchor + t * (x - anchor))
+    # The same convex combination of the same vectors (a few ulp; was the default rtol=1e-7).
+    np.testing.assert_allclose(x0, anchor + t * (x - anchor), rtol=1e-12)
 
 
 def test_newton_steps_start_at_lap_when_it_is_positive_definite():
@@ -292,6 +301,7 @@ def test_precision_is_dense_for_small_p_and_sparse_on_request(cls):
     assert sp.issparse(forced.precision_) and forced.get_precision() is forced.precision_
     np.testing.assert_array_equal(forced.precision_.toarray(), auto.precision_)
     assert isinstance(auto.covariance_, np.ndarray)
+    # An inverse times its matrix: 12 terms x eps x condition (< 100): ~1e-13.
     np.testing.assert_allclose(auto.covariance_ @ auto.precision_, np.eye(12), atol=1e-9)
 
 

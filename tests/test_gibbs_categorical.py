@@ -104,6 +104,8 @@ def test_huge_parameters_take_the_exact_path(monkeypatch):
     for ci, colour in enumerate(kernel.colours):
         got = kernel.conditional_log_probs(S, ci)
         ref = _brute_conditionals(model, X, colour)
+        # Probabilities, not logs (huge parameters put some near 0): float32's K * 2^-24 ~ 2e-7 absolute
+        # where the float32 path is kept, float64 elsewhere; 1e-6 is 5 float32 roundings.
         np.testing.assert_allclose(np.exp(got), np.exp(ref), atol=1e-6)
     assert sum(calls) > 0
     kernel.run(S, 3, np.random.default_rng(0))
@@ -132,6 +134,7 @@ def test_interaction_energy(name):
     X = _random_states(model, 17, seed=10)
     unary, pair = _split(model)
     expected = bf.energies(model, X) - bf.energies(unary, X)
+    # 1e-12: float64 sums of a few log-potentials of size ~1, computed two ways (rounding only).
     np.testing.assert_allclose(kernel.interaction_energy(kernel.to_internal(X)), expected, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(expected, bf.energies(pair, X), rtol=1e-12, atol=1e-12)
 

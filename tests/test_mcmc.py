@@ -49,14 +49,15 @@ PAPER = dict(
 def test_schedule_reproduces_worked_example():
     betas = (0.01, 0.9, 0.09)
     K, M, v = schedule_values(2.0, betas=betas, m_formula="paper_example", **PAPER)
-    # ERRATA.md: K = 45.85, v = 560.01, M = 1532.14 with R2 unsquared.
+    # ERRATA.md: K = 45.85, v = 560.01, M = 1532.14 with R2 unsquared (printed to 2 decimals: abs=0.01).
     assert K == pytest.approx(45.85, abs=0.01)
     assert v == pytest.approx(560.01, abs=0.01)
     assert M == pytest.approx(1532.14, abs=0.01)
     assert fast_mixing_schedule(2.0, betas=betas, m_formula="paper_example", **PAPER) == (46, 1533, 561)
     # The formula as written (R2^2) gives about 7505 samples; K and v unchanged.
     _, M_written, _ = schedule_values(2.0, betas=betas, **PAPER)
-    assert M_written == pytest.approx(M * math.sqrt(24))
+    # Closed forms differing by one factor sqrt(24): rounding only (was approx's default rel=1e-6).
+    assert M_written == pytest.approx(M * math.sqrt(24), rel=1e-12)
     assert 7505 < M_written < 7506
     assert fast_mixing_schedule(2.0, betas=betas, **PAPER) == (46, 7506, 561)
     # v counts single-site transitions; per sweep of 16 variables, 36 sweeps.
@@ -106,7 +107,8 @@ def test_convex_schedule_meets_theorem_2():
 def test_mixing_constants():
     C, a = dobrushin_mixing_constants(16, 4, 0.2)
     assert C == 16  # exp(a/b) of tau <= a + b log(1/eps); the paper prints log 16
-    assert a == pytest.approx(PAPER["mixing_rate"])
+    # The same closed form exp(-(1 - 4 tanh 0.2) / 16): rounding only (was approx's default rel=1e-6).
+    assert a == pytest.approx(PAPER["mixing_rate"], rel=1e-12)
     with pytest.raises(ValueError, match="artanh"):
         dobrushin_mixing_constants(16, 4, 0.3)  # 4 tanh 0.3 = 1.17
     assert spectral_mixing_constants(10, 0.5) == (10.0, math.exp(-0.05))
@@ -138,13 +140,15 @@ def test_project_spectral_is_the_euclidean_projection():
     assert norm(phi) > c
     assert norm(P) <= c + 1e-9
     # Variational inequality of the projection onto a convex set:
-    # <phi - P, y - P> <= 0 for every feasible y (checked on random y; 1e-6
-    # allows for Dykstra's stopping tolerance).
+    # <phi - P, y - P> <= 0 for every feasible y (checked on random y). An error e in P moves it by
+    # about |e| (|phi - P| + |y - P|) ~ 3 |e|, with |e| below project_spectral's tol = 1e-9 (its Newton
+    # phase converges quadratically): 1e-8 (was 1e-6, from the former Dykstra iteration).
     for _ in range(200):
         y = rng.normal(0, 0.6, len(edges))
         y *= rng.uniform(0, 1) * c / norm(y)
-        assert (phi - P) @ (y - P) <= 1e-6
-    np.testing.assert_allclose(project_spectral(P, edges, n, c), P)  # feasible: unchanged
+        assert (phi - P) @ (y - P) <= 1e-8
+    # Feasible: unchanged, up to the rounding of the norm check (n eps; was the default rtol=1e-7).
+    np.testing.assert_allclose(project_spectral(P, edges, n, c), P, rtol=n * np.finfo(float).eps)
 
 
 def test_ising_binary_conversion_is_the_same_distribution():
@@ -153,8 +157,9 @@ def test_ising_binary_conversion_is_the_same_distribution():
     h, J = rng.normal(size=n), rng.normal(size=len(edges))
     tu, tp = ising_to_binary(h, J, edges, n)
     h2, J2 = binary_to_ising(tu, tp, edges, n)
-    np.testing.assert_allclose(h2, h)
-    np.testing.assert_allclose(J2, J)
+    # A linear map and its inverse: absolute rounding ~eps (|h| + degree |J|) ~ 1e-15 (was rtol=1e-7).
+    np.testing.assert_allclose(h2, h, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(J2, J, rtol=0, atol=1e-12)
     s = bf.states([2] * n)
     x = 2 * s - 1
     e_pm = x @ h + ((x[:, edges[:, 0]] * x[:, edges[:, 1]]) @ J)
@@ -237,10 +242,11 @@ def test_exact_gradients_converge_to_constrained_optimum():
     ref = _brute_force_constrained_ml(X, est.edges_, beta, lam)
     phi = np.r_[est.ising_fields_, est.ising_couplings_]
     assert np.sum(np.abs(ref[9:]) >= beta - 1e-9) >= 3  # the box binds
-    # Projected gradient contracts by (1 - lambda/L) = 0.9 per step:
-    # 0.9^600 ~ 1e-28, so the remaining error is L-BFGS-B's (~1e-10).
+    # Projected gradient contracts by (1 - lambda/L) = 0.9 per step: 0.9^600 ~ 1e-28, so the remaining
+    # error is the reference's. L-BFGS-B stops on its relative reduction of f with a projected gradient
+    # pg ~ 1e-9 (measured), so it is within sqrt(d) (1 + L) pg / lambda ~ 3e-7 (d = 21, L <= lambda + d).
     np.testing.assert_allclose(phi, ref, atol=1e-6)
-    # And the package parameters are the converted ones.
+    # And the package parameters are the converted ones (the conversion multiplies by at most 4).
     tu, tp = ising_to_binary(ref[:9], ref[9:], est.edges_, 9)
     np.testing.assert_allclose(est.model_.theta, np.r_[tu, tp], atol=4e-6)
 
@@ -271,7 +277,9 @@ def test_exact_gradients_reach_the_box_optimum_with_three_states():
     edges = [k for k, c in enumerate(est.model_.cliques) if len(c) == 2]
     pair = np.concatenate([np.arange(offsets[k], offsets[k + 1]) for k in edges])
     assert np.sum(np.abs(ref[pair]) >= beta - 1e-9) >= 5  # the box binds
-    np.testing.assert_allclose(est.theta_, ref, atol=1e-6)  # L-BFGS-B's own error is ~1e-9
+    # The reference's own error: L-BFGS-B stops on its relative reduction of f at a projected gradient
+    # ~1e-8 (measured; not its gtol), within sqrt(d) (1 + L) pg / alpha ~ 5e-7 of the optimum (d = 66, L ~ 1).
+    np.testing.assert_allclose(est.theta_, ref, atol=1e-6)
 
 
 def test_natural_steps_reach_the_box_optimum():
@@ -410,7 +418,9 @@ def test_spectral_projection_fit():
         return np.r_[p[:n], project_spectral(p[n:], e, n, 0.6)]
 
     nxt, _ = projected_gradient(exp, tbar, project, lipschitz=5.0, ridge=0.5, n_iter=1, x0=phi)
-    np.testing.assert_allclose(nxt, phi, atol=1e-6)
+    # 200 steps contracting by 1 - 0.5 / 5 = 0.9 leave 0.9^200 = 7e-10 of the initial distance (~3): one
+    # more step moves phi by at most twice that, plus the projection's tol = 1e-9: 1e-8 (was 1e-6).
+    np.testing.assert_allclose(nxt, phi, rtol=0, atol=1e-8)
 
 
 @pytest.mark.slow
@@ -505,7 +515,8 @@ def test_schedule_recorded():
     assert est.schedule_.n_sweeps == 3 and est.schedule_auto_.n_sweeps != 3
     assert est.schedule_[1:3] == est.schedule_auto_[:2]
     assert est.schedule_.n_iter * est.schedule_.n_samples * 3 * 4 <= MAX_WORK
-    assert est.max_coupling_ == pytest.approx(math.atanh(0.8 / 2))  # chain: max degree 2
+    # chain: max degree 2; the same closed form, rounding only (was approx's default rel=1e-6).
+    assert est.max_coupling_ == pytest.approx(math.atanh(0.8 / 2), rel=1e-12)
     assert est.mixing_constant_ == 4
 
 

@@ -90,7 +90,8 @@ def test_multistate_blocks_reduce_to_signed_largest_entry_or_norm():
     m = DiscreteMRF([(0, 1)], n_states=3, n_variables=2)
     m.potential((0, 1))[:] = [[0.5, -3.0], [1.0, 2.0]]
     assert skplt.edge_couplings(m)[1].tolist() == [-3.0]
-    assert skplt.edge_couplings(m, kind="norm")[1] == pytest.approx([np.sqrt(0.25 + 9 + 1 + 4)])
+    # approx's default rel=1e-6 on a Frobenius norm of 4 entries (a few ulp): it could be 1e-14.
+    assert skplt.edge_couplings(m, kind="norm")[1] == pytest.approx([np.sqrt(0.25 + 9 + 1 + 4)], rel=1e-14)
 
 
 def test_a_fitted_estimator_gives_its_model_couplings(grid_fit):
@@ -107,6 +108,7 @@ def test_gaussian_partial_correlations_from_dense_or_sparse_precision(cls):
     expected = -P / np.sqrt(np.outer(np.diag(P), np.diag(P)))
     edges, values = skplt.edge_couplings(est)
     assert edges.tolist() == [[0, 1], [1, 2], [2, 3]]
+    # 1e-12: both sides read the same precision_ in this process; a division and a square root (a few ulp).
     np.testing.assert_allclose(values, expected[edges[:, 0], edges[:, 1]], rtol=1e-12)
     np.testing.assert_allclose(skplt.edge_couplings(est, "precision")[1], P[edges[:, 0], edges[:, 1]], rtol=1e-12)
     # The other storage of precision_ (dense for p <= 5000, sparse above) gives the same values.

@@ -149,6 +149,8 @@ def test_grid_search_over_a_real_option_scored_by_score(cls, Z):
     best = search.best_index_
     train, test = next(CV.split(Z))
     fold = pipeline(cls, **{option: candidates[best]}).fit(Z[train])
+    # 1e-12: the same fit of the same fold in this process (identical arithmetic); only the scorer's
+    # path to the mean may differ (a sum of ~100 row log-likelihoods in another order, ~1e-14).
     assert search.cv_results_["split0_test_score"][best] == pytest.approx(fold.score(Z[test]), rel=1e-12)
     refit = pipeline(cls, **{option: candidates[best]}).fit(Z)
     np.testing.assert_array_equal(search.best_estimator_.score_samples(Z), refit.score_samples(Z))
@@ -200,6 +202,8 @@ def test_dataframe_with_a_graph_named_by_columns(cls, Z):
     X = pipe["prep"].transform(frame)
     assert list(X.columns) == NAMES
     by_index = make(cls, [(col[u], col[v]) for u, v in G.edges]).fit(X.to_numpy())
+    # 1e-12: the same data in the same column order and the same edges: the same arithmetic in this
+    # process (a named graph only changes how edges are resolved); rounding-level at most.
     np.testing.assert_allclose(values(pipe["mrf"], X), values(by_index, X.to_numpy()), rtol=1e-12)
     # ... and not the chain a-b-c-d-e that node order would give.
     chain = make(cls).fit(X.to_numpy())

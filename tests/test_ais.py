@@ -67,3 +67,18 @@ def test_exact_max_likelihood_has_no_ais():
     X, _ = sample_random_mrf(grid_graph(2, 2), 50, random_state=0)
     with pytest.raises(InvalidParameterError, match="score_method"):
         ExactMaxLikelihood("grid:2x2", score_method="ais").fit(X)
+
+
+def test_an_ais_score_above_zero_is_refused():
+    # #24 item 3: log Z >= energy(x) for every x, so a row with energy above the AIS estimate
+    # proves the estimate too small; such a score is refused, never returned. The estimate is
+    # lowered by hand here (AIS fails this way on strongly coupled wide grids, see the issue).
+    from skmrf.estimators import ImpossibleLikelihoodError
+
+    X, _ = sample_random_mrf(grid_graph(3, 3), 200, random_state=0)
+    est = LAPEstimator(grid_graph(3, 3), score_method="ais", random_state=0).fit(X)
+    exact = est.model_.log_prob(X)
+    np.testing.assert_allclose(est.score_samples(X), exact, atol=5 * est.log_partition_std_ + 1e-9)  # AIS is fine here
+    est.log_partition_ = est.log_partition_ + exact.max() - 1.0  # the likeliest row: log-probability about 1
+    with pytest.raises(ImpossibleLikelihoodError, match=r"row \d+ would have log-probability [0-9.]+ > 0"):
+        est.score(X)

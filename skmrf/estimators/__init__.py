@@ -1,6 +1,6 @@
 """scikit-learn estimators of MRF parameters."""
 
-from ._base import EstimatedLikelihoodWarning
+from ._base import EstimatedLikelihoodWarning, ImpossibleLikelihoodError
 from ._existence import NoFiniteEstimateWarning
 from ._fast_mixing import fast_mixing_schedule
 from .bayes import MetropolisHastingsMRF
@@ -25,6 +25,7 @@ __all__ = [
     "fast_mixing_schedule",
     # Warnings and errors the estimators raise, importable to filter or catch them.
     "EstimatedLikelihoodWarning",
+    "ImpossibleLikelihoodError",
     "MixingBoundWarning",
     "NeighbourhoodTooLargeError",
     "NoFiniteEstimateWarning",

@@ -33,6 +33,7 @@ __all__ = [
     "ALPHA_CONSTRAINT",
     "BaseDiscreteMRF",
     "EstimatedLikelihoodWarning",
+    "ImpossibleLikelihoodError",
     "LBFGS_VECTORS",
     "MAX_TABLE_SIZE",
     "check_fit_memory",
@@ -103,6 +104,10 @@ def model_of(obj, name):
 
 class EstimatedLikelihoodWarning(UserWarning):
     """``score`` is a log-likelihood with an estimated (not exact) ``log Z``."""
+
+
+class ImpossibleLikelihoodError(ValueError):
+    """An estimated ``log Z`` is provably too small: a row would get a probability above one."""
 
 
 def _refuse_sample_tuple(X):
@@ -304,12 +309,41 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         ndarray of shape (n_samples,)
             The score of each row: its log-likelihood, or its log
             pseudo-likelihood when ``score_method_ == "pseudo"``.
+
+        Raises
+        ------
+        ImpossibleLikelihoodError
+            With the AIS estimate, when a row would get a log-probability above 0: the
+            estimate is then provably too small, and no score is returned.
         """
         Xi = self._validate_score_data(X)
         self._announce_estimate()
         if self.score_method_ in ("exact", "ais"):
-            return self.model_.layout.energy(Xi, self.model_.theta) - self.log_partition_
+            scores = self.model_.layout.energy(Xi, self.model_.theta) - self.log_partition_
+            if self.score_method_ == "ais":
+                self._refuse_impossible(scores)
+            return scores
         return self.model_.log_pseudo_likelihood(Xi)
+
+    def _refuse_impossible(self, scores):
+        """Refuse AIS scores of rows more probable than certain (#24, item 3).
+
+        ``log Z >= energy(x)`` for every state ``x``, so a row with ``energy(x) > log Z`` proves
+        the AIS estimate too small by at least the difference (AIS underestimates ``log Z`` when
+        its chains do not mix). Returning the score would rank the model by that error.
+        """
+        worst = int(np.argmax(scores)) if len(scores) else 0
+        if len(scores) and scores[worst] > 0:
+            raise ImpossibleLikelihoodError(
+                f"{type(self).__name__}: row {worst} would have log-probability {scores[worst]:.4g} > 0 "
+                f"with the AIS estimate log Z = {self.log_partition_:.6g} (standard error "
+                f"{self.log_partition_std_:.3g}): its energy proves log Z >= "
+                f"{self.log_partition_ + scores[worst]:.6g}, so the estimate is at least {scores[worst]:.4g} "
+                "nats too small and every score from it is too high. AIS did not reach this model's mass "
+                "(its chains do not mix at these couplings); do not rank models by it. Use "
+                "score_method='pseudo', or estimate log Z with more chains and steps "
+                "(skmrf.inference.annealed_importance_sampling) and compare."
+            )
 
     def sample(self, n_samples=1, random_state=None, method="auto", n_sweeps=200):
         """Draw samples from the fitted model.

@@ -82,3 +82,21 @@ def test_an_ais_score_above_zero_is_refused():
     est.log_partition_ = est.log_partition_ + exact.max() - 1.0  # the likeliest row: log-probability about 1
     with pytest.raises(ImpossibleLikelihoodError, match=r"row \d+ would have log-probability [0-9.]+ > 0"):
         est.score(X)
+
+
+def test_ais_log_partition_is_estimated_at_first_use_and_cached(monkeypatch):
+    # #24 item 4: fit does not pay for AIS; the first score (or read of log_partition_) runs it
+    # once, seeded by random_state as fit would have, and later scores reuse it.
+    import skmrf.estimators._base as base
+
+    calls = []
+    original = base.annealed_importance_sampling
+    monkeypatch.setattr(base, "annealed_importance_sampling", lambda *a, **k: calls.append(1) or original(*a, **k))
+    X, _ = sample_random_mrf(grid_graph(3, 3), 200, random_state=0)
+    est = LAPEstimator(grid_graph(3, 3), score_method="ais", random_state=3).fit(X)
+    assert calls == [] and est.score_method_ == "ais"
+    first = est.score(X)
+    assert calls == [1]
+    assert est.score(X) == first and est.log_partition_std_ > 0 and calls == [1]
+    res = original(est.model_, base.AIS_CHAINS, base.AIS_STEPS, random_state=3)
+    assert est.log_partition_ == res.log_z  # the same seeded estimate, bit for bit

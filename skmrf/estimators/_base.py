@@ -254,11 +254,14 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         """Set ``score_method_`` and, for a log-likelihood score, ``log_partition_``.
 
         ``"auto"`` is exact where the junction tree fits within ``max_bytes``, else AIS
-        seeded by ``random_state``; a pseudo-likelihood only when asked for by name.
+        seeded by ``random_state``; a pseudo-likelihood only when asked for by name. The AIS
+        estimate is not made here but at its first use (``score``, ``score_samples``, reading
+        ``log_partition_``), and cached: a user who only wants the parameters does not pay
+        for it (#24, item 4). It is seeded the same way, so the result is the same.
         """
         method = self.score_method
-        self.__dict__.pop("log_partition_std_", None)  # from an earlier fit with "ais"
-        self.__dict__.pop("_estimate_announced", None)
+        for key in ("_log_partition", "_log_partition_std", "_ais_random_state", "_estimate_announced"):
+            self.__dict__.pop(key, None)  # from an earlier fit
         if method in ("auto", "exact"):
             try:
                 self.log_partition_ = self.model_.calibrate(max_bytes=self.max_bytes).log_z
@@ -268,12 +271,42 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
                 if method == "exact":
                     raise
         if method in ("auto", "ais"):
-            res = annealed_importance_sampling(self.model_, AIS_CHAINS, AIS_STEPS, random_state)
             self.score_method_ = "ais"
-            self.log_partition_, self.log_partition_std_ = res.log_z, res.std_err
+            self._ais_random_state = random_state
             return
         self.score_method_ = "pseudo"
         self.log_partition_ = None
+
+    def _estimate_log_partition(self):
+        """The AIS estimate of ``log Z`` that :meth:`_resolve_score_method` deferred."""
+        res = annealed_importance_sampling(self.model_, AIS_CHAINS, AIS_STEPS, self._ais_random_state)
+        self.log_partition_, self.log_partition_std_ = res.log_z, res.std_err
+
+    def _log_partition_attribute(self, key):
+        d = self.__dict__
+        if key not in d and "_ais_random_state" in d and d.get("score_method_") == "ais":
+            self._estimate_log_partition()
+        if key not in d:
+            raise AttributeError(f"{type(self).__name__} has no {key[1:]}_ (not fitted, or not this score_method_)")
+        return d[key]
+
+    @property
+    def log_partition_(self):
+        """``log Z`` of the fitted model as ``score`` uses it (estimated at first use for AIS)."""
+        return self._log_partition_attribute("_log_partition")
+
+    @log_partition_.setter
+    def log_partition_(self, value):
+        self.__dict__["_log_partition"] = value
+
+    @property
+    def log_partition_std_(self):
+        """Standard error of the AIS estimate of ``log Z`` (estimated at first use)."""
+        return self._log_partition_attribute("_log_partition_std")
+
+    @log_partition_std_.setter
+    def log_partition_std_(self, value):
+        self.__dict__["_log_partition_std"] = value
 
     def _announce_estimate(self):
         """Warn once per fit that ``score_method="auto"`` scores with an estimated ``log Z``."""

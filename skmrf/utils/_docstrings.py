@@ -80,8 +80,9 @@ DOCS = {
         seeded by ``random_state``; standard error in
         ``log_partition_std_``), for graphs too wide for the junction tree.
         ``"auto"``: ``"exact"`` when the junction tree fits, else ``"ais"``
-        (``log Z`` estimated once in ``fit``; the first score warns that it
-        is an estimate). A pseudo-likelihood is only given when asked for by
+        (``log Z`` estimated once, at the first ``score``, ``score_samples``
+        or read of ``log_partition_``, and cached; that first score warns that
+        it is an estimate). A pseudo-likelihood is only given when asked for by
         name, so ``score`` never silently changes meaning.""",
     "max_bytes_scoring": """max_bytes : int, default=None
         Memory budget of the junction tree used for exact scoring.""",

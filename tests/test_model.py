@@ -54,3 +54,32 @@ def test_pseudo_likelihood_matches_brute_force_conditionals():
             expected[r] += e[np.all(xs == x, axis=1)][0] - np.log(np.exp(e[same]).sum())
     # 1e-12: 4 log-sum-exps of <= 3 terms per row, against enumeration (a few ulp each).
     np.testing.assert_allclose(model.log_pseudo_likelihood(X), expected, rtol=1e-12)
+
+
+def test_gibbs_sample_warns_when_its_chains_do_not_mix():
+    # #24 item 5: a strong symmetric ferromagnet (8x8, J = 3, fields -J deg / 2): chains from
+    # uniform starts settle into the all-0 or the all-1 mode and stay there, so their fraction
+    # of non-zero states disagrees across chains and split R-hat is far above 1.1.
+    import warnings
+
+    import pytest
+
+    from skmrf import grid_graph
+    from skmrf.datasets import make_random_mrf
+    from skmrf.inference.gibbs import GibbsSampler
+    from skmrf.model import SamplingWarning
+
+    g = grid_graph(8, 8)
+    model = DiscreteMRF(g, 2)
+    nodes, J = list(g.nodes), 3.0
+    model.theta = np.array([-J * g.degree(nodes[c[0]]) / 2 if len(c) == 1 else J for c in model.cliques])
+    with pytest.warns(SamplingWarning, match="did not mix in 200 sweeps"):
+        model.sample(50, random_state=0)
+    weak = make_random_mrf(grid_graph(5, 5), 2, 0.3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SamplingWarning)
+        drawn = weak.sample(50, random_state=1)
+    # The check only reads the chains: the same draws as one uninterrupted run of the sampler.
+    rng = np.random.default_rng(1)
+    sampler = GibbsSampler(weak)
+    np.testing.assert_array_equal(drawn, sampler.run(sampler.random_states(50, rng), 200, rng))

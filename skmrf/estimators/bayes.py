@@ -23,7 +23,7 @@ from ..inference.junction_tree import DEFAULT_MAX_BYTES
 from ..model.agreement import agreement_matrix, check_agreement_parameters
 from ..solvers._convergence import warn_not_converged
 from ..utils._docstrings import fill_doc
-from ..utils._mcmc_diagnostics import effective_sample_size, split_rhat
+from ..utils._mcmc_diagnostics import RHAT_MAX, effective_sample_size, split_rhat
 from ..utils._parallel import parallel_or_serial
 from ..utils._sklearn_compat import Interval, StrOptions, _fit_context, delayed
 from ..utils._verbose import ProgressLog
@@ -51,8 +51,6 @@ LIKELIHOODS = ("exact", "pseudo", "mle_induced", "laplace", "persistent_mc", "ex
 #: Kept draws per chain, at least: split R-hat cuts each chain in halves of two draws or more,
 #: and the effective sample size sums autocorrelations in pairs.
 MIN_KEPT_DRAWS = 4
-#: ``fit`` warns when a split R-hat exceeds this (Gelman et al., BDA3, Section 11.4: "below 1.1").
-RHAT_MAX = 1.1
 #: ``fit`` warns when an effective sample size is below this (Vehtari et al. 2021: about 100
 #: effective draws make the posterior mean's Monte Carlo error a tenth of the posterior sd).
 ESS_MIN = 100

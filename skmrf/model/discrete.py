@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from functools import cached_property
 
 import networkx as nx
@@ -13,9 +14,23 @@ from ..inference.gibbs import GibbsSampler
 from ..inference.junction_tree import JunctionTree
 from ..parametrisation import CliqueLayout
 from ..utils._docstrings import fill_doc
+from ..utils._mcmc_diagnostics import RHAT_MAX, split_rhat
 from ..utils.validation import check_generator, check_n_samples
 
-__all__ = ["DiscreteMRF"]
+__all__ = ["DiscreteMRF", "SamplingWarning"]
+
+#: ``sample(method="gibbs")`` checks that its chains mixed when it draws at least this many
+#: samples (one chain each) with at least ``2 * MIX_CHECKS`` sweeps: split R-hat over fewer
+#: chains fluctuates too much to tell. Measured on random 5x5 models (scale 0.3 to 1.0, 2 and 3
+#: states, 100 seeds each): no warning at 20 or 50 chains; with 8 chains and 10 checkpoints,
+#: 5 to 8 % of the samplings of well-mixing models warned.
+MIX_MIN_CHAINS = 20
+#: Checkpoints over the second half of the sweeps at which the chains' statistics are recorded.
+MIX_CHECKS = 20
+
+
+class SamplingWarning(UserWarning):
+    """Gibbs chains of :meth:`DiscreteMRF.sample` did not mix: the samples are not model draws."""
 
 
 class DiscreteMRF:
@@ -302,6 +317,15 @@ class DiscreteMRF:
         -------
         ndarray of shape (n_samples, n_variables), dtype int64
             One sampled state of every variable per row.
+
+        Warns
+        -----
+        SamplingWarning
+            With ``"gibbs"``, at least 20 samples and 40 sweeps: when the chains did not
+            mix, i.e. the split R-hat over the chains of their energy or of their fraction of
+            non-zero states, recorded at 20 points of the second half of the sweeps, exceeds
+            1.1 (chains from different starts still disagree). The draws are the same as
+            without the check.
         """
         n_samples = check_n_samples(n_samples)
         if method not in ("gibbs", "exact"):
@@ -315,7 +339,43 @@ class DiscreteMRF:
             return self.calibrate().sample(n_samples, rng)
         sampler = GibbsSampler(self)
         states = sampler.random_states(n_samples, rng)
-        return sampler.run(states, n_sweeps, rng)
+        if n_samples < MIX_MIN_CHAINS or n_sweeps < 2 * MIX_CHECKS:
+            return sampler.run(states, n_sweeps, rng)
+        return self._run_checked(sampler, states, n_sweeps, rng)
+
+    def _run_checked(self, sampler, states, n_sweeps, rng):
+        """``sampler.run(states, n_sweeps, rng)``, the same draws, and a warning if the chains did not mix.
+
+        The second half of the sweeps runs in :data:`MIX_CHECKS` segments; after each, every
+        chain's energy and fraction of non-zero states are recorded, and their split R-hat over
+        the chains (one chain per sample, from independent uniform starts) must stay below
+        ``RHAT_MAX``: chains stuck in different modes (a strongly coupled model) disagree.
+        """
+        segment = n_sweeps // 2 // MIX_CHECKS
+        states = sampler.run(states, n_sweeps - segment * MIX_CHECKS, rng)
+        trace = np.empty((len(states), MIX_CHECKS, 2))
+        for t in range(MIX_CHECKS):
+            states = sampler.run(states, segment, rng)
+            trace[:, t, 0] = self.layout.energy(states, self.theta)
+            trace[:, t, 1] = (states > 0).mean(axis=1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rhat = split_rhat(trace)
+        # A statistic that never changes within any half-chain has R-hat inf: only a sign of
+        # no mixing when the chains also differ (a frozen but common value is a point mass).
+        differ = np.ptp(trace[:, -1], axis=0) > 0
+        worst = np.where(np.isinf(rhat) & ~differ, 1.0, rhat)
+        if np.nanmax(worst) > RHAT_MAX:
+            what = ["energy", "fraction of non-zero states"][int(np.nanargmax(worst))]
+            warnings.warn(
+                f"The {len(states)} Gibbs chains of DiscreteMRF.sample did not mix in {n_sweeps} sweeps: the "
+                f"split R-hat of their {what} over the last {segment * MIX_CHECKS} sweeps is "
+                f"{np.nanmax(worst):.3g} > {RHAT_MAX} (chains from different starts still disagree), so the "
+                "samples are not draws from the model. Raise n_sweeps, or sample with method='exact' where "
+                "the junction tree fits.",
+                SamplingWarning,
+                stacklevel=3,
+            )
+        return states
 
     def __repr__(self):
         return f"DiscreteMRF(n_variables={self.n_variables}, n_cliques={len(self.cliques)}, n_params={self.n_params})"

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["effective_sample_size", "split_rhat"]
+__all__ = ["RHAT_MAX", "effective_sample_size", "split_rhat"]
+
+#: Chains whose split R-hat exceeds this have not mixed (Gelman et al., BDA3, Section 11.4: "below 1.1").
+RHAT_MAX = 1.1
 
 
 def _split(samples):

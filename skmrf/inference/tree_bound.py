@@ -198,6 +198,8 @@ def _cover_with_forests(n, edges, n_trees, rng):
         raise ValueError(f"n_trees must be a positive integer or None; got {n_trees!r}.")
     used = np.zeros(len(edges), dtype=np.int64)
     forests = []
+    # Kruskal always keeps the first edge of its order, an uncovered one while any is left,
+    # so every forest covers a new edge and the loop ends within len(edges) forests.
     while not forests or (used == 0).any():
         forests.append(_kruskal(n, edges, used, rng))
     needed = len(forests)

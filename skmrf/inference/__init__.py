@@ -12,6 +12,7 @@ from .gibbs import (
     run_chains,
 )
 from .junction_tree import DEFAULT_MAX_BYTES, JunctionTree, TreewidthError, elimination_order
+from .tree_bound import TreeBoundResult, tree_upper_bound
 
 __all__ = [
     "AISResult",
@@ -24,9 +25,11 @@ __all__ = [
     "GibbsSampler",
     "JunctionTree",
     "TreewidthError",
+    "TreeBoundResult",
     "all_states",
     "annealed_importance_sampling",
     "colour_classes",
     "run_chains",
     "elimination_order",
+    "tree_upper_bound",
 ]

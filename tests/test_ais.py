@@ -100,3 +100,26 @@ def test_ais_log_partition_is_estimated_at_first_use_and_cached(monkeypatch):
     assert est.score(X) == first and est.log_partition_std_ > 0 and calls == [1]
     res = original(est.model_, base.AIS_CHAINS, base.AIS_STEPS, random_state=3)
     assert est.log_partition_ == res.log_z  # the same seeded estimate, bit for bit
+
+
+def test_score_quotes_the_interval_of_log_z_and_warns_when_it_cannot_rank():
+    # #24 item 1: with AIS the fit also has a deterministic upper bound on log Z (tree-reweighted),
+    # and the first score quotes [AIS, upper]. On the binarised 8x8 digits the interval is 2.4 to
+    # 3 nats wide (benchmarks/log_partition_bounds.py): wider than LOG_Z_INTERVAL_MAX = 1, so the
+    # score also warns that it cannot rank models. The exact log Z (junction tree) must lie in it,
+    # up to AIS's Monte Carlo error below (3 standard errors).
+    from sklearn.datasets import load_digits
+
+    from skmrf.estimators import EstimatedLikelihoodWarning
+
+    X = (load_digits().data > 7).astype(np.int64)
+    est = LAPEstimator("grid:8x8", max_bytes=256, random_state=0).fit(X)  # too small a budget: AIS
+    assert est.score_method_ == "ais"
+    with pytest.warns(EstimatedLikelihoodWarning) as record:
+        est.score(X)
+    messages = [str(w.message) for w in record]
+    assert any("score_method='auto'" in m and "log Z lies in [" in m for m in messages), messages
+    assert any("cannot rank models" in m for m in messages), messages
+    exact = est.model_.log_partition()
+    assert est.log_partition_ - 3 * est.log_partition_std_ <= exact <= est.log_partition_upper_
+    assert est.log_partition_upper_ - est.log_partition_ > 1.0

@@ -13,7 +13,9 @@ from sklearn.base import BaseEstimator
 from ..data import is_chunked, reduce_row_chunks, scan_states
 from ..graphs import MRFGraph, resolve_graph
 from ..inference.ais import annealed_importance_sampling
+from ..inference.gibbs import is_pairwise
 from ..inference.junction_tree import TreewidthError
+from ..inference.tree_bound import tree_upper_bound
 from ..model import DiscreteMRF
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
 from ..utils.validation import (
@@ -56,6 +58,11 @@ ALPHA_CONSTRAINT = [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})
 
 #: Chains and annealing steps of ``score_method="ais"``.
 AIS_CHAINS, AIS_STEPS = 100, 1000
+#: ``score`` warns that scores from an estimated ``log Z`` cannot rank models when the interval
+#: ``[log_partition_, log_partition_upper_]`` is wider than this many nats (the same for every
+#: row's score). On the 8x8 digits it is 2.4 to 3 nats, on the 16x16 ones 23 to 33
+#: (``benchmarks/log_partition_bounds.py``), against differences of a nat or two between methods.
+LOG_Z_INTERVAL_MAX = 1.0
 
 
 #: float64 vectors of the parameters' length that L-BFGS-B keeps (``2 * maxcor + 5`` with the
@@ -260,7 +267,13 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         for it (#24, item 4). It is seeded the same way, so the result is the same.
         """
         method = self.score_method
-        for key in ("_log_partition", "_log_partition_std", "_ais_random_state", "_estimate_announced"):
+        for key in (
+            "_log_partition",
+            "_log_partition_std",
+            "_log_partition_upper",
+            "_ais_random_state",
+            "_estimate_announced",
+        ):
             self.__dict__.pop(key, None)  # from an earlier fit
         if method in ("auto", "exact"):
             try:
@@ -278,9 +291,14 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         self.log_partition_ = None
 
     def _estimate_log_partition(self):
-        """The AIS estimate of ``log Z`` that :meth:`_resolve_score_method` deferred."""
+        """The AIS estimate of ``log Z`` that :meth:`_resolve_score_method` deferred, and for a
+        pairwise model the tree-reweighted upper bound on it (#24, item 1)."""
         res = annealed_importance_sampling(self.model_, AIS_CHAINS, AIS_STEPS, self._ais_random_state)
         self.log_partition_, self.log_partition_std_ = res.log_z, res.std_err
+        upper = None
+        if is_pairwise(self.model_.layout):
+            upper = tree_upper_bound(self.model_, random_state=self._ais_random_state).bound
+        self.__dict__["_log_partition_upper"] = upper
 
     def _log_partition_attribute(self, key):
         d = self.__dict__
@@ -300,6 +318,11 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         self.__dict__["_log_partition"] = value
 
     @property
+    def log_partition_upper_(self):
+        """Upper bound on ``log Z`` (tree-reweighted; pairwise models, else None) beside the AIS estimate."""
+        return self._log_partition_attribute("_log_partition_upper")
+
+    @property
     def log_partition_std_(self):
         """Standard error of the AIS estimate of ``log Z`` (estimated at first use)."""
         return self._log_partition_attribute("_log_partition_std")
@@ -309,19 +332,44 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         self.__dict__["_log_partition_std"] = value
 
     def _announce_estimate(self):
-        """Warn once per fit that ``score_method="auto"`` scores with an estimated ``log Z``."""
-        if self.score_method_ != "ais" or self.score_method != "auto" or self.__dict__.get("_estimate_announced"):
+        """Warn once per fit that scores rest on an estimated ``log Z``, with its interval.
+
+        With ``score_method="auto"`` that they are estimates at all; with ``"auto"`` or ``"ais"``
+        that they cannot rank models when ``[log_partition_, log_partition_upper_]`` is wider
+        than :data:`LOG_Z_INTERVAL_MAX` nats.
+        """
+        if self.score_method_ != "ais" or self.__dict__.get("_estimate_announced"):
             return
         self._estimate_announced = True
-        warnings.warn(
-            f"{type(self).__name__}(score_method='auto') scores with log Z estimated by annealed "
-            f"importance sampling ({AIS_CHAINS} chains, {AIS_STEPS} steps): log Z = "
-            f"{self.log_partition_:.6g} with standard error {self.log_partition_std_:.3g} "
-            "(log_partition_std_), because the junction tree of this graph exceeds max_bytes. The "
-            "scores are log-likelihood estimates; set score_method='ais' to silence this warning.",
-            EstimatedLikelihoodWarning,
-            stacklevel=3,
+        low, upper = self.log_partition_, self.__dict__.get("_log_partition_upper")
+        interval = (
+            f"log Z lies in [{low:.6g}, {upper:.6g}] (AIS, tree-reweighted upper bound: log_partition_upper_), "
+            f"so every score is between {upper - low:.3g} nats too high and about right"
+            if upper is not None
+            else "no upper bound on it was computed (a model with cliques of three or more variables, or one "
+            "loaded from a file)"
         )
+        if self.score_method == "auto":
+            warnings.warn(
+                f"{type(self).__name__}(score_method='auto') scores with log Z estimated by annealed "
+                f"importance sampling ({AIS_CHAINS} chains, {AIS_STEPS} steps): log Z = "
+                f"{low:.6g} with standard error {self.log_partition_std_:.3g} "
+                "(log_partition_std_), because the junction tree of this graph exceeds max_bytes; "
+                f"{interval}. The scores are log-likelihood estimates; set score_method='ais' to "
+                "silence this warning.",
+                EstimatedLikelihoodWarning,
+                stacklevel=3,
+            )
+        if upper is not None and upper - low > LOG_Z_INTERVAL_MAX:
+            warnings.warn(
+                f"{type(self).__name__}: {interval}. The interval is wider than {LOG_Z_INTERVAL_MAX:g} nat per "
+                "row, so these scores cannot rank models (AIS underestimates log Z when its chains do not mix, "
+                "while its standard error stays small). For a conservative comparison use the lower end, "
+                "score(X) - (log_partition_upper_ - log_partition_), a guaranteed lower bound on the "
+                "mean log-likelihood.",
+                EstimatedLikelihoodWarning,
+                stacklevel=3,
+            )
 
     # -- scoring and sampling ----------------------------------------------
     def score_samples(self, X):

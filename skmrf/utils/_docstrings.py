@@ -107,7 +107,13 @@ DOCS = {
         ``"ais"``, None for ``"pseudo"``.
     log_partition_std_ : float
         Standard error of the AIS estimate (only when ``score_method_`` is
-        ``"ais"``).""",
+        ``"ais"``).
+    log_partition_upper_ : float or None
+        With ``score_method_ == "ais"``: a guaranteed upper bound on ``log Z``
+        (tree-reweighted, :func:`skmrf.inference.tree_upper_bound`) for a
+        pairwise model, None otherwise. ``log Z`` lies between the AIS estimate
+        (a stochastic lower bound) and it; the first score quotes the interval
+        and warns when it is wider than 1 nat (the scores cannot rank models).""",
     "score_method_": """score_method_ : str
         How :meth:`score_samples` scores: ``score_method`` with ``"auto"``
         resolved in ``fit``.""",

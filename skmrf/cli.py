@@ -878,7 +878,9 @@ def build_parser():
     fit.add_argument("--n-states", type=_number_or_auto, help="states per variable, or 'auto' (max + 1)")
     fit.add_argument("--max-iter", type=int, help="iteration limit of the solver")
     fit.add_argument("--tol", type=float, help="convergence tolerance of the solver")
-    fit.add_argument("--score-method", choices=["auto", "exact", "pseudo", "ais"], help="how score computes log Z")
+    fit.add_argument(
+        "--score-method", choices=["auto", "exact", "pseudo", "ais", "bound"], help="how score computes log Z"
+    )
     fit.add_argument("--shrinkage", type=float, help="Gaussian methods: covariance shrinkage in [0, 1)")
     fit.add_argument(
         "--set",

@@ -159,7 +159,7 @@ _GAUSSIAN_ARRAYS = {
 #: here is refused on load (its meaning is unknown, so it cannot be validated): an
 #: estimator that adds one adds it here.
 _FITTED_CHOICES = {
-    "score_method_": {"exact", "ais", "pseudo"},
+    "score_method_": {"exact", "ais", "bound", "pseudo"},
     "solver_": {"newton", "regression", "sparse", "chordal"},
 }
 #: Fitted attributes that are counts (a JSON integer, never a boolean, >= 0).
@@ -842,7 +842,9 @@ def _check_log_partition(est, arrays):
         if not abs(log_z - exact) <= tol:
             raise _Bad("log_partition", f"is {log_z!r}, but the model's log Z is {exact!r}")
     else:
-        std = float(_finite(_array(arrays, "log_partition_std", np.float64, ()), "log_partition_std"))
+        std = 0.0  # "bound": a deterministic upper bound, within the same bounds
+        if method == "ais":
+            std = float(_finite(_array(arrays, "log_partition_std", np.float64, ()), "log_partition_std"))
         if std < 0:
             raise _Bad("log_partition_std", f"is {std!r}, a negative standard error")
         lower, upper = _log_z_bounds(model)
@@ -851,7 +853,8 @@ def _check_log_partition(est, arrays):
         slack = 10.0 * std + 1e-9 * (len(model.cliques) + abs(lower) + abs(upper))
         if not lower - slack <= log_z <= upper + slack:
             raise _Bad("log_partition", f"is {log_z!r}, outside the bounds [{lower!r}, {upper!r}] of the model's log Z")
-        est.log_partition_std_ = std
+        if method == "ais":
+            est.log_partition_std_ = std
     est.log_partition_ = log_z
 
 

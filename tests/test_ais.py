@@ -123,3 +123,23 @@ def test_score_quotes_the_interval_of_log_z_and_warns_when_it_cannot_rank():
     exact = est.model_.log_partition()
     assert est.log_partition_ - 3 * est.log_partition_std_ <= exact <= est.log_partition_upper_
     assert est.log_partition_upper_ - est.log_partition_ > 1.0
+
+
+def test_score_method_bound_gives_guaranteed_lower_bounds(tmp_path):
+    # #24 item 1: score_method="bound" scores with the tree-reweighted upper bound on log Z, so
+    # every score is at most the exact log-likelihood (up to rounding): the conservative choice for
+    # model selection. Deterministic; refused for cliques of three variables; saved and loaded.
+    from skmrf.io import load_model, save_model
+
+    X, _ = sample_random_mrf(grid_graph(3, 3), 300, random_state=0)
+    est = PseudoLikelihoodEstimator(grid_graph(3, 3), score_method="bound", random_state=0).fit(X)
+    exact = est.model_.log_prob(X)
+    bound = est.score_samples(X)
+    assert est.score_method_ == "bound" and est.log_partition_ == est.log_partition_upper_
+    # Valid (rounding: 1e-9), and not vacuous: the bound is 0.079 nats above log Z on this model.
+    assert np.all(bound <= exact + 1e-9) and np.all(exact - bound < 0.5)
+    assert not hasattr(est, "log_partition_std_")
+    save_model(est, tmp_path / "m.npz")
+    assert load_model(tmp_path / "m.npz").score(X) == est.score(X)
+    with pytest.raises(ValueError, match=r"score_method='bound' needs a pairwise model.*clique \(0, 1, 2\)"):
+        LAPEstimator([(0, 1, 2), (2, 3)], score_method="bound").fit(X[:, :4])

@@ -147,7 +147,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "graph": [str, nx.Graph, MRFGraph, "array-like", "sparse matrix"],
         "n_states": [StrOptions({"auto"}), Interval(Integral, 2, None, closed="left"), "array-like"],
-        "score_method": [StrOptions({"auto", "exact", "pseudo", "ais"})],
+        "score_method": [StrOptions({"auto", "exact", "pseudo", "ais", "bound"})],
         "max_bytes": [Interval(Integral, 1, None, closed="left"), None],
     }
 
@@ -287,8 +287,14 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
             except TreewidthError:
                 if method == "exact":
                     raise
-        if method in ("auto", "ais"):
-            self.score_method_ = "ais"
+        if method in ("auto", "ais", "bound"):
+            if method == "bound" and not is_pairwise(self.model_.layout):
+                wide = next(c for c in self.model_.cliques if len(c) > 2)
+                raise ValueError(
+                    f"score_method='bound' needs a pairwise model (the tree-reweighted bound on log Z), but "
+                    f"clique {wide} has {len(wide)} variables; use score_method='ais' or 'pseudo'."
+                )
+            self.score_method_ = method if method == "bound" else "ais"
             self._ais_random_state = random_state
             return
         self.score_method_ = "pseudo"
@@ -297,6 +303,10 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     def _estimate_log_partition(self):
         """The AIS estimate of ``log Z`` that :meth:`_resolve_score_method` deferred, and for a
         pairwise model the tree-reweighted upper bound on it (#24, item 1)."""
+        if self.score_method_ == "bound":  # the conservative end alone: every score a lower bound
+            upper = tree_upper_bound(self.model_, max_iter=TREE_BOUND_ITER, random_state=self._ais_random_state).bound
+            self.log_partition_ = self.__dict__["_log_partition_upper"] = upper
+            return
         res = annealed_importance_sampling(self.model_, AIS_CHAINS, AIS_STEPS, self._ais_random_state)
         self.log_partition_, self.log_partition_std_ = res.log_z, res.std_err
         upper = None
@@ -306,7 +316,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
 
     def _log_partition_attribute(self, key):
         d = self.__dict__
-        if key not in d and "_ais_random_state" in d and d.get("score_method_") == "ais":
+        if key not in d and "_ais_random_state" in d and d.get("score_method_") in ("ais", "bound"):
             self._estimate_log_partition()
         if key not in d:
             raise AttributeError(f"{type(self).__name__} has no {key[1:]}_ (not fitted, or not this score_method_)")
@@ -403,7 +413,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         """
         Xi = self._validate_score_data(X)
         self._announce_estimate()
-        if self.score_method_ in ("exact", "ais"):
+        if self.score_method_ in ("exact", "ais", "bound"):
             scores = self.model_.layout.energy(Xi, self.model_.theta) - self.log_partition_
             if self.score_method_ == "ais":
                 self._refuse_impossible(scores)

@@ -82,7 +82,12 @@ DOCS = {
         ``"auto"``: ``"exact"`` when the junction tree fits, else ``"ais"``
         (``log Z`` estimated once, at the first ``score``, ``score_samples``
         or read of ``log_partition_``, and cached; that first score warns that
-        it is an estimate). A pseudo-likelihood is only given when asked for by
+        it is an estimate). ``"bound"`` (pairwise models): the log-likelihood
+        with ``log Z`` replaced by its tree-reweighted upper bound
+        (:func:`skmrf.inference.tree_upper_bound`), so every score is a
+        guaranteed lower bound on the log-likelihood: the conservative choice
+        for model selection on wide graphs (deterministic, loose on strongly
+        coupled models). A pseudo-likelihood is only given when asked for by
         name, so ``score`` never silently changes meaning.""",
     "max_bytes_scoring": """max_bytes : int, default=None
         Memory budget of the junction tree used for exact scoring.""",

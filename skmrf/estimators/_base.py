@@ -137,6 +137,19 @@ def _masked_to_nan(X):
     return X
 
 
+def _deferred(key, doc, settable=True):
+    """A fitted attribute stored under ``key`` and computed at first read when it was deferred
+    (:meth:`BaseDiscreteMRF._log_partition_attribute`)."""
+
+    def get(self):
+        return self._log_partition_attribute(key)
+
+    def set_(self, value):
+        self.__dict__[key] = value
+
+    return property(get, set_ if settable else None, doc=doc)
+
+
 class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     """Base class: validation, ``score``, ``score_samples`` and ``sample``.
 
@@ -301,18 +314,18 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         self.log_partition_ = None
 
     def _estimate_log_partition(self):
-        """The AIS estimate of ``log Z`` that :meth:`_resolve_score_method` deferred, and for a
-        pairwise model the tree-reweighted upper bound on it (#24, item 1)."""
-        if self.score_method_ == "bound":  # the conservative end alone: every score a lower bound
-            upper = tree_upper_bound(self.model_, max_iter=TREE_BOUND_ITER, random_state=self._ais_random_state).bound
-            self.log_partition_ = self.__dict__["_log_partition_upper"] = upper
-            return
-        res = annealed_importance_sampling(self.model_, AIS_CHAINS, AIS_STEPS, self._ais_random_state)
-        self.log_partition_, self.log_partition_std_ = res.log_z, res.std_err
+        """The log Z that :meth:`_resolve_score_method` deferred: the AIS estimate (``"ais"``) and,
+        for a pairwise model, the tree-reweighted upper bound on it (#24, item 1), which
+        ``"bound"`` scores with."""
+        if self.score_method_ == "ais":  # first: it draws from random_state as it did in fit
+            res = annealed_importance_sampling(self.model_, AIS_CHAINS, AIS_STEPS, self._ais_random_state)
+            self.log_partition_, self.log_partition_std_ = res.log_z, res.std_err
         upper = None
         if is_pairwise(self.model_.layout):
             upper = tree_upper_bound(self.model_, max_iter=TREE_BOUND_ITER, random_state=self._ais_random_state).bound
         self.__dict__["_log_partition_upper"] = upper
+        if self.score_method_ == "bound":
+            self.log_partition_ = upper
 
     def _log_partition_attribute(self, key):
         d = self.__dict__
@@ -322,28 +335,11 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
             raise AttributeError(f"{type(self).__name__} has no {key[1:]}_ (not fitted, or not this score_method_)")
         return d[key]
 
-    @property
-    def log_partition_(self):
-        """``log Z`` of the fitted model as ``score`` uses it (estimated at first use for AIS)."""
-        return self._log_partition_attribute("_log_partition")
-
-    @log_partition_.setter
-    def log_partition_(self, value):
-        self.__dict__["_log_partition"] = value
-
-    @property
-    def log_partition_upper_(self):
-        """Upper bound on ``log Z`` (tree-reweighted; pairwise models, else None) beside the AIS estimate."""
-        return self._log_partition_attribute("_log_partition_upper")
-
-    @property
-    def log_partition_std_(self):
-        """Standard error of the AIS estimate of ``log Z`` (estimated at first use)."""
-        return self._log_partition_attribute("_log_partition_std")
-
-    @log_partition_std_.setter
-    def log_partition_std_(self, value):
-        self.__dict__["_log_partition_std"] = value
+    log_partition_ = _deferred("_log_partition", "``log Z`` as ``score`` uses it (AIS and bound: at first use).")
+    log_partition_std_ = _deferred("_log_partition_std", "Standard error of the AIS estimate of ``log Z``.")
+    log_partition_upper_ = _deferred(
+        "_log_partition_upper", "Tree-reweighted upper bound on ``log Z`` (pairwise models, else None).", settable=False
+    )
 
     def _announce_estimate(self):
         """Warn once per fit that scores rest on an estimated ``log Z``, with its interval.

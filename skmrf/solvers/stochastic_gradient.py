@@ -3,9 +3,14 @@
 The practical schedule of :class:`~skmrf.MCMCMaxLikelihood` (``schedule="adaptive"``): the
 gradient of a mean negative log-likelihood ``A(x) - x . t_bar + ridge / 2 ||x||^2`` estimated
 from persistent Markov chains, a step given by a ``direction`` (a natural-gradient step, or
-``gradient / L``), and the average of the iterates of the second half of the run
-(Polyak-Ruppert averaging, which removes most of the steps' noise). The run stops when the
-gradient estimate is no larger than its own Monte-Carlo noise.
+``gradient / L``), and the average of the iterates once the run has reached its noise level
+(Polyak-Ruppert averaging, which removes most of the steps' noise). The run leaves its first
+phase when the gradient estimate is no larger than its own Monte-Carlo noise.
+
+Memory does not grow with the number of steps: the average is a running sum and the stopping
+rule's window a ring of ``window`` gradients and variances, so the solver keeps
+``2 * window + 3`` vectors of the parameters' length whatever ``n_iter`` is, and the trace
+scalars per step.
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ class StochasticGradientResult(NamedTuple):
     """What :func:`stochastic_gradient` returns.
 
     ``trace`` maps ``"gradient_norm"``, ``"noise_ratio"``, ``"step_norm"`` (``||x_k - x_{k-1}||``)
-    and ``"time"`` to one value per step.
+    and ``"time"`` to one value per step; ``n_averaged`` is the number of iterates in ``x_mean``.
     """
 
     x_last: np.ndarray
@@ -30,6 +35,25 @@ class StochasticGradientResult(NamedTuple):
     n_iter: int
     converged: bool
     trace: dict
+    n_averaged: int
+
+
+class _Window:
+    """The last ``size`` gradients and variances (a ring), for the noise ratio of their mean."""
+
+    def __init__(self, size, n):
+        self.grad = np.empty((size, n))
+        self.var = np.empty((size, n))
+        self.count = 0
+
+    def push(self, grad, variance):
+        """Store one step's gradient and variance; return the noise ratio of the window's mean."""
+        slot = self.count % len(self.grad)
+        self.grad[slot], self.var[slot] = grad, variance
+        self.count += 1
+        m = min(self.count, len(self.grad))
+        mean_grad = self.grad[:m].mean(axis=0)
+        return float(np.mean(mean_grad**2 * m / self.var[:m].mean(axis=0)))
 
 
 def stochastic_gradient(
@@ -45,17 +69,27 @@ def stochastic_gradient(
     min_iter=0,
     tol=None,
     window=20,
+    n_average=0,
     callback=None,
 ):
     """Minimise ``A(x) - x . t_bar + ridge / 2 ||x||^2`` with noisy gradients ``E_x[t]``.
 
     Every step is ``x_k = project(x_{k-1} - direction(x_{k-1}, g_k))`` with the gradient
     estimate ``g_k = E_{x_{k-1}}[t] - t_bar + ridge x_{k-1}``; by default the direction is
-    ``g_k / L``. With ``tol``, the run stops after ``min_iter`` steps once the *noise ratio*
-    of the mean gradient over the last ``window`` steps, ``mean_j gbar_j^2 / (var_j /
-    window)``, is below ``1 + tol``: ``var`` is the Monte-Carlo variance of the expectation
-    part of one estimate, so the ratio is about 1 or less once the iterates only fluctuate
-    around the optimum (their fluctuations cancel in the mean) and grows with any drift.
+    ``g_k / L``. The *noise ratio* of step ``k`` is ``mean_j gbar_j^2 / (var_j / w)`` for the
+    mean ``gbar`` of the last ``w = min(k, window)`` gradient estimates: ``var`` is the
+    Monte-Carlo variance of the expectation part of one estimate, so the ratio is about 1 or
+    less once the iterates only fluctuate around the optimum (their fluctuations cancel in the
+    mean) and grows with any drift.
+
+    Without ``tol`` the run has ``n_iter`` steps and ``x_mean`` is the mean of the iterates
+    ``x_k``, ``k > n_iter // 2`` (the last half). With ``tol`` it has two phases: the first
+    ends at the first step ``k_c >= max(min_iter, window)``, ``k_c <= n_iter // 2``, whose
+    noise ratio is below ``1 + tol`` (the run has *converged*); the second runs
+    ``max(n_average, k_c)`` more steps (at most up to ``n_iter``) and ``x_mean`` is their
+    mean, so it averages only iterates after convergence and at least the last half of the
+    run. If the rule has not fired by step ``n_iter // 2`` the run goes on to ``n_iter``, not
+    converged, and ``x_mean`` is the mean of its last half.
 
     Parameters
     ----------
@@ -76,46 +110,52 @@ def stochastic_gradient(
     n_iter : int
         Steps at most (exactly, without ``tol``).
     min_iter : int, default=0
+        Fewest steps of the first phase (with ``tol``).
     tol : float or None, default=None
         The stopping rule's excess of the noise ratio over 1; None runs ``n_iter`` steps.
     window : int, default=20
+    n_average : int, default=0
+        Fewest steps averaged after the rule fired (with ``tol``).
     callback : callable, optional
         ``callback(k, x_k, gradient, noise_ratio, step_norm)`` after step ``k`` (1-based).
 
     Returns
     -------
     StochasticGradientResult
-        ``x_mean`` averages the iterates ``x_k`` for ``k > n_iter // 2``.
     """
     x = np.array(x0, dtype=float)
-    path, recent = [], []
+    noise = _Window(window, len(x))
+    total, n_averaged = np.zeros_like(x), 0
+    average_from = n_iter // 2 + 1  # the first averaged step; moved when the rule fires
+    end = n_iter
     gradient_norm, noise_ratio, step_norm, elapsed = [], [], [], []
     start = time.perf_counter()
     converged = False
-    for k in range(1, n_iter + 1):
+    k = 0
+    while k < end:
+        k += 1
         mean, variance = expectation(x)
         grad = mean - mean_stats + ridge * x
-        recent = (recent + [(grad, variance)])[-window:]
-        mean_grad = np.mean([g for g, _ in recent], axis=0)
-        ratio = float(np.mean(mean_grad**2 * len(recent) / np.mean([v for _, v in recent], axis=0)))
+        ratio = noise.push(grad, variance)
         previous = x
         x = project(x - (grad / lipschitz if direction is None else direction(x, grad)))
-        path.append(x)
+        if k >= average_from:
+            total += x
+            n_averaged += 1
         gradient_norm.append(float(np.linalg.norm(grad)))
         noise_ratio.append(ratio)
         step_norm.append(float(np.linalg.norm(x - previous)))
         elapsed.append(time.perf_counter() - start)
         if callback is not None:
             callback(k, x, grad, ratio, step_norm[-1])
-        if tol is not None and k >= max(min_iter, window) and ratio < 1 + tol:
+        if tol is not None and not converged and max(min_iter, window) <= k < average_from and ratio < 1 + tol:
             converged = True
-            break
-    n_run = len(path)
+            average_from, end = k + 1, min(n_iter, k + max(n_average, k))
     trace = {
         "gradient_norm": np.array(gradient_norm),
         "noise_ratio": np.array(noise_ratio),
         "step_norm": np.array(step_norm),
         "time": np.array(elapsed),
     }
-    x_mean = np.mean(path[n_run // 2 :], axis=0) if path else x
-    return StochasticGradientResult(x, project(x_mean), n_run, converged, trace)
+    x_mean = total / n_averaged if n_averaged else x
+    return StochasticGradientResult(x, project(x_mean), k, converged, trace, n_averaged)

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from ..inference.gibbs import (
     BinaryGibbsKernel,
     CategoricalGibbsKernel,
+    GibbsSampler,
     colour_classes,
     is_binary_pairwise,
     run_chains,
@@ -66,15 +67,30 @@ CHAIN_BLOCK = 4096
 #: 4.1e6, 0.87 at 2.1e7, 0.68 at 8.4e7, so two workers start at 1.6e7.
 MCMC_MIN_WORK_PER_WORKER = 8e6
 
-#: The adaptive schedule's "auto" values: chains, sweeps per step, most steps; and its fixed
-#: parts: fewest steps before the stopping rule may end the run, the rule's window, and the
-#: sweeps that bring the chains (started at data rows) to the start parameters.
-ADAPTIVE_CHAINS = 1000
-ADAPTIVE_SWEEPS = 1
+#: The adaptive schedule's "auto" values come from :func:`adaptive_defaults` (its docstring has
+#: the rule and the measurements behind it). Its inputs: the Monte-Carlo error of the averaged
+#: iterate is held to ADAPTIVE_MC_FRACTION of the statistical error of maximum likelihood,
+#: over ADAPTIVE_AVERAGE averaged steps, with at least ADAPTIVE_MIN_CHAINS chains and at most
+#: ADAPTIVE_MAX_SWEEPS sweeps per step; a step's statistics and natural step cost about
+#: ADAPTIVE_STEP_COST sweeps.
+ADAPTIVE_MC_FRACTION = 0.1
+ADAPTIVE_AVERAGE = 200
+ADAPTIVE_MIN_CHAINS = 1000
+ADAPTIVE_MAX_SWEEPS = 50
+ADAPTIVE_STEP_COST = 1.0
+#: Beyond this many bytes of chain states (8 per variable and chain) the averaging grows instead.
+ADAPTIVE_MAX_STATE_BYTES = 1 << 28
+#: The fixed parts: most steps, fewest steps before the stopping rule may fire, the rule's
+#: window, the sweeps that bring the chains (started at data rows) to the start parameters,
+#: and the probe that measures the sweeps' autocorrelation there (chains and sweeps).
 ADAPTIVE_MAX_ITER = 2000
-ADAPTIVE_MIN_ITER = 200
+ADAPTIVE_MIN_ITER = 50
 ADAPTIVE_WINDOW = 20
 ADAPTIVE_BURN_IN = 20
+ADAPTIVE_PROBE_CHAINS = 1000
+ADAPTIVE_PROBE_SWEEPS = 20
+#: The measured autocorrelation is capped here (an autocorrelation time of about 2000 sweeps).
+ADAPTIVE_MAX_CORRELATION = 0.999
 
 #: The natural-gradient step: damping added to the chains' feature covariance (it bounds the
 #: step in directions the chains barely see), conjugate-gradient iterations and tolerance per step.
@@ -85,6 +101,14 @@ NATURAL_CG_RTOL = 1e-2
 NATURAL_MAX_STEP = 1.0
 #: Steps between rebuilds of the natural step's covariance from the chains (the most costly part).
 NATURAL_REFRESH = 10
+#: Chains the natural step's covariance is measured on (the first ones): any fixed preconditioner
+#: keeps the fixed point, and this keeps its cost per step independent of the number of chains.
+NATURAL_FISHER_CHAINS = 4096
+#: The fraction of the natural step taken. A full step (1) leaves a bias of order 1 / n_chains in
+#: the averaged iterate (constant-step stochastic approximation on a curved objective): on a
+#: 12x12 grid with 10^4 rows and 1000 chains, 1.6 % from exact ML for the mean of four fits
+#: against 0.75 % with 0.5, where the error is the averaged noise alone.
+NATURAL_STEP = 0.5
 
 
 class MixingBoundWarning(UserWarning):
@@ -329,9 +353,10 @@ class _PersistentChains:
         self.kernel = kernel
         return sum(f for _, f in out) if statistic else None
 
-    def states(self):
-        """The chains' current states, ``(n_samples, n_variables)`` integers."""
-        return np.concatenate([self.kernel.to_external(S) for S in self.pool])
+    def states(self, limit=None):
+        """The current states of the chains (the first ``limit``), ``(n_chains, n_variables)`` integers."""
+        blocks = self.pool if limit is None else self.pool[: -(-limit // CHAIN_BLOCK)]
+        return np.concatenate([self.kernel.to_external(S) for S in blocks])[:limit]
 
     def natural_step(self, gradient, free, damping):
         """Solve ``(F + damping I) s = g`` on the ``free`` features: a natural-gradient step.
@@ -347,7 +372,7 @@ class _PersistentChains:
         """
         if self.calls % NATURAL_REFRESH == 0 or self.features is None:
             # Any fixed positive-definite preconditioner keeps the fixed point: refreshed now and then.
-            self.features = _indicator_matrix(self.layout, self.states())
+            self.features = _indicator_matrix(self.layout, self.states(NATURAL_FISHER_CHAINS))
         self.calls += 1
         T = self.features if free.all() else self.features[:, free]
         m, mu = T.shape[0], np.asarray(T.mean(axis=0)).ravel()
@@ -395,7 +420,7 @@ def _conjugate_gradients(matvec, b, rtol=NATURAL_CG_RTOL, max_iter=NATURAL_CG_IT
 
 
 def _natural_direction(x, gradient, chains, box, damping):
-    """The natural-gradient step of ``chains``; with a box, plain on the pair entries held at it.
+    """:data:`NATURAL_STEP` times the natural step of ``chains``; with a box, plain on the pair entries held at it.
 
     ``box`` is ``(pair, bound)`` or None. An entry at its bound whose gradient points out of
     the box is active (two-metric projection, Bertsekas 1982).
@@ -405,7 +430,7 @@ def _natural_direction(x, gradient, chains, box, damping):
         pair, bound = box
         xp, gp = x[pair], gradient[pair]
         free[pair] = ~(((xp >= bound * (1 - 1e-12)) & (gp < 0)) | ((xp <= -bound * (1 - 1e-12)) & (gp > 0)))
-    return chains.natural_step(gradient, free, damping)
+    return NATURAL_STEP * chains.natural_step(gradient, free, damping)
 
 
 class _ExactFeatures:
@@ -490,6 +515,131 @@ def _report(log, k, x, grad, ratio=None, step=None):
 def _project_couplings(phi, n_variables, project):
     """Project the couplings ``J = phi[n_variables:]`` of ``phi = (h, J)``; the fields are free."""
     return np.concatenate([phi[:n_variables], project(phi[n_variables:])])
+
+
+# ---------------------------------------------------------------------------
+# The adaptive schedule's defaults
+# ---------------------------------------------------------------------------
+class AdaptiveDefaults(NamedTuple):
+    """The adaptive schedule's "auto" values (:func:`adaptive_defaults`).
+
+    ``n_chains`` persistent chains, ``n_sweeps`` Gibbs sweeps per chain and step, ``n_average``
+    steps averaged once the stopping rule has fired, and ``step_autocorrelation_time``, the
+    autocorrelation time in steps of the chains' statistics that the chains were sized for.
+    """
+
+    n_chains: int
+    n_sweeps: int
+    n_average: int
+    step_autocorrelation_time: float
+
+
+def adaptive_defaults(
+    n_rows,
+    n_variables,
+    sweep_correlation=0.0,
+    *,
+    n_sweeps=None,
+    fraction=ADAPTIVE_MC_FRACTION,
+    n_average=ADAPTIVE_AVERAGE,
+    min_chains=ADAPTIVE_MIN_CHAINS,
+    max_sweeps=ADAPTIVE_MAX_SWEEPS,
+    step_cost=ADAPTIVE_STEP_COST,
+    max_state_bytes=ADAPTIVE_MAX_STATE_BYTES,
+):
+    """The adaptive schedule's chains, sweeps per step and averaged steps for ``n_rows`` rows.
+
+    **The rule.** The estimate is the mean of ``K`` iterates taken after the run reached its
+    noise level. There each step moves ``theta`` by the chains' noise, so the averaged iterate
+    is off maximum likelihood by about ``F^-1 e``, with ``e`` the chains' feature noise averaged
+    over the ``K`` steps and ``F`` the Fisher information (the features' covariance). ``M``
+    chains whose statistics have an autocorrelation time of ``tau`` steps give ``e`` the
+    covariance ``tau F / (M K)``, so the Monte-Carlo covariance of the estimate is ``tau F^-1 /
+    (M K)``, while maximum likelihood's own sampling covariance is ``F^-1 / n``: the ratio
+    ``tau n / (M K)`` is the same for every parameter. The rule holds it at ``fraction^2``:
+
+    ``M K >= tau n / fraction^2``,
+
+    i.e. the Monte-Carlo error is ``fraction`` (0.1) of the statistical error whatever ``n``,
+    which adds ``sqrt(1 + 0.01) - 1 = 0.5 %%`` to the fit's error. ``K`` is ``n_average``
+    (200) and ``M`` grows with ``n`` (at least ``min_chains``), until the chains' states would
+    exceed ``max_state_bytes`` (8 bytes per variable and chain); from there ``K`` grows instead.
+
+    **Sweeps per step.** With a lag-one autocorrelation ``rho`` per sweep
+    (:func:`sweep_autocorrelation`, measured at the start parameters), ``v`` sweeps per step
+    leave ``rho^v`` between steps and ``tau(v) = (1 + rho^v) / (1 - rho^v)`` steps of
+    autocorrelation (a first-order autoregression). A step costs about ``v + step_cost``
+    sweeps (``step_cost``: the chains' statistics and the natural step), so the work per
+    effective draw is ``(v + step_cost) tau(v)``; ``v`` minimises it, up to ``max_sweeps``.
+    Weakly coupled models take one sweep (``rho`` = 0.11 on a 12x12 grid with parameters
+    uniform on [-1, 1]: ``tau`` = 1.2); the 8x8 binarised digits 4 (``rho`` = 0.78); the digits
+    upsampled to 16x16, whose 2x2 blocks are one pixel each, 12 (``rho`` = 0.965, ``tau`` =
+    4.8 steps). More sweeps per step also shrink the lag of persistent chains behind the
+    parameters, the bias that one sweep per step left on the 16x16 digits (node frequencies
+    of the fitted model up to 0.14 from the data's).
+
+    **Measured** (``benchmarks/mcmc_defaults.py``; the ratio of the two errors, ``tau n / (M
+    K)``, predicted ``fraction^2``): see the Notes of :class:`MCMCMaxLikelihood`.
+
+    Parameters
+    ----------
+    n_rows : int or float
+        Rows of the data (their total weight with weights).
+    n_variables : int
+    sweep_correlation : float, default=0.0
+        Lag-one autocorrelation per sweep of the chains' statistics, in ``[0, 1)``.
+    n_sweeps : int, optional
+        Sweeps per step, if given (then only ``M`` and ``K`` follow the rule).
+    fraction, n_average, min_chains, max_sweeps, step_cost, max_state_bytes
+        The rule's constants (the module's ``ADAPTIVE_*``).
+
+    Returns
+    -------
+    AdaptiveDefaults
+    """
+    rho = min(max(float(sweep_correlation), 0.0), ADAPTIVE_MAX_CORRELATION)
+
+    def tau(v):
+        return (1 + rho**v) / (1 - rho**v)
+
+    if n_sweeps is None:
+        n_sweeps = min(range(1, max_sweeps + 1), key=lambda v: (v + step_cost) * tau(v))
+    t = tau(n_sweeps)
+    draws = t * n_rows / fraction**2  # M K
+    max_chains = max(min_chains, int(max_state_bytes // (8 * max(n_variables, 1))))
+    n_chains = min(max(min_chains, math.ceil(draws / n_average)), max_chains)
+    n_average = max(n_average, math.ceil(draws / n_chains))
+    return AdaptiveDefaults(n_chains, int(n_sweeps), n_average, t)
+
+
+def sweep_autocorrelation(model, X, rng, n_chains=ADAPTIVE_PROBE_CHAINS, n_sweeps=ADAPTIVE_PROBE_SWEEPS):
+    """Lag-one autocorrelation per Gibbs sweep of ``model``'s chains: the slower of two statistics.
+
+    ``n_chains`` chains start at rows of ``X`` drawn with replacement and run ``n_sweeps``
+    sweeps; after each, every chain's energy and fraction of non-zero states are recorded (the
+    statistics :meth:`~skmrf.model.DiscreteMRF.sample` checks R-hat on). Each sweep's mean over
+    the chains is subtracted, which removes the common drift of chains that start from the data
+    rather than from the model, and the lag-one autocorrelation of the rest is pooled over
+    chains and sweeps. Returns the larger of the two, in ``[0, ADAPTIVE_MAX_CORRELATION]`` (0
+    when neither statistic varies).
+
+    Measured at the pseudo-likelihood start: 0.11 on a 12x12 grid with 10^4 rows from
+    parameters uniform on [-1, 1]; 0.78 on the 8x8 binarised digits; 0.965 on the digits
+    upsampled to 16x16. Twenty sweeps from the data rows gave the same values within 0.01 as
+    100 sweeps after 20 of burn-in.
+    """
+    sampler = GibbsSampler(model)
+    states = np.asarray(X)[rng.integers(0, len(X), n_chains)]
+    trace = np.empty((n_chains, n_sweeps, 2))
+    for t in range(n_sweeps):
+        states = sampler.run(states, 1, rng)
+        trace[:, t, 0] = model.layout.energy(states, model.theta)
+        trace[:, t, 1] = (states > 0).mean(axis=1)
+    r = trace - trace.mean(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        rho = (r[:, 1:] * r[:, :-1]).sum(axis=(0, 1)) / (r[:, :-1] ** 2).sum(axis=(0, 1))
+    rho = rho[np.isfinite(rho)]
+    return float(np.clip(rho.max(), 0.0, ADAPTIVE_MAX_CORRELATION)) if len(rho) else 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -891,10 +1041,6 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
             project = partial(_pair_box, max_entry=4 * bound if binary else bound, pair=pair)
         else:
             project = partial(_pair_spectral, pair=edge_pos, edges=edges, n_variables=n, max_norm=bound)
-        auto = ADAPTIVE_MAX_ITER, ADAPTIVE_CHAINS, ADAPTIVE_SWEEPS
-        given = (self.n_iter, self.n_samples, self.n_sweeps)
-        n_iter, n_samples, n_sweeps = (a if isinstance(g, str) else int(g) for g, a in zip(given, auto))
-        self.schedule_ = MCMCSchedule("adaptive", n_iter, n_samples, n_sweeps, fast)
         self.schedule_auto_ = self.mixing_constant_ = self.mixing_rate_ = None
         self.suff_stat_bound_ = self.distance_bound_ = None
         if self.alpha_ == 0:
@@ -904,6 +1050,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
             # One job: the parallel PL sums its chunks in an n_jobs-dependent order (last bits).
             start = PseudoLikelihoodEstimator(self.graph_, n_states=self.n_states_, alpha=self.alpha_).fit(Xi)
         theta0 = project(start.theta_)
+        n_iter, n_samples, n_sweeps, n_average = self._adaptive_values(Xi, theta0, rng)
+        self.schedule_ = MCMCSchedule("adaptive", n_iter, n_samples, n_sweeps, fast)
         mean_stats = model.sufficient_statistics(Xi) / Xi.shape[0]
         n_workers = workers_for(self.n_jobs, n_samples * n_sweeps * n, MCMC_MIN_WORK_PER_WORKER)
         with parallel_or_serial(n_workers, verbose=max(0, self.verbose - 1)) as parallel:
@@ -946,21 +1094,42 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 min_iter=ADAPTIVE_MIN_ITER if stopping else 0,
                 tol=self.tol if stopping else None,
                 window=ADAPTIVE_WINDOW,
+                n_average=n_average,
                 callback=partial(_report, log) if self.verbose else None,
             )
         self.lipschitz_ = None if L is None else float(L)
         self.n_iter_, self.converged_ = result.n_iter, result.converged or not stopping
+        self.n_averaged_ = result.n_averaged
         self.trace_ = result.trace
         if not self.converged_:
+            ratio = result.trace["noise_ratio"][max(ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW) - 1 : n_iter // 2]
             warn_not_converged(
                 type(self).__name__,
-                f"in {n_iter} steps: the mean gradient of the last {ADAPTIVE_WINDOW} steps is still "
-                f"{result.trace['noise_ratio'][-1]:.3g} times its Monte-Carlo variance (the rule stops below "
-                f"{1 + self.tol:g})",
+                f"in {n_iter} steps: in its first {n_iter // 2} the mean gradient of the last {ADAPTIVE_WINDOW} "
+                f"steps stayed at least {ratio.min(initial=np.inf):.3g} times its Monte-Carlo variance (the rule "
+                f"needs below {1 + self.tol:g}); the estimate averages the last half of the steps",
                 "Raise n_iter, or n_samples for less noise.",
                 stacklevel=4,
             )
         return result.x_mean if self.average else result.x_last
+
+    def _adaptive_values(self, Xi, theta0, rng):
+        """``(n_iter, n_samples, n_sweeps, n_average)``: the given values, the others from :func:`adaptive_defaults`.
+
+        The sweeps' autocorrelation is measured at ``theta0`` (``sweep_autocorrelation_``)
+        unless both ``n_samples`` and ``n_sweeps`` are given.
+        """
+        given_sweeps = None if isinstance(self.n_sweeps, str) else int(self.n_sweeps)
+        rho = None
+        if self._gradient == "mcmc" and (isinstance(self.n_samples, str) or given_sweeps is None):
+            self.model_.theta = theta0
+            rho = sweep_autocorrelation(self.model_, Xi, rng)
+        self.sweep_autocorrelation_ = rho
+        auto = adaptive_defaults(Xi.shape[0], Xi.shape[1], 0.0 if rho is None else rho, n_sweeps=given_sweeps)
+        # The rule must fire within the first half, and the averaging fit in the second.
+        n_iter = max(ADAPTIVE_MAX_ITER, 2 * auto.n_average) if isinstance(self.n_iter, str) else int(self.n_iter)
+        n_samples = auto.n_chains if isinstance(self.n_samples, str) else int(self.n_samples)
+        return n_iter, n_samples, auto.n_sweeps, auto.n_average
 
     # -- theory schedule ---------------------------------------------------------
     def _fit_theory(self, Xi, positions, rng, log):
@@ -994,6 +1163,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 callback=callback,
             )
         self.n_iter_, self.converged_ = sched.n_iter, True
+        self.n_averaged_ = sched.n_iter if self.average else 1
+        self.sweep_autocorrelation_ = None
         self.trace_ = {key: np.array(value) for key, value in trace.items()}
         phi = mean if self.average else last
         if self.average and self.projection == "spectral":

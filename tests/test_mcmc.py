@@ -8,7 +8,7 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from skmrf import ExactMaxLikelihood, grid_graph
+from skmrf import ExactMaxLikelihood, PseudoLikelihoodEstimator, grid_graph
 from skmrf.datasets import make_random_mrf
 from skmrf.estimators._fast_mixing import (
     MAX_WORK,
@@ -20,7 +20,15 @@ from skmrf.estimators._fast_mixing import (
     schedule_values,
     spectral_mixing_constants,
 )
-from skmrf.estimators.mcmc import MCMCMaxLikelihood, MCMCSchedule, MixingBoundWarning, _ExactExpectation
+from skmrf.estimators.mcmc import (
+    ADAPTIVE_MC_FRACTION,
+    MCMCMaxLikelihood,
+    MCMCSchedule,
+    MixingBoundWarning,
+    _ExactExpectation,
+    adaptive_defaults,
+    sweep_autocorrelation,
+)
 from skmrf.inference.gibbs import BinaryGibbsKernel, colour_classes
 from skmrf.model import DiscreteMRF
 from skmrf.model.ising import binary_to_ising, ising_to_binary
@@ -309,6 +317,64 @@ def test_defaults_land_near_exact_ml(n_states):
     assert np.linalg.norm(est.theta_ - ml.theta_) / np.linalg.norm(ml.theta_) < 0.10
     assert set(est.trace_) == {"gradient_norm", "noise_ratio", "step_norm", "time"}
     assert len(est.trace_["time"]) == est.n_iter_
+
+
+def test_default_fit_matches_the_data_moments():
+    # Issue #24 item 5 on a small grid: ML's fixed point is moment matching, E_theta[phi] =
+    # mean_data[phi] - alpha theta (the ridge's share), so the default fit's exact marginals (junction
+    # tree) must reproduce the data's node and edge frequencies up to the Monte-Carlo error of the
+    # averaged iterate. That error is the chains' noise averaged over K steps (adaptive_defaults):
+    # per feature sd = sqrt(tau mu (1 - mu) / (M K)) with tau = (1 + rho^v) / (1 - rho^v) steps.
+    # Over 14 data seeds of this strongly coupled 3x3 grid (rho 0.81-0.91, 5-8 sweeps per step) the
+    # largest residual was 2.9 sd and the root mean square up to 2.2 sd; 6 sd leaves room for the
+    # model to be off by 2x. Pseudo-likelihood's exact marginals miss by 14-103 sd there (and by
+    # 0.02-0.11 in frequency), so the check can fail.
+    X = _strongly_coupled_data(3, 3, 1000, 0)
+    est = MCMCMaxLikelihood("grid:3x3", random_state=0).fit(X)
+    data = est.model_.sufficient_statistics(X) / len(X)
+    mu = est.model_.expected_statistics()
+    residual = mu - data + est.alpha_ * est.theta_
+    v, rho = est.schedule_.n_sweeps, est.sweep_autocorrelation_
+    tau = (1 + rho**v) / (1 - rho**v)
+    sd = np.sqrt(tau * mu * (1 - mu) / (est.schedule_.n_samples * est.n_averaged_))
+    assert est.converged_ and v > 1  # strongly coupled: more than one sweep per step
+    assert np.abs(residual).max() < 6 * sd.max() and (np.abs(residual) / sd).max() < 6
+    pl = PseudoLikelihoodEstimator("grid:3x3").fit(X)
+    pl_residual = pl.model_.expected_statistics() - data + est.alpha_ * pl.theta_
+    assert (np.abs(pl_residual) / sd).max() > 6
+
+
+def test_adaptive_defaults_hold_the_monte_carlo_error_at_a_fraction_of_the_statistical_one():
+    # M K >= tau n / fraction^2 (the docstring's rule), the chains growing with n from a floor.
+    for n in (100, 10_000, 1_000_000):
+        for rho in (0.0, 0.5, 0.95):
+            d = adaptive_defaults(n, 144, rho)
+            assert d.n_chains * d.n_average >= d.step_autocorrelation_time * n / ADAPTIVE_MC_FRACTION**2
+            assert d.step_autocorrelation_time == pytest.approx((1 + rho**d.n_sweeps) / (1 - rho**d.n_sweeps))
+            assert d.n_chains >= 1000 and d.n_average >= 200
+    assert adaptive_defaults(100, 144).n_chains == 1000  # the floor
+    assert adaptive_defaults(10**5, 144).n_chains == 50_000  # tau = 1: 10^5 rows / 0.01 / 200 steps
+    # Sweeps: one for independent draws; several where a sweep leaves most of the correlation.
+    assert adaptive_defaults(10**4, 144, 0.1).n_sweeps == 1
+    assert 8 <= adaptive_defaults(10**4, 144, 0.965).n_sweeps <= 25
+    assert adaptive_defaults(10**4, 144, 0.965, n_sweeps=3).n_sweeps == 3
+    # A model too wide for that many chains' states lengthens the averaging instead.
+    wide = adaptive_defaults(10**5, 10**6, 0.0)
+    assert wide.n_chains == 1000 and wide.n_average == 10**5 / 0.01 / 1000
+
+
+def test_sweep_autocorrelation_tells_independent_from_coupled():
+    # Independent variables: every sweep draws afresh, so the lag-one autocorrelation is 0 up to
+    # its sampling error over 1000 chains x 19 lags (about 1 / sqrt(19000) = 0.007; 0.05 is 7 sd).
+    # A strongly coupled grid keeps most of its energy and magnetisation from sweep to sweep.
+    rng = np.random.default_rng(0)
+    free = DiscreteMRF(grid_graph(3, 3), 2)
+    free.theta = np.zeros(free.n_params)
+    X = rng.integers(0, 2, (200, 9))
+    assert sweep_autocorrelation(free, X, np.random.default_rng(1)) < 0.05
+    X = _strongly_coupled_data(3, 3, 200, 0)
+    coupled = ExactMaxLikelihood("grid:3x3").fit(X).model_
+    assert sweep_autocorrelation(coupled, X, np.random.default_rng(1)) > 0.5
 
 
 def test_wide_box_lands_on_the_interior_optimum():

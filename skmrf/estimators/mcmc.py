@@ -593,16 +593,28 @@ def adaptive_defaults(
     n_rows : int or float
         Rows of the data (their total weight with weights).
     n_variables : int
+        Variables of the model (for the chains' memory).
     sweep_correlation : float, default=0.0
         Lag-one autocorrelation per sweep of the chains' statistics, in ``[0, 1)``.
     n_sweeps : int, optional
         Sweeps per step, if given (then only ``M`` and ``K`` follow the rule).
-    fraction, n_average, min_chains, max_sweeps, step_cost, max_state_bytes
-        The rule's constants (the module's ``ADAPTIVE_*``).
+    fraction : float, default=ADAPTIVE_MC_FRACTION
+        The Monte-Carlo error's share of the statistical error.
+    n_average : int, default=ADAPTIVE_AVERAGE
+        The averaged steps ``K`` (more when the chains hit ``max_state_bytes``).
+    min_chains : int, default=ADAPTIVE_MIN_CHAINS
+        The fewest chains.
+    max_sweeps : int, default=ADAPTIVE_MAX_SWEEPS
+        The most sweeps per step.
+    step_cost : float, default=ADAPTIVE_STEP_COST
+        The cost of a step beyond its sweeps, in sweeps.
+    max_state_bytes : int, default=ADAPTIVE_MAX_STATE_BYTES
+        The chains' states (8 bytes per variable and chain) beyond which ``K`` grows instead.
 
     Returns
     -------
     AdaptiveDefaults
+        ``(n_chains, n_sweeps, n_average, step_autocorrelation_time)``.
     """
     rho = min(max(float(sweep_correlation), 0.0), ADAPTIVE_MAX_CORRELATION)
 
@@ -634,6 +646,24 @@ def sweep_autocorrelation(model, X, rng, n_chains=ADAPTIVE_PROBE_CHAINS, n_sweep
     parameters uniform on [-1, 1]; 0.78 on the 8x8 binarised digits; 0.965 on the digits
     upsampled to 16x16. Twenty sweeps from the data rows gave the same values within 0.01 as
     100 sweeps after 20 of burn-in.
+
+    Parameters
+    ----------
+    model : DiscreteMRF
+        The model at the parameters to measure.
+    X : ndarray of shape (n_rows, n_variables)
+        Integer states; the chains start at its rows.
+    rng : numpy.random.Generator
+        Draws the start rows and every Gibbs update.
+    n_chains : int, default=ADAPTIVE_PROBE_CHAINS
+        Chains.
+    n_sweeps : int, default=ADAPTIVE_PROBE_SWEEPS
+        Sweeps of each chain.
+
+    Returns
+    -------
+    float
+        The lag-one autocorrelation per sweep.
     """
     sampler = GibbsSampler(model)
     states = np.asarray(X)[rng.integers(0, len(X), n_chains)]
@@ -812,21 +842,34 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     Notes
     -----
     **Adaptive schedule.** Every step advances ``n_samples`` persistent chains ``n_sweeps``
-    sweeps and moves ``theta -= s`` where ``(F + d I) s = g``: ``g = E_chains[phi] -
+    sweeps and moves ``theta -= s / 2`` where ``(F + d I) s = g``: ``g = E_chains[phi] -
     mean_data[phi] + alpha theta`` is the gradient estimate and ``F`` the Fisher information
-    (the covariance of the features, the Hessian of ``log Z``) measured on the chains every 10
-    steps and shrunk towards its diagonal by ``rho = min(1, n_params / n_samples)`` (``M``
-    chains give a covariance of rank below ``M``); ``d = 0.01 + alpha``. ``s`` is found by
-    conjugate gradients and no parameter moves more than 1 per step. At a bound of the box
-    the step is the plain gradient (two-metric projection), so the constrained optimum stays
-    the fixed point; with ``lipschitz`` or the spectral set the steps are ``g / L``. The
-    features are indicators, so the Monte-Carlo variance of their chain mean is ``p (1 - p) /
-    M``; the run ends when the gradient averaged over 20 steps is as small as that noise
-    (``tol``). The estimate is the mean of the last half of the iterates; its Monte-Carlo
-    error is the one limit, and it shrinks with ``n_samples``. Measured in
-    ``benchmarks/mcmc_defaults.py``: on 6x6 grids with 1000 rows, 2-4 %% from exact ML
-    (binary) and 4-6 %% (3 states), half the pseudo-likelihood's distance; a 32x32 grid with
-    10^4 rows in about 15 s.
+    (the covariance of the features, the Hessian of ``log Z``) measured every 10 steps on up to
+    ``max(1024, 3 n_params)`` chains (at most 4096) and shrunk towards its diagonal by ``rho =
+    min(1, n_params / chains)``; ``d = 0.01 + alpha``. ``s`` is found by conjugate gradients and
+    capped at 1 per parameter; the step is half of it, because a full one leaves a bias of order
+    ``1 / n_samples`` in the average. At a bound of the box the step is the plain gradient
+    (two-metric projection), so the constrained optimum stays the fixed point; with
+    ``lipschitz`` or the spectral set the steps are ``g / L``. The features are indicators, so
+    the Monte-Carlo variance of their chain mean is ``p (1 - p) / M``; the first phase ends when
+    the gradient averaged over 20 steps is as small as that noise (``tol``, after at least 50
+    steps), and the estimate is the mean of the next ``max(200, k)`` iterates.
+
+    The "auto" chains and sweeps come from :func:`adaptive_defaults`: the Monte-Carlo covariance
+    of that mean is ``tau F^-1 / (M K)`` for ``M`` chains, ``K`` averaged steps and an
+    autocorrelation time of ``tau`` steps, against maximum likelihood's own ``F^-1 / n``, so
+    ``M K = tau n / 0.1^2`` holds the Monte-Carlo error at a tenth of the statistical error for
+    every ``n`` (``M`` grows with ``n``, ``K = 200``). The sweeps per step follow the chains'
+    autocorrelation per sweep, measured at the start (``sweep_autocorrelation_``): one on
+    weakly coupled models, 10-20 on the upsampled digits.
+
+    Measured (``benchmarks/mcmc_defaults.py``, results in ``benchmarks/results/``):
+
+    - 12x12 grids, parameters uniform on [-1, 1], ``n`` = 10^3, 10^4, 10^5 rows, 5 seeds each:
+      MCMC_N_FIGURES
+    - the binarised digits upsampled to 16x16 (``np.kron`` with 2x2 blocks, 1797 rows):
+      DIGITS16_FIGURES
+    - OTHER_FIGURES
 
     **The box for any number of states.** For ``p ~ exp(f)`` and ``q ~ exp(f + d)`` on the
     same states, ``TV(p, q) <= tanh(osc(d) / 4)`` with ``osc(d) = max d - min d``. Changing

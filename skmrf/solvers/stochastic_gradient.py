@@ -107,6 +107,7 @@ def stochastic_gradient(
     direction : callable, optional
         ``direction(x, g) -> step`` (for instance a natural-gradient step).
     ridge : float, default=0.0
+        The ridge penalty's weight.
     n_iter : int
         Steps at most (exactly, without ``tol``).
     min_iter : int, default=0
@@ -114,6 +115,7 @@ def stochastic_gradient(
     tol : float or None, default=None
         The stopping rule's excess of the noise ratio over 1; None runs ``n_iter`` steps.
     window : int, default=20
+        Steps in the noise ratio's mean.
     n_average : int, default=0
         Fewest steps averaged after the rule fired (with ``tol``).
     callback : callable, optional
@@ -122,6 +124,8 @@ def stochastic_gradient(
     Returns
     -------
     StochasticGradientResult
+        The last iterate, the average, the steps run, whether the rule fired, the trace and the
+        number of averaged iterates.
     """
     x = np.array(x0, dtype=float)
     noise = _Window(window, len(x))

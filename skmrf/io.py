@@ -25,6 +25,7 @@ File format, version 2
     a ``graph`` that JSON cannot hold (a networkx graph, a matrix) is replaced by its
     resolved list of factors (discrete) or edges (Gaussian), as column names when the
     estimator has ``feature_names_in_``, else as column indices.
+    A parameter object (MCMC's ``schedule``) is ``{"object": class name, "params": {...}}``.
 ``params_not_saved``
     Names of other parameters JSON cannot hold (an ``init`` estimator, a
     ``RandomState``); the loaded estimator has their default values.
@@ -105,6 +106,7 @@ from . import estimators as _estimators
 from .estimators._base import MAX_TABLE_SIZE, BaseDiscreteMRF
 from .estimators.gaussian._base import ScaleWarning, _BaseGaussianMRF
 from .estimators.gaussian.spd import logdet_spd
+from .exceptions import ModelFileError
 from .graphs import MRFGraph, _maximal
 from .inference.junction_tree import TreewidthError
 from .model import DiscreteMRF
@@ -195,10 +197,6 @@ _MAX_DEFLATE_RATIO = 1032
 _MAX_ENTRIES = 10_000
 
 
-class ModelFileError(ValueError):
-    """A file that is not a saved skmrf model, is damaged, or that this version cannot read."""
-
-
 class _Bad(Exception):
     """A check failed: ``field`` and what is wrong, turned into a ModelFileError by ``load_model``."""
 
@@ -223,6 +221,33 @@ def _to_json(value):
     if isinstance(value, np.ndarray) and value.dtype.kind in "biufU":
         return _to_json(value.tolist())
     raise TypeError(type(value).__name__)
+
+
+#: Parameter objects a file may hold, by class name (their own parameters are plain JSON).
+_PARAMETER_OBJECTS = {"AdaptiveSchedule": _estimators.AdaptiveSchedule, "TheorySchedule": _estimators.TheorySchedule}
+
+
+def _parameter_object(value):
+    """``{"object": class name, "params": {...}}`` of a parameter object (TypeError if one is not JSON)."""
+    return {"object": type(value).__name__, "params": {k: _to_json(v) for k, v in value.get_params().items()}}
+
+
+def _restore_parameter_object(key, entry):
+    """The parameter object saved by :func:`_parameter_object`, its class and parameters checked."""
+    field = f"params.{key}"
+    if set(entry) != {"object", "params"} or entry["object"] not in _PARAMETER_OBJECTS:
+        raise _Bad(field, f"is {entry!r}, not {{'object': one of {sorted(_PARAMETER_OBJECTS)}, 'params': {{...}}}}")
+    cls = _PARAMETER_OBJECTS[entry["object"]]
+    values = entry["params"]
+    defaults = cls().get_params()
+    if type(values) is not dict or not set(values) <= set(defaults):
+        raise _Bad(f"{field}.params", f"is not an object of {cls.__name__}'s parameters ({sorted(defaults)})")
+    obj = cls(**values)
+    try:
+        obj._validate_params()
+    except (ValueError, TypeError) as exc:
+        raise _Bad(f"{field}.params", f"are invalid: {exc}") from None
+    return obj
 
 
 def _is_numeric_array(value):
@@ -382,7 +407,7 @@ def save_model(estimator, path):
     params, not_saved = {}, []
     for key, value in estimator.get_params(deep=False).items():
         try:
-            params[key] = _to_json(value)
+            params[key] = _parameter_object(value) if type(value) in _PARAMETER_OBJECTS.values() else _to_json(value)
         except TypeError:
             if key == "graph":
                 params[key] = _resolved_graph_param(estimator)
@@ -718,6 +743,7 @@ def _estimator(cls, header):
     for key in _field(header, "params_not_saved", (list,), "a list"):
         if key not in defaults:
             raise _Bad("params_not_saved", f"names {key!r}, not a parameter of {cls.__name__}")
+    params = {k: _restore_parameter_object(k, v) if type(v) is dict else v for k, v in params.items()}
     est = cls(**params)
     try:
         est._validate_params()

@@ -23,6 +23,7 @@ from sklearn.utils import check_array
 
 from ...data import is_chunked, reduce_row_chunks
 from ...data.chunks import shift_rows
+from ...exceptions import NotPositiveDefiniteWarning, ScaleWarning
 from ...graphs import MRFGraph, resolve_adjacency
 from ...utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
 from ...utils.validation import check_column_labels, check_data_array, check_real, column_names, fit_column_labels
@@ -68,10 +69,6 @@ def _column_name(j, names=None):
     return f"{j}" if names is None else f"{j} ({names[j]!r})"
 
 
-class ScaleWarning(UserWarning):
-    """A fitted quantity in the data's units under- or overflows float64."""
-
-
 #: Largest number of variables for which ``store_covariance="auto"`` keeps the
 #: dense covariance.
 DENSE_MAX_FEATURES = 2000
@@ -79,10 +76,6 @@ DENSE_MAX_FEATURES = 2000
 #: Largest number of variables for which ``sparse="auto"`` returns ``precision_``
 #: as a dense ndarray (200 MB), as scikit-learn's covariance estimators do.
 DENSE_PRECISION_MAX_FEATURES = 5000
-
-
-class NotPositiveDefiniteWarning(UserWarning):
-    """The fitted precision matrix is not positive definite."""
 
 
 class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):

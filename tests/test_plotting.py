@@ -11,6 +11,7 @@ import scipy.sparse as sp
 from sklearn.exceptions import NotFittedError
 
 from skmrf import (
+    AdaptiveSchedule,
     DecomposedEM,
     ExactMaxLikelihood,
     GaussianLAP,
@@ -233,7 +234,7 @@ def binary_data():
 
 
 def test_mcmc_trace_draws_each_recorded_series(ax, binary_data):
-    est = MCMCMaxLikelihood(n_samples=100, n_iter=20, random_state=0).fit(binary_data)
+    est = MCMCMaxLikelihood(schedule=AdaptiveSchedule(n_chains=100, n_iter=20), random_state=0).fit(binary_data)
     skplt.plot_trace(est, ax=ax)
     keys = [k for k in est.trace_ if k != "time"]
     assert [line.get_label() for line in ax.lines] == keys

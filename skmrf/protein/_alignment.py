@@ -239,7 +239,7 @@ def _one_hot(X, n_states):
 
 
 def sequence_weights(X, identity=0.8, *, block_bytes=1 << 25):
-    """The DCA sequence weights: one over the number of sequences at least ``identity`` identical.
+    """Compute the DCA sequence weights: one over the number of sequences at least ``identity`` identical.
 
     Parameters
     ----------

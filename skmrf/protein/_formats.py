@@ -186,10 +186,12 @@ def read_ccmpred_matrix(path_or_file):
     Parameters
     ----------
     path_or_file : str, path-like or text file
+        A file of ``L`` lines of ``L`` numbers each (tabs or spaces).
 
     Returns
     -------
     ndarray of shape (L, L)
+        The matrix, as written.
 
     Raises
     ------

@@ -89,7 +89,7 @@ def _double_centre(T):
 
 
 def zero_sum_gauge(model):
-    """Fields and couplings of a pairwise Potts model in the zero-sum gauge.
+    """Convert a pairwise Potts model to the zero-sum gauge: its fields and couplings.
 
     Parameters
     ----------
@@ -166,7 +166,7 @@ def zero_sum_gauge(model):
 
 
 def average_product_correction(S):
-    """The average-product correction (APC) of a symmetric score matrix.
+    """Apply the average-product correction (APC) to a symmetric score matrix.
 
     Parameters
     ----------
@@ -212,7 +212,7 @@ def average_product_correction(S):
 
 
 def coupling_scores(model, gauge="zero-sum", apc=True, exclude_state=None, min_separation=1):
-    """Coupling strength of every pair: Frobenius norms of the coupling blocks, with APC.
+    """Score every pair by the Frobenius norm of its coupling block, with APC.
 
     The direct coupling analysis (DCA) score of a pair of alignment columns, whose
     highest values predict residue contacts.

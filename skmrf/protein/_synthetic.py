@@ -50,7 +50,7 @@ class SyntheticAlignment(NamedTuple):
 def make_contact_potts(
     n_columns, n_states=21, n_contacts=None, coupling_scale=0.6, field_scale=1.0, min_separation=5, random_state=None
 ):
-    """A Potts model on a protein-like contact graph, with random parameters.
+    """Draw a Potts model on a protein-like contact graph, with random parameters.
 
     The graph has the backbone ``(i, i + 1)`` and ``n_contacts`` distinct pairs drawn
     uniformly among those with ``j - i >= min_separation`` (the long-range contacts
@@ -66,8 +66,10 @@ def make_contact_potts(
         States per column (21: the gap and the 20 amino acids of :data:`ALPHABET`).
     n_contacts : int, optional
         Long-range contacts; ``n_columns`` if omitted.
-    coupling_scale, field_scale : float, default=0.6, 1.0
-        Standard deviations of the coupling and field parameters.
+    coupling_scale : float, default=0.6
+        Standard deviation of the coupling parameters.
+    field_scale : float, default=1.0
+        Standard deviation of the field parameters.
     min_separation : int, default=5
         Smallest ``j - i`` of a long-range contact.
     random_state : int, RandomState, Generator or None
@@ -111,7 +113,7 @@ def make_synthetic_alignment(
     n_sweeps=1000,
     random_state=None,
 ):
-    """Sequences drawn from a Potts model with known contacts (:func:`make_contact_potts`).
+    """Draw sequences from a Potts model with known contacts (:func:`make_contact_potts`).
 
     Every sequence is the end of its own Gibbs chain (``DiscreteMRF.sample``, chromatic
     Gibbs from a uniform random start, ``n_sweeps`` sweeps), so the sequences are
@@ -121,8 +123,18 @@ def make_synthetic_alignment(
     Parameters
     ----------
     n_sequences : int, default=500
+        Number of sequences (independent Gibbs chains).
     n_columns : int, default=30
-    n_states, n_contacts, coupling_scale, field_scale, min_separation
+        Number of columns.
+    n_states : int, default=21
+        As in :func:`make_contact_potts`.
+    n_contacts : int, optional
+        As in :func:`make_contact_potts`.
+    coupling_scale : float, default=0.6
+        As in :func:`make_contact_potts`.
+    field_scale : float, default=1.0
+        As in :func:`make_contact_potts`.
+    min_separation : int, default=5
         As in :func:`make_contact_potts`.
     n_sweeps : int, default=1000
         Gibbs sweeps per chain.
@@ -185,7 +197,7 @@ def write_fasta(path_or_file, X, names=None, alphabet=ALPHABET):
 
 
 def load_synthetic_alignment():
-    """The small synthetic alignment bundled with skmrf, with its true contacts and model.
+    """Load the small synthetic alignment bundled with skmrf, with its true contacts and model.
 
     500 sequences of 20 columns over :data:`ALPHABET`, drawn by
     ``make_synthetic_alignment(**skmrf.protein._synthetic.BUNDLED)``: a Potts model with

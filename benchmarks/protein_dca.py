@@ -310,7 +310,7 @@ def main():
         out = os.path.join(workdir, "plmc.txt")
         wfile = os.path.join(workdir, "plmc_weights.txt")
         cmd = [a.plmc, "-c", out, "--save-weights", wfile, "-le", str(lambda_J), "-lh", str(a.lambda_h)]
-        cmd += ["-t", str(1 - a.identity), "-m", str(a.max_iter), "-n", str(a.threads), fasta]
+        cmd += ["-t", f"{1 - a.identity:.12g}", "-m", str(a.max_iter), "-n", str(a.threads), fasta]
         log, cpu, wall, mem, rc = timed(cmd, env)
         info = {"rc": rc}
         if rc == 0:

@@ -1,7 +1,7 @@
 """
-==============================================================
+================================================================
 Predicting contacts from an alignment (direct coupling analysis)
-==============================================================
+================================================================
 
 Direct coupling analysis (DCA) fits a 21-state Potts model (the gap and the 20 amino
 acids) on the complete graph over the columns of a multiple sequence alignment, and

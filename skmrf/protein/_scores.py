@@ -232,8 +232,10 @@ def coupling_scores(model, gauge="zero-sum", apc=True, exclude_state=None, min_s
     exclude_state : int, optional
         A state left out of the norm (its row and column of each block, after the gauge
         is fixed over all states), such as the gap: ``0`` with :data:`ALPHABET`. ``None``
-        (the default) keeps every state, as plmc does; plmDCA leaves the gap out (Ekeberg et
-        al. 2013) and pydca leaves it out before centring the block over the 20 amino acids.
+        (the default) keeps every state: this function scores any pairwise model, whose
+        states need not include a gap, and it is plmc's convention (the reference peer of
+        ``benchmarks/protein_dca.py``). plmDCA leaves the gap out (Ekeberg et al. 2013);
+        pydca leaves it out before centring the block over the 20 amino acids.
     min_separation : int, default=1
         Only pairs with ``j - i >= min_separation`` enter the ranked list (contacts are
         usually scored at 5 or more); the matrix holds every pair.

@@ -348,7 +348,7 @@ def main():
         label = {"skmrf-pl": "skmrf PL", "skmrf-pl-emulated": "skmrf PL, weights emulated"}.get(name, "skmrf MCMC ML")
         if os.path.exists(out):
             runs[label] = (np.load(out), cpu, wall, mem, info)
-            runs[label + " (gap out of norm)"] = (np.load(out.replace(".npy", "_nogap.npy")), cpu, wall, mem, info)
+            runs[label + " [gap out]"] = (np.load(out.replace(".npy", "_nogap.npy")), cpu, wall, mem, info)
         else:
             runs[label] = (None, cpu, wall, mem, info)
 
@@ -378,7 +378,7 @@ def main():
             row += f" {len(top_pairs(S, k2) & top_pairs(P, k2)) / k2:10.2f}"
         if true:
             row += f" {len(top_pairs(S, len(true)) & true) / len(true):12.2f}" if S is not None else f" {'-':>12s}"
-        if name.endswith("(gap out of norm)"):
+        if name.endswith("[gap out]"):
             lines.append(row + "  the same fit")
             continue
         notes = [f"CPU {cpu / base_cpu:.2f}x {peers[0]}" if peers and name != peers[0] else ""]
@@ -397,7 +397,7 @@ def main():
         + (f"; prec: fraction of the top-{len(true)} pairs that are true contacts" if true else "")
     )
     lines.append(
-        "# skmrf scores: zero-sum gauge, APC, every state in the norm (plmc's convention); '(gap out of norm)': "
+        "# skmrf scores: zero-sum gauge, APC, every state in the norm (plmc's convention); '[gap out]': "
         "the gap row and column left out after the gauge (plmDCA's). pydca leaves the gap out and re-centres."
     )
     lines.append(f"# load average at end {load_end[0]:.2f}/{load_end[1]:.2f}/{load_end[2]:.2f}")

@@ -83,6 +83,8 @@ def test_unequal_match_lengths_are_refused_naming_the_sequence():
         read_alignment(io.StringIO(">first\nACDE\n>second\nAcCDE\n>third\nACD\n"), format="a2m")
     with pytest.raises(ValueError, match=r"Sequence 1 \('b'\) has 5 columns"):
         read_alignment(io.StringIO(">a\nACDE\n>b\nAcCDE\n"), format="fasta")
+    with pytest.raises(ValueError, match=r"Sequence 1 \('empty'\) has 0 columns"):
+        read_alignment(io.StringIO(">a\nACDE\n>empty\n>c\nACDE\n"), format="fasta")
 
 
 def test_bad_characters_and_empty_files_are_refused():

@@ -177,13 +177,14 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
     text, name = _open_text(path_or_file)
     fmt = _format_of(format, name, text)
     names, seqs = _records(text)
-    lengths = np.array([len(s) for s in seqs])
+    lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     raw = np.frombuffer("".join(seqs).encode("ascii", errors="replace"), dtype=np.uint8)
-    owner = np.repeat(np.arange(len(seqs)), lengths)
 
-    # One lookup table over the 256 byte values: the state of each letter, -1 for an insert
-    # (dropped), -2 for a letter outside the alphabet, -3 for anything else (an error).
-    lut = np.full(256, -3, dtype=np.int64)
+    # One lookup table over the 256 byte values (int8: one byte per character of the file): the
+    # state of each letter, -1 for an insert (dropped), -2 for a letter outside the alphabet,
+    # -3 for anything else (an error).
+    lut = np.full(256, -3, dtype=np.int8)
     for c in range(ord("A"), ord("Z") + 1):
         lut[c] = lut[c + 32] = -2
     for k, c in enumerate(alphabet):
@@ -198,14 +199,16 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
     codes = lut[raw]
     bad = np.flatnonzero(codes == -3)
     if bad.size:
-        s = owner[bad[0]]
-        pos = bad[0] - (lengths[:s].sum() if s else 0)
+        s = int(np.searchsorted(starts, bad[0], side="right")) - 1
         raise ValueError(
-            f"Sequence {s} ({names[s]!r}) holds the character {chr(raw[bad[0]])!r} at position {pos}, which is "
-            "neither a letter nor a gap ('-', '.', '~'). Remove it (a '*' stop codon, a digit) before reading."
+            f"Sequence {s} ({names[s]!r}) holds the character {chr(raw[bad[0]])!r} at position {bad[0] - starts[s]}, "
+            "which is neither a letter nor a gap ('-', '.', '~'). Remove it (a '*' stop codon, a digit) before reading."
         )
     keep = codes != -1
-    n_match = np.bincount(owner[keep], minlength=len(seqs))
+    n_match = np.zeros(len(seqs), dtype=np.int64)
+    full = lengths > 0
+    if full.any():
+        n_match[full] = np.add.reduceat(keep.view(np.uint8), starts[full], dtype=np.int64)
     differs = np.flatnonzero(n_match != n_match[0])
     if differs.size:
         s = differs[0]
@@ -219,7 +222,7 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
         raise ValueError(
             "The sequences have no match column. If lower case letters are aligned columns, read with format='fasta'."
         )
-    X = codes[keep].reshape(len(seqs), n_match[0])
+    X = codes[keep].reshape(len(seqs), n_match[0]).astype(np.int64)
     outside = X == -2
     if nonstandard == "drop":
         rows = ~outside.any(axis=1)

@@ -210,9 +210,17 @@ def prepare(a, workdir):
     contacts = None
     if a.synthetic:
         X, contacts, _ = make_synthetic_alignment(
-            a.n_sequences, a.n_columns_synthetic, n_contacts=a.n_contacts, min_separation=MIN_SEP, random_state=a.seed
+            a.n_sequences,
+            a.n_columns_synthetic,
+            n_contacts=a.n_contacts,
+            coupling_scale=a.coupling_scale,
+            min_separation=MIN_SEP,
+            random_state=a.seed,
         )
-        source = f"synthetic Potts model: {a.n_sequences} x {a.n_columns_synthetic}, {a.n_contacts} contacts"
+        source = (
+            f"synthetic Potts model: {a.n_sequences} x {a.n_columns_synthetic}, {a.n_contacts} contacts at |i - j| >= "
+            f"{MIN_SEP} plus the backbone, coupling scale {a.coupling_scale}, seed {a.seed}"
+        )
     else:
         X, names, _ = read_alignment(a.alignment, nonstandard="drop")
         source = f"{a.alignment}: {len(X)} sequences without non-standard letters, {X.shape[1]} columns"
@@ -255,6 +263,7 @@ def main():
     p.add_argument("--n-sequences", type=int, default=2000)
     p.add_argument("--n-columns-synthetic", type=int, default=40)
     p.add_argument("--n-contacts", type=int, default=40)
+    p.add_argument("--coupling-scale", type=float, default=0.6, help="of the synthetic model (smaller is harder)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--plmc", help="plmc binary (built from its repository with make)")
     p.add_argument("--pydca-python", help="interpreter of an environment where pydca is installed")

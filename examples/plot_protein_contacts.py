@@ -30,12 +30,12 @@ weights = sequence_weights(X, identity=0.8)
 print(f"{n_sequences} sequences x {L} columns, effective number of sequences {weights.sum():.1f}")
 
 # %%
-# Fit the Potts model on the complete graph by pseudo-likelihood. A real family is
-# reweighted: pass ``sample_weight=weights`` to ``fit`` (the synthetic sequences are
-# independent draws, so every weight here is 1 and the weighted fit is the same).
+# Fit the Potts model on the complete graph by pseudo-likelihood, each sequence weighted by
+# one over the number of its neighbours at 80 % identity, as in every DCA fit (the synthetic
+# sequences are independent draws, so most weights here are 1).
 start = time.perf_counter()
 est = PseudoLikelihoodEstimator(graph="complete", n_states=21, alpha=0.01, tol=1e-5, score_method="pseudo")
-est.fit(X)
+est.fit(X, sample_weight=weights)
 print(f"{est.model_.n_params} parameters fitted in {time.perf_counter() - start:.1f} s ({est.n_iter_} iterations)")
 
 # %%

@@ -18,9 +18,11 @@ from ...utils._docstrings import fill_doc
 from ...utils._sklearn_compat import Interval, StrOptions, _fit_context
 from ...utils._verbose import ProgressLog
 from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF, _column_name
-from .chordal import ChordalPattern, chordal_max_likelihood, newton_cg_covsel, pattern_covariance
-from .covariance_selection import dense_covariance, newton_covsel, regression_covsel
+from ._data import covariance_on_pattern, dense_covariance_rows
+from .chordal import ChordalPattern, chordal_max_likelihood, dual_bound
+from .covariance_selection import newton_covsel, regression_covsel
 from .lap_kernel import _SINGULAR_RTOL, LapPlan, assemble_symmetric, lap_from_covariance, lap_from_data
+from .sparse_ml import sparse_max_likelihood
 from .spd import logdet_spd, logdet_spd_dense
 
 __all__ = ["GaussianMaxLikelihood"]
@@ -198,6 +200,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         "solver": [StrOptions({"auto", "newton", "regression", "sparse"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
+        "decrement_tol": [Interval(Real, 0, None, closed="left"), None],
     }
 
     #: ``solver="auto"`` uses dense Newton up to this many unknowns (and the sparse solver above).
@@ -218,6 +221,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         solver="auto",
         max_iter=200,
         tol=1e-10,
+        decrement_tol=1e-3,
         store_covariance="auto",
         sparse="auto",
         verbose=0,
@@ -228,6 +232,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
+        self.decrement_tol = decrement_tol
         self.store_covariance = store_covariance
         self.sparse = sparse
         self.verbose = verbose
@@ -254,9 +259,9 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             )
         return solver
 
-    def _sample_covariance(self, XT, n_div, mu):
+    def _sample_covariance(self, data, n_div, mu):
         """The dense (shrunk) sample covariance, after checking that no edge is collinear."""
-        S = dense_covariance(XT, n_div, self.shrinkage, mu)
+        S = dense_covariance_rows(data, n_div, self.shrinkage, mu)
         if np.any(np.diag(S) <= 0):
             j = int(np.flatnonzero(np.diag(S) <= 0)[0])
             raise ValueError(f"Column {j} has zero variance; remove constant columns or set shrinkage > 0.")
@@ -308,14 +313,20 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     def _singular_neighbourhood(self, S):
         """The GaussianLAP error naming a singular 1-neighbourhood block of ``S``, or None.
 
-        ``S`` is None on the sparse path, which always tried the LAP start.
+        ``S`` is None on the sparse path: the LAP blocks are then read from the data.
         """
-        if self._singular is None and S is not None:
+        if self._singular is None:
             try:
                 plan = LapPlan(self.adjacency_)
-                lap_from_covariance(S, plan)
+                if S is not None:
+                    lap_from_covariance(S, plan)
+                else:
+                    data, n_div, mu = self._data
+                    lap_from_data(data, plan, n_div, self.shrinkage, mu)
             except ValueError as exc:
                 self._singular = exc
+            except np.linalg.LinAlgError:  # pragma: no cover - singular blocks raise ValueError
+                pass
         return self._singular
 
     def _fail(self, S, what):
@@ -338,8 +349,8 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             # An ill-conditioned Hessian is a symptom of a likelihood without a maximum,
             # diagnosed below from the result.
             warnings.simplefilter("ignore", sla.LinAlgWarning)
-            Theta, W, self.n_iter_, resid = newton_covsel(
-                S, rows, cols, theta0, tol=self.tol, max_iter=self.max_iter, log=log
+            Theta, W, self.n_iter_, resid, self.decrement_ = newton_covsel(
+                S, rows, cols, theta0, tol=self.tol, max_iter=self.max_iter, decrement_tol=self._threshold, log=log
             )
         if not (np.all(np.isfinite(Theta)) and np.all(np.isfinite(W)) and np.isfinite(resid)):
             self._fail(S, "Newton's method diverged")
@@ -360,6 +371,12 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             self._fail(S, "the regression solver diverged")
         return Theta, None, resid
 
+    def _converged(self, resid):
+        """Whether the solver stopped on ``tol`` or on the decrement rule."""
+        if resid <= self.tol:
+            return True
+        return self._threshold is not None and self.decrement_ <= self._threshold
+
     def _check_solution(self, S, theta_diag, s_diag, resid, is_pd):
         """Refuse a solution that is numerically singular, or failed where a neighbourhood is singular.
 
@@ -379,24 +396,26 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
                 f"the fitted precision makes column{'s' if len(bad) > 1 else ''} {cols} (numerically) a "
                 "linear combination of the others (Theta_ii * S_ii above 1e10)",
             )
-        if resid > self.tol or not is_pd:
+        converged = self._converged(resid)
+        if not converged or not is_pd:
             if self._singular_neighbourhood(S) is not None:
                 solver = {"regression": "the regression solver"}.get(self.solver_, "Newton's method")
-                how = "did not converge" if resid > self.tol else "ended at a matrix that is not positive definite"
+                how = "did not converge" if not converged else "ended at a matrix that is not positive definite"
                 self._fail(S, f"{solver} {how} in {self.n_iter_} iterations")
 
     def _warn_if_not_converged(self, resid):
-        """ConvergenceWarning when the solver stopped above ``tol``."""
-        if resid <= self.tol:
+        """ConvergenceWarning when the solver stopped above ``tol`` (and above the decrement rule)."""
+        if self._converged(resid):
             return
         measure = (
             "the largest change of the working covariance in the last sweep (in standardised units) is"
             if self.solver_ == "regression"
             else "the optimality residual max |inv(Theta) - S| over the pattern (in standardised units) is"
         )
+        gap = f"; the certified duality gap is {self.duality_gap_:.3g}" if np.isfinite(self.duality_gap_) else ""
         warn_not_converged(
             f"GaussianMaxLikelihood (solver={self.solver_!r})",
-            f"in {self.n_iter_} iterations: {measure} {resid:.3g} > tol={self.tol:g}",
+            f"in {self.n_iter_} iterations: {measure} {resid:.3g} > tol={self.tol:g}{gap}",
             "Increase max_iter, loosen tol, or add samples or shrinkage (the maximum-likelihood "
             "estimate may not exist when n is small).",
             stacklevel=4,  # fit's caller
@@ -417,15 +436,21 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @fill_doc
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Compute the maximum-likelihood precision.
 
         %(fit_real)s
 
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights: a row of weight ``w`` counts as ``w`` rows
+            (weighted mean and covariance; integer weights give the fit on
+            repeated rows, up to rounding). None: every row weighs 1.
+
         Raises
         ------
         ValueError
-            NaN or infinite values; a graph that does not match X; too few
+            NaN or infinite values; negative, NaN or wrongly sized weights, or
+            weights summing to zero; a graph that does not match X; too few
             samples for the neighbourhood regressions (with ``shrinkage=0``);
             a problem too large for the dense solvers; a column of zero
             variance (with ``shrinkage=0``); collinear columns that leave the
@@ -435,41 +460,64 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             float64 in the units of X.
         """
         log = ProgressLog("GaussianMaxLikelihood", self.verbose)
-        XT, n_div, mu = self._prepare(X)
-        p, n = XT.shape
+        data, n_div, mu = self._prepare(X, sample_weight)
+        p = data.shape[0]
         rows, cols = self._unknowns()
         solver = self._choose_solver(len(rows), p)
-        self._singular, self._n_samples = None, n
+        self._singular, self._n_samples, self._data = None, _count(n_div), (data, n_div, mu)
+        self._threshold = None if self.decrement_tol is None else self.decrement_tol * len(rows) / n_div
         degree = np.diff(self.adjacency_.indptr)
-        self._check_enough_samples(n, int(degree.max()) + 1 if p else 0, "the largest closed neighbourhood {i} u N(i)")
+        self._check_enough_samples(
+            self._n_samples, int(degree.max()) + 1 if p else 0, "the largest closed neighbourhood {i} u N(i)"
+        )
         pattern = None
         if self.solver in ("auto", "sparse"):
             # cols >= rows: the lower triangle, as the chordal embedding stores it.
             pattern = ChordalPattern(cols, rows, p)
             log("chordal embedding: %d entries on the pattern, %d fill", len(rows), pattern.n_fill)
-            if pattern.n_fill == 0:
+            if pattern.chordal:
                 solver = "chordal"
         self.solver_ = solver
-        if solver in ("chordal", "sparse"):
-            self._check_sparse_size(pattern)
-            x, s, resid, logdet = self._fit_sparse(XT, n_div, mu, pattern, log)
-            del XT
-            self._check_solution(None, x[:p], s[:p], resid, True)
-            self._warn_if_not_converged(resid)
-            self._store(assemble_symmetric(rows, cols, x, p), True, logdet)
-            return self
+        self.decrement_, self.lower_bound_, self.embedding_bound_ = np.nan, -np.inf, -np.inf
+        try:
+            if solver in ("chordal", "sparse"):
+                self._fit_sparse(data, n_div, mu, pattern, log)
+            else:
+                self._fit_dense(data, n_div, mu, rows, cols, log)
+        finally:
+            del self._data
+        return self
+
+    def _fit_dense(self, data, n_div, mu, rows, cols, log):
+        """Dense Newton or the regression solver on the dense sample covariance."""
+        p = data.shape[0]
         self._check_dense_size(p)
-        S = self._sample_covariance(XT, n_div, mu)
-        del XT
-        if solver == "newton":
+        S = self._sample_covariance(data, n_div, mu)
+        if self.solver_ == "newton":
             Theta, covariance, resid = self._fit_newton(S, rows, cols, log)
         else:
-            Theta, covariance, resid = self._fit_regression(S, n, log)
-        self._check_solution(S, np.diag(Theta), np.diag(S), resid, logdet_spd_dense(Theta)[0])
+            Theta, covariance, resid = self._fit_regression(S, self._n_samples, log)
+        is_pd = logdet_spd_dense(Theta)[0]
+        self._certify(S[cols, rows], Theta[cols, rows], ChordalPattern(cols, rows, p) if is_pd else None)
+        self._check_solution(S, np.diag(Theta), np.diag(S), resid, is_pd)
+        self.residual_ = resid
         self._warn_if_not_converged(resid)
         is_pd, logdet = self._positive_definite(Theta)
         self._store(assemble_symmetric(rows, cols, Theta[rows, cols], p), is_pd, logdet, covariance)
-        return self
+
+    def _certify(self, s, x, pattern, Y=None):
+        """``objective_``, ``lower_bound_`` and ``duality_gap_`` of the estimate ``x`` on ``pattern``."""
+        self.objective_ = self.duality_gap_ = np.nan
+        if pattern is None:
+            return
+        L, logdet = pattern.cholesky(x)
+        if L is None:
+            return
+        if Y is None:
+            Y = pattern.inverse_on_pattern(L)[0]
+        self.objective_ = -logdet + float(np.dot(pattern.weight * s, x))
+        self.lower_bound_ = max(self.lower_bound_, dual_bound(pattern, s, Y))
+        self.duality_gap_ = self.objective_ - self.lower_bound_
 
     def _check_dense_size(self, p):
         """Refuse a dense problem that does not fit (after ``solver="auto"`` chose a dense solver)."""
@@ -487,46 +535,55 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
                 "graphs do not). Use GaussianLAP, or a sparser or more local graph."
             )
 
-    def _fit_sparse(self, XT, n_div, mu, pattern, log):
-        """Closed form (chordal pattern) or Newton-CG; return ``(x, s, residual, log_det)`` on the pattern.
-
-        ``x`` and ``s`` hold the diagonal first (``_unknowns`` order). The
-        sample covariance is formed on the pattern only, in chunks.
-        """
-        lower_rows, lower_cols = pattern.rows, pattern.cols
-        s = pattern_covariance(XT, lower_rows, lower_cols, n_div, self.shrinkage, mu)
-        upper = lower_rows != lower_cols
-        self._check_collinear_edges(s[pattern.diagonal], lower_cols[upper], lower_rows[upper], s[upper])
+    def _fit_sparse(self, data, n_div, mu, pattern, log):
+        """The closed form (chordal pattern) or the sparse Newton-CG kernel; stores the fit."""
+        self._check_sparse_size(pattern)
+        p = pattern.p
         if self.solver_ == "chordal":
+            s = covariance_on_pattern(data, pattern.rows, pattern.cols, n_div, self.shrinkage, mu)
+            self._check_edges(pattern, s)
             x, logdet = chordal_max_likelihood(pattern, s)
             self.n_iter_ = 0
             if x is None:
-                self._sparse_start(XT, n_div, mu, pattern, s)  # names a singular neighbourhood, if any
                 self._fail(None, "the sample covariance has no positive definite completion on this chordal graph")
-            resid = float(np.max(np.abs(pattern.inverse_on_pattern(pattern.cholesky(x)[0])[1] - s)))
-            return x, s, resid / float(np.max(s[pattern.diagonal])), logdet
-        x0 = self._sparse_start(XT, n_div, mu, pattern, s)
-        x, self.n_iter_, resid, logdet = newton_cg_covsel(pattern, s, x0, tol=self.tol, max_iter=self.max_iter, log=log)
-        if not (np.all(np.isfinite(x)) and np.isfinite(resid)):  # pragma: no cover - steps keep definiteness
-            self._fail(None, "Newton's method diverged")
-        return x, s, resid, logdet
+            L = pattern.cholesky(x)[0]
+            Y, w = pattern.inverse_on_pattern(L)
+            resid = float(np.max(np.abs(w - s))) / float(np.max(s[pattern.diagonal]))
+            self.cg_iterations_ = []
+        else:
+            fit = sparse_max_likelihood(
+                data,
+                pattern,
+                n_div,
+                self.shrinkage,
+                mu,
+                tol=self.tol,
+                max_iter=self.max_iter,
+                decrement_tol=self.decrement_tol,
+                check=lambda s: self._check_edges(pattern, s),
+                log=log,
+            )
+            x, s, resid, logdet, self.n_iter_ = fit.x, fit.s, fit.residual, fit.log_det, fit.n_iter
+            self.decrement_, self.embedding_bound_, self.cg_iterations_ = (
+                fit.decrement,
+                fit.embedding_bound,
+                fit.cg_iterations,
+            )
+            self.lower_bound_, Y = fit.lower_bound, fit.Y
+            if not (np.all(np.isfinite(x)) and np.isfinite(resid)):  # pragma: no cover - steps keep definiteness
+                self._fail(None, "Newton's method diverged")
+        self._certify(s, x, pattern, Y)
+        self._check_solution(None, x[:p], s[:p], resid, True)
+        self.residual_ = resid
+        self._warn_if_not_converged(resid)
+        self._store(assemble_symmetric(pattern.cols, pattern.rows, x, p), True, logdet)
 
-    def _sparse_start(self, XT, n_div, mu, pattern, s):
-        """The LAP estimate on the pattern when it is positive definite, else ``diag(1 / S_ii)`` (``s`` on the pattern).
+    def _check_edges(self, pattern, s):
+        """Refuse collinear neighbours, from the sample covariance ``s`` on the (lower) pattern."""
+        upper = pattern.rows != pattern.cols
+        self._check_collinear_edges(s[pattern.diagonal], pattern.cols[upper], pattern.rows[upper], s[upper])
 
-        A singular 1-neighbourhood block is remembered in ``self._singular``.
-        """
-        diag = pattern.diagonal
-        try:
-            plan = LapPlan(self.adjacency_)
-            lap = assemble_symmetric(plan.ti, plan.tj, lap_from_data(XT, plan, n_div, self.shrinkage, mu), XT.shape[0])
-            x0 = np.asarray(lap[pattern.rows, pattern.cols]).ravel()
-            if pattern.cholesky(x0)[0] is not None:
-                return x0
-        except ValueError as exc:
-            self._singular = exc
-        except np.linalg.LinAlgError:
-            pass
-        x0 = np.zeros(len(s))
-        x0[diag] = 1.0 / s[diag]
-        return x0
+
+def _count(n_div):
+    """The number of rows (the sum of the weights) for messages: an int when it is one."""
+    return int(n_div) if float(n_div).is_integer() else float(n_div)

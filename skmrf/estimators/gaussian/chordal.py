@@ -166,6 +166,21 @@ class ChordalPattern:
         self.weight = np.where(self.diagonal, 1.0, 2.0)
         self.blocks = self._blocks(self.symb)
 
+    @property
+    def upper_slots(self):
+        """Where the block storage keeps the strict upper triangles of the diagonal blocks.
+
+        chompack reads them (its completion gives wrong results unless they are
+        zero), so a matrix filled block by block must have them cleared.
+        """
+        if not hasattr(self, "_upper_slots"):
+            parts = []
+            for offset, R, width in self.blocks:
+                c, r = np.triu_indices(width, 1)  # row r < column c, column-major: offset + c |R| + r
+                parts.append(offset + r * len(R) + c)
+            self._upper_slots = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        return self._upper_slots
+
     @staticmethod
     def _blocks(symb):
         """The dense blocks of the storage: ``(offset, variables, n_columns)`` per supernode.
@@ -217,6 +232,26 @@ class ChordalPattern:
         if np.isnan(log_det):  # pragma: no cover - cholesky raises first
             return None, np.nan
         return L, log_det
+
+    def smallest_eigenvalue(self, L, n_iter=30, seed=0):
+        """The smallest eigenvalue of the matrix whose Cholesky factor is ``L``, by inverse iteration.
+
+        Power iteration on ``inv(Theta)`` (two triangular solves a step). On
+        lattice-like precisions the lowest eigenvalues are well separated in
+        ratio (``m1^2 + m2^2`` for the Laplacian's), so a few steps suffice;
+        the Rayleigh quotient converges from above (an overestimate).
+        """
+        v = cvxopt.matrix(np.random.default_rng(seed).standard_normal(self.p))
+        value = np.nan
+        for _ in range(n_iter):
+            norm = float(np.linalg.norm(np.asarray(v)))
+            v /= norm
+            w = cvxopt.matrix(v)
+            chompack.trsm(L, w)
+            chompack.trsm(L, w, trans="T")
+            value = 1.0 / float(np.dot(np.asarray(v).ravel(), np.asarray(w).ravel()))
+            v = w
+        return value
 
     def inverse_on_pattern(self, L):
         """``(Y, inv(Theta)[rows, cols])``: the projected inverse on the embedding and its pattern values."""
@@ -279,7 +314,8 @@ def embedding_gram(ZT, blocks, n_stored):
     -------
     ndarray of shape (n_stored,)
         Each supernode's block ``ZT[R] ZT[J]^T`` column-major (entries above
-        the diagonal of a block are computed too, and unused).
+        the diagonal of a block are computed too: clear them with
+        :attr:`ChordalPattern.upper_slots` before chompack reads the matrix).
     """
     out = np.zeros(n_stored)
     for offset, R, width in blocks:
@@ -298,6 +334,7 @@ def covariance_on_embedding(data, pattern, n_div, shrinkage=0.0, mu=1.0):
         s = data.reduce(embedding_gram, pattern.blocks, pattern.n_stored)
     else:
         s = embedding_gram(data, pattern.blocks, pattern.n_stored)
+    s[pattern.upper_slots] = 0.0
     variables = np.asarray(pattern.symb.p, dtype=np.int64).ravel()
     return _shrink_diagonal(s, pattern.diagonal_slots, variables, n_div, shrinkage, mu)
 
@@ -367,6 +404,7 @@ def dual_bound(pattern, s, Y):
         definite completion (far from the optimum).
     """
     values = np.array(Y.blkval, dtype=np.float64).ravel()
+    values[pattern.upper_slots] = 0.0
     values[pattern.index] = s
     X = chompack.cspmatrix(pattern.symb, blkval=cvxopt.matrix(values))
     try:

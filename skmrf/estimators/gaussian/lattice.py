@@ -146,10 +146,13 @@ class TorusPreconditioner:
     lattice : Lattice
     x : ndarray of shape (q,)
         The current precision on the pattern (its median stencil is the model).
-    floor : float, default=1e-3
-        When the stencil's Dirichlet minimum is below ``floor`` times its largest
-        symbol value (the median stencil is barely or not positive definite), the
+    floor : float, default=1e-10
+        When the target minimum is below ``floor`` times the largest symbol
+        value (the median stencil is barely or not positive definite), the
         torus model's minimum is set to that fraction instead.
+    minimum : float, optional
+        The smallest eigenvalue the torus model should have (for example the
+        current precision's own); default the stencil's Dirichlet minimum.
 
     Notes
     -----
@@ -162,14 +165,14 @@ class TorusPreconditioner:
     Setting up costs ``b^2`` FFTs, applying ``2 b``.
     """
 
-    def __init__(self, lattice, x, floor=1e-3):
+    def __init__(self, lattice, x, floor=1e-10, minimum=None):
         r1, r2 = lattice.shape
         self.lattice = lattice
         c = stencil(lattice, x)
         w1 = (2 * np.pi * np.arange(r1) / r1)[:, None]
         w2 = (2 * np.pi * np.arange(r2 // 2 + 1) / r2)[None, :]
         sym = _symbol(lattice.offsets, c, w1, w2)
-        target = dirichlet_minimum(lattice, c)
+        target = dirichlet_minimum(lattice, c) if minimum is None else minimum
         target = max(target, floor * float(sym.max()))
         self.shift = target - float(sym.min())
         self.stencil = c + np.r_[self.shift, np.zeros(len(c) - 1)]

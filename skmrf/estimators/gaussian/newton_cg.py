@@ -102,7 +102,10 @@ def _newton_direction(pattern, L, Y, g, precondition, rtol, max_cg, x0=None):
 def _preconditioner(pattern, lattice, L, Y, x):
     """``r -> M^{-1} r``: the torus model's inverse Newton operator on a lattice, else the embedding's."""
     if lattice is not None:
-        return TorusPreconditioner(lattice, x)
+        # The model's smallest eigenvalue is the iterate's own (inverse iteration, a few triangular
+        # solves): on the 5-point 200 x 200 lattice the stencil's Dirichlet estimate took 84 CG
+        # iterations over 5 Newton steps, this 35.
+        return TorusPreconditioner(lattice, x, minimum=pattern.smallest_eigenvalue(L))
     return lambda r: pattern.hessian(L, Y, r, inverse=True)
 
 

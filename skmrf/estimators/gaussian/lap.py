@@ -386,7 +386,14 @@ class GaussianLAP(_BaseGaussianMRF):
     def fit(self, X, y=None, sample_weight=None):
         """Estimate the precision from X.
 
-        %(fit_real)s
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (finite real values): an array, a ``numpy.memmap``
+            or a ``dask.array`` (read by row chunks).
+
+        y : None
+            Ignored.
 
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights: a row of weight ``w`` counts as ``w`` rows
@@ -394,6 +401,11 @@ class GaussianLAP(_BaseGaussianMRF):
             wherever it enters: sample-size checks, bias correction; integer
             weights give the fit on repeated rows, up to rounding). None: every
             row weighs 1.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
 
         Raises
         ------

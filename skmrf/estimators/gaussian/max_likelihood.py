@@ -85,6 +85,23 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         columns. Newton (dense or sparse): stop when ``max |inv(Theta) - S|``
         over the diagonal and the edges is at most ``tol``. Regression: stop when a sweep
         changes no entry of the working covariance by more than ``tol``.
+        With the default ``decrement_tol`` Newton usually stops earlier, at
+        statistical precision.
+
+    decrement_tol : float or None, default=1e-3
+        Newton (dense or sparse) also stops when the Newton decrement
+        ``lambda`` satisfies ``lambda^2 / 2 <= decrement_tol * q / n`` (``q``
+        unknowns: variables plus edges; ``n`` rows, or the sum of the weights).
+        ``lambda^2 / 2`` estimates how far the objective is from its optimum,
+        and ``q / n`` is the objective's own sampling noise (see Notes), so the
+        default stops at a thousandth of what the data can resolve. None: stop
+        on ``tol`` only (the exact optimum). Not used by the regression solver.
+
+    max_time : float or None, default=None
+        Sparse solver: stop after the Newton step that ends more than this
+        many seconds after the iterations began (with a
+        :class:`~sklearn.exceptions.ConvergenceWarning` quoting the certified
+        ``duality_gap_`` unless a stopping rule was met). None: no limit.
 
     store_covariance : bool or "auto", default="auto"
         Keep ``covariance_ = inv(precision_)`` (dense). ``"auto"``: for at
@@ -125,6 +142,41 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     n_iter_ : int
         Newton iterations or regression sweeps run (0 for the closed form).
 
+    residual_ : float
+        The optimality residual reached: ``max |inv(Theta) - S|`` over the
+        diagonal and the edges, in standardised units (for the regression
+        solver, the largest change of its last sweep).
+
+    decrement_ : float
+        ``lambda^2 / 2`` at the estimate (NaN when not measured: the closed
+        form, the regression solver, or a stop on ``tol``). For the sparse
+        solver a lower bound, within a factor ``1 + 1e-4 kappa`` (``kappa``:
+        the condition number of the preconditioned Newton system).
+
+    objective_ : float
+        ``f(Theta) = -log det Theta + tr(S Theta)`` at the estimate, in
+        standardised units (the mean log-likelihood per row is
+        ``-(f + p log(2 pi)) / 2 - sum(log scale_)``); NaN if not positive definite.
+
+    lower_bound_ : float
+        A certified lower bound on the optimum of ``f``: the larger of
+        ``embedding_bound_`` and the dual bound ``p + log det W`` of one
+        positive definite completion ``W`` of ``S`` (see Notes).
+
+    duality_gap_ : float
+        ``objective_ - lower_bound_``: the estimate is at most this far from
+        the optimum of ``f`` (twice the mean log-likelihood per row). Zero up to
+        rounding at the exact optimum; infinite when no bound could be computed.
+
+    embedding_bound_ : float
+        ``p - log det Theta_E``, ``Theta_E`` the maximum-likelihood precision on
+        the chordal embedding of the pattern (a larger pattern, so its optimum
+        is lower); ``-inf`` when not computed (dense solvers, chordal patterns)
+        or when the embedding has a clique larger than the sample.
+
+    cg_iterations_ : list of int
+        Sparse solver: the conjugate-gradient iterations of each Newton system.
+
     %(n_features_in_)s
 
     %(feature_names_in_)s
@@ -156,20 +208,46 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     ``mean(diag(S)) I`` is kept; it is not equivariant under per-column
     scaling (only under a common factor).
 
-    Newton (dense or sparse) starts from the LAP estimate when that is
-    positive definite (usually close, so few iterations are needed) and from
-    ``diag(1 / S_ii)`` otherwise. The regression solver starts from ``S``.
-    Each sparse Newton system is solved by conjugate gradients preconditioned
-    with the exact inverse Hessian of the chordal embedding, restricted to
-    the pattern. How well that works depends on the conditioning: at the
-    solution on a 20 x 20 lattice, the preconditioned system has condition
-    number 56 for the 5-point Laplacian precision and 1.3e6 for its square
-    (``benchmarks/gaussian_lap.py precond``), so Newton steps near the
-    optimum take tens of CG steps on the first and hundreds on the second,
-    and large fits of such ill-conditioned precisions take many minutes
-    (``benchmarks/gaussian_lap.py sparse_ml``). A looser ``tol`` saves the
-    last and most expensive steps; ``GaussianLAP(newton_steps=k)`` gives a
-    positive definite estimate for a fixed budget of steps.
+    Dense Newton starts from the LAP estimate when that is positive definite
+    and from ``diag(1 / S_ii)`` otherwise; the regression solver starts from
+    ``S``. The sparse solver forms the sample covariance on the whole chordal
+    embedding ``E`` of the pattern (one pass over the data by row chunks; X is
+    never copied whole, so a ``numpy.memmap`` or a ``dask.array`` is read chunk
+    by chunk); the closed-form ML on ``E`` gives ``embedding_bound_`` and,
+    with its fill zeroed, a candidate start. On a lattice pattern (a stencil
+    on a grid, variables in row-major order: see
+    :func:`~skmrf.estimators.gaussian.lattice.detect_lattice`) a second
+    candidate is the stationary stencil of highest likelihood on the torus,
+    rescaled so that its inverse has the sample variances on its diagonal. The
+    start is the positive definite candidate of lowest objective, else
+    ``diag(1 / S_ii)``.
+
+    Each sparse Newton system ``P_V(W D W) = -g`` (``W = inv(Theta)``) is
+    solved by preconditioned conjugate gradients. On a lattice the
+    preconditioner is the inverse Newton operator of a stationary torus model
+    of the current ``Theta`` (the median of its entries per lattice offset,
+    wrapped periodically and shifted so that its smallest eigenvalue is
+    ``Theta``'s), applied with 2-D FFTs: the condition number of the
+    preconditioned system stays between 3 and 7 on the 5-point lattice from
+    8 x 8 to 20 x 20, where the chordal preconditioner gives 11 to 57
+    (``benchmarks/gaussian_lap.py research28``). Elsewhere it is the exact
+    inverse Hessian of the chordal embedding restricted to the pattern. On
+    ill-conditioned precisions (the squared lattice Laplacian ``L L^T``) both
+    leave many CG iterations per step; ``max_time`` then bounds the work and
+    ``duality_gap_`` says how far the estimate is from the optimum.
+
+    Statistical precision: twice the log-likelihood ratio of the estimate
+    and the truth is about ``chi^2_q``, so the objective ``f`` (``-2 / n``
+    times the log-likelihood, up to a constant) has sampling noise of about
+    ``q / n``; near the optimum ``f - f* ~ lambda^2 / 2``, and the iterations
+    stop once that is ``decrement_tol`` times the noise.
+
+    Certified gap: every positive definite ``W`` equal to ``S`` on the pattern
+    gives ``f(Theta) >= p + log det W`` for every feasible ``Theta``
+    (Fenchel's inequality for ``-log det``). ``W`` is the maximum-determinant
+    completion of ``S`` on the pattern and of ``inv(Theta)`` on the fill of the
+    embedding: one chordal completion, about the cost of a Cholesky
+    factorisation.
 
     References
     ----------
@@ -201,6 +279,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
         "decrement_tol": [Interval(Real, 0, None, closed="left"), None],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     #: ``solver="auto"`` uses dense Newton up to this many unknowns (and the sparse solver above).
@@ -222,6 +301,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         max_iter=200,
         tol=1e-10,
         decrement_tol=1e-3,
+        max_time=None,
         store_covariance="auto",
         sparse="auto",
         verbose=0,
@@ -233,6 +313,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         self.max_iter = max_iter
         self.tol = tol
         self.decrement_tol = decrement_tol
+        self.max_time = max_time
         self.store_covariance = store_covariance
         self.sparse = sparse
         self.verbose = verbose
@@ -439,12 +520,24 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     def fit(self, X, y=None, sample_weight=None):
         """Compute the maximum-likelihood precision.
 
-        %(fit_real)s
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (finite real values): an array, a ``numpy.memmap``
+            or a ``dask.array`` (read by row chunks).
+
+        y : None
+            Ignored.
 
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights: a row of weight ``w`` counts as ``w`` rows
             (weighted mean and covariance; integer weights give the fit on
             repeated rows, up to rounding). None: every row weighs 1.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
 
         Raises
         ------
@@ -561,6 +654,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
                 max_iter=self.max_iter,
                 decrement_tol=self.decrement_tol,
                 check=lambda s: self._check_edges(pattern, s),
+                max_time=self.max_time,
                 log=log,
             )
             x, s, resid, logdet, self.n_iter_ = fit.x, fit.s, fit.residual, fit.log_det, fit.n_iter

@@ -24,6 +24,7 @@ duality gap (:func:`.chordal.dual_bound`).
 
 from __future__ import annotations
 
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -140,7 +141,9 @@ def _line_search(pattern, s, x, dx, f, decrement):
     return None
 
 
-def newton_cg_covsel(pattern, s, x0, tol=1e-10, max_iter=100, max_cg=250, decrement_tol=None, lattice=None, log=None):
+def newton_cg_covsel(
+    pattern, s, x0, tol=1e-10, max_iter=100, max_cg=250, decrement_tol=None, lattice=None, max_time=None, log=None
+):
     """Maximum-likelihood precision on a pattern by Newton-CG on its chordal embedding.
 
     Each Newton system is solved by preconditioned CG truncated at the
@@ -173,6 +176,9 @@ def newton_cg_covsel(pattern, s, x0, tol=1e-10, max_iter=100, max_cg=250, decrem
     lattice : Lattice, optional
         Use the stationary-torus preconditioner of this lattice (else the
         chordal one).
+    max_time : float, optional
+        Stop after the first Newton step that ends this many seconds (wall
+        clock) after the start.
     log : callable, optional
         Called as ``log(format, *args)`` once per step.
 
@@ -187,6 +193,7 @@ def newton_cg_covsel(pattern, s, x0, tol=1e-10, max_iter=100, max_cg=250, decrem
     """
     weight = pattern.weight
     scale = float(np.max(s[pattern.diagonal]))
+    deadline = None if max_time is None else time.perf_counter() + max_time
     x = np.array(x0, dtype=np.float64)
     L, logdet = pattern.cholesky(x)
     if L is None:
@@ -198,7 +205,7 @@ def newton_cg_covsel(pattern, s, x0, tol=1e-10, max_iter=100, max_cg=250, decrem
         Y, w = pattern.inverse_on_pattern(L)
         g = s - w
         residual = float(np.max(np.abs(g))) / scale
-        if residual <= tol or n_iter == max_iter:
+        if residual <= tol or n_iter == max_iter or (deadline is not None and time.perf_counter() > deadline):
             break
         precondition = _preconditioner(pattern, lattice, L, Y, x)
         rtol = min(0.1, np.sqrt(residual))

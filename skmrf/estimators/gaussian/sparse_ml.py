@@ -124,6 +124,7 @@ def sparse_max_likelihood(
     preconditioner="auto",
     extra_start=None,
     check=None,
+    max_time=None,
     log=None,
 ):
     """Maximum-likelihood precision on a non-chordal pattern (see the module docstring).
@@ -149,6 +150,8 @@ def sparse_max_likelihood(
     check : callable, optional
         Called as ``check(s)`` on the sample covariance on the pattern before
         anything else (the estimator's refusal of collinear neighbours).
+    max_time : float, optional
+        Seconds for the Newton iterations (see :func:`.newton_cg.newton_cg_covsel`).
     log : callable, optional
 
     Returns
@@ -183,7 +186,7 @@ def sparse_max_likelihood(
         )
     threshold = None if decrement_tol is None else decrement_tol * q / n_div
     result = newton_cg_covsel(
-        pattern, s, x0, tol=tol, max_iter=max_iter, decrement_tol=threshold, lattice=lattice, log=log
+        pattern, s, x0, tol=tol, max_iter=max_iter, decrement_tol=threshold, lattice=lattice, max_time=max_time, log=log
     )
     lower = max(dual_bound(pattern, s, result.Y), embedding_bound)
     return SparseFit(

@@ -1024,18 +1024,20 @@ def part_scale28(args):
     out("   fresh subprocess per fit; wall and CPU seconds of the fit; RSS = peak resident memory (data included);")
     out("   CG = CG iterations per Newton step (the last includes the confirmation of the decrement);")
     out("   dec = lambda^2/2 at the estimate; resid = max |inv(Theta) - S| on the pattern (standardised);")
-    out("   gap = certified duality gap (objective - lower bound), in the units of q/n (the noise level);")
+    out("   gap = certified duality gap (objective - lower bound); q/n = the noise level of the objective;")
     out("   score = held-out mean log-likelihood; L L^T gets max_time=60 (ml_budget60) and the gap it certifies")
     head = f"  {'pattern':>10} {'p':>7} {'method':>13} {'wall s':>8} {'cpu s':>7} {'RSS GB':>6} {'it':>4} {'CG':>16}"
     out(head + f" {'dec':>8} {'resid':>7} {'gap':>8} {'q/n':>6} {'score':>11} {'vs ML':>7} {'load':>5}")
     for pattern, p in runs:
         qn = _q(pattern, p) / n
         big = p >= 10**6
-        ml_name = "ml_budget60" if pattern == "laplacian" else "ml_sparse"
-        methods = [ml_name] + ([] if big or pattern == "laplacian" else ["lap_newton1", "lap_newton2", "lap_newton3"])
+        # L L^T: 60 s of Newton iterations; 10^6: --budget-big seconds of them (the kill comes an hour later).
+        ml_name = "ml_budget60" if pattern == "laplacian" else f"ml_budget{args.budget_big:.0f}" if big else "ml_sparse"
+        lap = ["lap_raw", "lap_newton1", "lap_newton2", "lap_newton3"]
+        methods = [ml_name] + ([] if big or pattern == "laplacian" else lap)
         results = {}
         for m in methods:
-            budget = args.budget_big if big else args.budget
+            budget = args.budget_big + 3600 if big else args.budget
             log_path = os.path.join(RESULTS, "gaussian_lap_scale28_1e6.log") if big else None
             results[m] = run_sml(pattern, p, m, n, args.n_test_big if big else args.n_test, budget, args, 1, log_path)
             results[m]["load"] = _load()
@@ -1102,6 +1104,138 @@ def part_peers28(args):
     out.save()
 
 
+def _research_problem(pattern, p, n=1000, seed=0):
+    """Standardised data (one row per variable), the chordal pattern, s on the embedding and the pattern."""
+    from skmrf.estimators.gaussian.chordal import ChordalPattern, covariance_on_embedding
+    from skmrf.estimators.gaussian.lattice import detect_lattice
+
+    Q, X = make_problem(pattern, p, n, seed)
+    Z = X - X.mean(axis=0)
+    Z /= np.sqrt((Z**2).mean(axis=0))
+    lo = sp.coo_array(sp.tril(sp.csr_array(Q)))
+    if pattern == "random":
+        lo = sp.coo_array(sp.tril(sp.csr_array(Q)) + sp.identity(p))  # the diagonal is in the pattern
+    rows, cols = lo.row.astype(np.int64), lo.col.astype(np.int64)
+    cp = ChordalPattern(rows, cols, p)
+    s_stored = covariance_on_embedding(np.ascontiguousarray(Z.T), cp, float(n))
+    return cp, s_stored, detect_lattice(rows, cols, p)
+
+
+def _research_newton(cp, s, x0, lattice, variant, n, budget):
+    """Newton-CG to statistical precision with one preconditioner variant; (steps, CG list, cpu s, f)."""
+    from skmrf.estimators.gaussian import newton_cg
+    from skmrf.estimators.gaussian.lattice import TorusPreconditioner
+
+    original = newton_cg._preconditioner
+    if variant == "torus-dirichlet":
+        newton_cg._preconditioner = lambda pattern, lat, L, Y, x: TorusPreconditioner(lat, x)
+    try:
+        c = time.process_time()
+        res = newton_cg.newton_cg_covsel(
+            cp,
+            s,
+            x0,
+            max_iter=60,
+            decrement_tol=1e-3 * len(s) / n,
+            lattice=None if variant == "chordal" else lattice,
+            max_time=budget,
+        )
+        return res.n_iter, res.cg_iterations, time.process_time() - c, res.objective, res.decrement
+    finally:
+        newton_cg._preconditioner = original
+
+
+def part_research28(args):
+    """CG iterations per Newton step against the grid width for each preconditioner, and starts for L L^T."""
+    from skmrf.estimators.gaussian.chordal import embedding_start, likelihood_start, objective
+    from skmrf.estimators.gaussian.lattice import stationary_fit
+    from skmrf.estimators.gaussian.sparse_ml import choose_start, rescale
+
+    out = _results("gaussian_lap_research28", args)
+    n = 1000
+    widths = [12, 20] if args.quick else [20, 40, 78]
+    budget = 30.0 if args.quick else args.budget
+    out(f"\n== research28 (a): CG iterations per Newton step against the grid width, n = {n} ==")
+    out("   start: the package's (best of rescaled stationary, embedding, diagonal); stop at lambda^2/2 <= 1e-3 q/n;")
+    out("   torus-eig = the package's lattice preconditioner (shift to the iterate's smallest eigenvalue),")
+    out("   torus-dirichlet = shift to the median stencil's Dirichlet minimum,")
+    out("   chordal = the chordal embedding's inverse Hessian restricted to the pattern;")
+    out(f"   '!' = stopped by a {budget:.0f} s budget; the last CG count includes the confirmation solve")
+    head = f"  {'pattern':>10} {'r':>4} {'precond':>16} {'steps':>5} {'CG per step':>40}"
+    out(head + f" {'CG':>6} {'cpu s':>7} {'load':>5}")
+    for pattern in ("laplacian5", "laplacian"):
+        for r in widths:
+            cp, s_stored, lattice = _research_problem(pattern, r * r, n)
+            s = s_stored[cp.index]
+            x_e, _ = embedding_start(cp, s_stored)
+            x_st = rescale(cp, s, stationary_fit(lattice, s)[lattice.kind])
+            _, x0, _ = choose_start(cp, s, {"embedding": x_e, "stationary": x_st})
+            for variant in ("torus-eig", "torus-dirichlet", "chordal"):
+                steps, cg, cpu, f, dec = _research_newton(cp, s, x0, lattice, variant, n, budget)
+                done = dec <= 1e-3 * len(s) / n
+                cgs = "+".join(map(str, cg))
+                cgs = cgs if len(cgs) <= 40 else cgs[:37] + "..."
+                out(
+                    f"  {pattern:>10} {r:>4} {variant:>16} {steps:>4}{'' if done else '!'} {cgs:>40} {sum(cg):>6} "
+                    f"{cpu:>7.2f} {_load():>5}"
+                )
+    out(f"\n== research28 (b): positive definite starts, n = {n}: objective f0 (inf = not positive definite) ==")
+    out("   and Newton steps / CG iterations from it to statistical precision with the torus-eig preconditioner")
+    out(f"  {'pattern':>10} {'r':>4} {'start':>22} {'f0':>14} {'steps':>5} {'CG':>6} {'cpu s':>7} {'f':>14}")
+    for pattern in ("laplacian5", "laplacian"):
+        for r in widths:
+            cp, s_stored, lattice = _research_problem(pattern, r * r, n)
+            s = s_stored[cp.index]
+            x_e, bound = embedding_start(cp, s_stored)
+            stationary = stationary_fit(lattice, s)[lattice.kind]
+            diagonal = np.where(cp.diagonal, 1.0 / np.where(cp.diagonal, s, 1.0), 0.0)
+            starts = {
+                "diagonal": diagonal,
+                "embedding (fill 0)": x_e,
+                "stationary": stationary,
+                "stationary rescaled": rescale(cp, s, stationary),
+                "diag->embedding seg.": likelihood_start(cp, s, _embedding_raw(cp, s_stored))[0],
+            }
+            for name, x0 in starts.items():
+                f0 = objective(cp, s, x0) if x0 is not None else np.inf
+                if not np.isfinite(f0):
+                    out(f"  {pattern:>10} {r:>4} {name:>22} {'inf':>14}")
+                    continue
+                steps, cg, cpu, f, dec = _research_newton(cp, s, x0, lattice, "torus-eig", n, budget)
+                done = dec <= 1e-3 * len(s) / n
+                out(
+                    f"  {pattern:>10} {r:>4} {name:>22} {f0:>14.3f} {steps:>4}{'' if done else '!'} {sum(cg):>6} "
+                    f"{cpu:>7.2f} {f:>14.3f}"
+                )
+            out(f"  {pattern:>10} {r:>4} {'embedding bound':>22} {bound:>14.3f}")
+    out(f"\n== research28 (c): the chordal preconditioner on random sparse patterns (mean degree 4), n = {n} ==")
+    out(f"  {'p':>6} {'fill':>9} {'steps':>5} {'CG per step':>40} {'CG':>6} {'cpu s':>7}")
+    for p in [100, 400] if args.quick else [400, 1600, 3000]:
+        cp, s_stored, _ = _research_problem("random", p, n)
+        s = s_stored[cp.index]
+        x_e, _ = embedding_start(cp, s_stored)
+        _, x0, _ = choose_start(cp, s, {"embedding": x_e})
+        steps, cg, cpu, f, dec = _research_newton(cp, s, x0, None, "chordal", n, budget)
+        done = dec <= 1e-3 * len(s) / n
+        cgs = "+".join(map(str, cg))
+        out(f"  {p:>6} {cp.n_fill:>9} {steps:>4}{'' if done else '!'} {cgs[:40]:>40} {sum(cg):>6} {cpu:>7.2f}")
+    out.save()
+
+
+def _embedding_raw(cp, s_stored):
+    """The embedding ML on the pattern with its fill zeroed, positive definite or not."""
+    import chompack
+    import cvxopt
+
+    X = chompack.cspmatrix(cp.symb, blkval=cvxopt.matrix(s_stored.copy()))
+    try:
+        chompack.completion(X)
+    except ArithmeticError:
+        return np.where(cp.diagonal, 1.0, 0.0)
+    chompack.llt(X)
+    return cp.values(X)
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "_worker":
         return _worker(*sys.argv[2:])
@@ -1137,6 +1271,7 @@ def main():
     parts["precond"] = part_precond
     parts["scale28"] = part_scale28
     parts["peers28"] = part_peers28
+    parts["research28"] = part_research28
     unknown = set(args.parts) - set(parts)
     if unknown:
         ap.error(f"unknown parts {sorted(unknown)}; choose from {', '.join(parts)}")

@@ -18,7 +18,7 @@ from skmrf.estimators.gaussian import NotPositiveDefiniteWarning
 from skmrf.estimators.gaussian.chordal import ChordalPattern, covariance_on_embedding, embedding_start
 from skmrf.estimators.gaussian.covariance_selection import _PatternObjective, newton_covsel
 from skmrf.estimators.gaussian.lattice import TorusPreconditioner, detect_lattice
-from skmrf.estimators.gaussian.newton_cg import CONFIRM_RTOL
+from skmrf.estimators.gaussian.newton_cg import CONFIRM_RTOL, _preconditioner
 from skmrf.graphs import grid_graph
 from skmrf.solvers.cg import conjugate_gradient
 
@@ -29,7 +29,9 @@ def five_point(rows, cols, ridge=0.0):
     """The 5-point Dirichlet Laplacian (plus a ridge) on a rows x cols grid, row-major."""
     tr = sp.diags([-np.ones(rows - 1), 2 * np.ones(rows), -np.ones(rows - 1)], [-1, 0, 1])
     tc = sp.diags([-np.ones(cols - 1), 2 * np.ones(cols), -np.ones(cols - 1)], [-1, 0, 1])
-    return sp.csr_array(sp.kron(sp.identity(rows), tc) + sp.kron(tr, sp.identity(cols)) + ridge * sp.identity(rows * cols))
+    return sp.csr_array(
+        sp.kron(sp.identity(rows), tc) + sp.kron(tr, sp.identity(cols)) + ridge * sp.identity(rows * cols)
+    )
 
 
 def random_precision(p, seed):
@@ -104,11 +106,8 @@ def preconditioned_condition(est, precision, lattice):
     Y, _ = pattern.inverse_on_pattern(L)
     eye = np.eye(len(x))
     H = np.column_stack([pattern.hessian(L, Y, e) for e in eye])
-    if lattice:
-        M = TorusPreconditioner(detect_lattice(rows, cols, pattern.p), x, minimum=pattern.smallest_eigenvalue(L))
-        P = np.column_stack([M(e) for e in eye])
-    else:
-        P = np.column_stack([pattern.hessian(L, Y, e, inverse=True) for e in eye])
+    M = _preconditioner(pattern, detect_lattice(rows, cols, pattern.p) if lattice else None, L, Y, x)
+    P = np.column_stack([M(e) for e in eye])
     ev = np.sort(np.linalg.eigvals(P @ H).real)  # similar to a symmetric positive definite matrix
     return ev[-1] / ev[0]
 
@@ -239,7 +238,9 @@ def test_detect_lattice_finds_grid_and_offsets(shape, stencil):
     else:
         Q = sp.csr_array(abs(five_point(r1, r2)) @ abs(five_point(r1, r2)))  # 13 again; make a 9-point one
         G = nx.grid_2d_graph(r1, r2)
-        G.add_edges_from(((i, j), (i + 1, j + d)) for i in range(r1 - 1) for j in range(r2) for d in (-1, 1) if 0 <= j + d < r2)
+        G.add_edges_from(
+            ((i, j), (i + 1, j + d)) for i in range(r1 - 1) for j in range(r2) for d in (-1, 1) if 0 <= j + d < r2
+        )
         Q = sp.csr_array(nx.to_scipy_sparse_array(G, nodelist=sorted(G.nodes)) + sp.identity(r1 * r2))
         n_offsets = 5
     rows, cols = lower_pattern(Q)
@@ -267,7 +268,8 @@ def test_detect_lattice_refuses_non_lattices():
     assert detect_lattice(rows, cols, 36) is None
 
 
-def test_torus_preconditioner_is_symmetric_and_keeps_the_condition_small():
+@pytest.mark.parametrize("scaled", [False, True])
+def test_torus_preconditioner_is_symmetric_and_keeps_the_condition_small(scaled):
     # At the true 5-point precision the preconditioned Newton system has condition number 3 to 5
     # for 8 x 8 to 20 x 20 grids (the chordal preconditioner: 11 to 57; benchmarks/gaussian_lap.py);
     # here 10 x 10, below 10 (and the chordal one above 15, so the comparison can fail).
@@ -279,7 +281,8 @@ def test_torus_preconditioner_is_symmetric_and_keeps_the_condition_small():
     Y, _ = pattern.inverse_on_pattern(L)
     eye = np.eye(len(x))
     H = np.column_stack([pattern.hessian(L, Y, e) for e in eye])
-    M = TorusPreconditioner(detect_lattice(rows, cols, 100), x)
+    lattice = detect_lattice(rows, cols, 100)
+    M = _preconditioner(pattern, lattice, L, Y, x) if scaled else TorusPreconditioner(lattice, x)
     P = np.column_stack([M(e) for e in eye])
     D = np.diag(pattern.weight)
     # Self-adjoint in the trace inner product <a, b> = sum(weight a b): D P symmetric (rounding).
@@ -418,3 +421,20 @@ def test_ml_reads_x_by_row_chunks_without_a_transposed_copy(monkeypatch):
     # embedding, a few matrices of its ~80,000 stored entries) and 256 KB chunks stay well below half
     # (the dense precision_ and covariance_ of p = 1600 would not: 20 MB each, so both are off).
     assert peak < 0.5 * X.nbytes
+
+
+def test_smallest_eigenvalue_of_the_scaled_precision():
+    # Inverse iteration through the chordal factor, with and without D = diag(scale): against eigvalsh.
+    Q = laplacian_precision(7, 6)
+    rows, cols = lower_pattern(Q)
+    pattern = ChordalPattern(rows, cols, 42)
+    L, _ = pattern.cholesky(np.asarray(Q[rows, cols]).ravel())
+    d = np.random.default_rng(0).uniform(0.5, 2.0, 42)
+    T = Q.toarray()
+    # Power iteration's Rayleigh quotient errs by about (lambda_1 / lambda_2)^(2 k) after k steps: with
+    # lambda_2 > 1.5 lambda_1 for both matrices (asserted) 30 steps leave 1.5^-60 < 1e-10.
+    for M in (T, T / np.outer(d, d)):
+        ev = np.linalg.eigvalsh(M)
+        assert ev[1] > 1.5 * ev[0]
+    assert pattern.smallest_eigenvalue(L) == pytest.approx(np.linalg.eigvalsh(T)[0], rel=1e-8)
+    assert pattern.smallest_eigenvalue(L, scale=d) == pytest.approx(np.linalg.eigvalsh(T / np.outer(d, d))[0], rel=1e-8)

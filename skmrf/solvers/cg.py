@@ -3,9 +3,7 @@
 One loop for every symmetric positive definite system the estimators solve
 with matrix-vector products only (Newton systems of covariance selection,
 natural-gradient steps). ``scipy.sparse.linalg.cg`` was measured as an
-alternative (see :func:`conjugate_gradient`'s Notes): it does the same
-arithmetic, but reports no iteration count, stops on the unpreconditioned
-residual only, and cannot report a direction of non-positive curvature.
+alternative (see :func:`conjugate_gradient`'s Notes).
 """
 
 from __future__ import annotations
@@ -76,11 +74,16 @@ def conjugate_gradient(matvec, b, precondition=None, x0=None, rtol=1e-5, max_ite
     ``b^T A^{-1} b`` (the Newton decrement when ``b`` is the negative
     gradient); the missing part is ``r_k^T A^{-1} r_k``.
 
-    ``scipy.sparse.linalg.cg`` with the same preconditioner took the same
-    iterations on the covariance-selection Newton systems
-    (``benchmarks/gaussian_lap.py solvers``), but its stopping rule is on
-    ``||r||_2``, which on those systems (unknowns of very different scales)
-    stopped either far too early or far too late for a given ``rtol``.
+    ``scipy.sparse.linalg.cg`` was measured as the alternative on a Newton
+    system of covariance selection (5-point lattice, ``p = 6084``, the torus
+    preconditioner, at the package's start): at ``rtol`` 0.1 and 0.01 this
+    solver took 2 and 5 iterations (error in the energy norm 6e-2 and 5e-3),
+    scipy's 4 and 7 (1e-2 and 1.3e-3), at the same cost per iteration: the
+    same convergence, with accuracy per ``rtol`` set by the norm of the
+    stopping rule. It is not used because it reports no iteration count (a
+    callback has to count), stops on the unpreconditioned residual only (whose
+    scale depends on the units of the unknowns), and cannot report a direction
+    of non-positive curvature.
     """
     b = np.asarray(b, dtype=np.float64)
     n = b.shape[0]

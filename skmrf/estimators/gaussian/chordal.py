@@ -233,22 +233,26 @@ class ChordalPattern:
             return None, np.nan
         return L, log_det
 
-    def smallest_eigenvalue(self, L, n_iter=30, seed=0):
-        """The smallest eigenvalue of the matrix whose Cholesky factor is ``L``, by inverse iteration.
+    def smallest_eigenvalue(self, L, n_iter=30, seed=0, scale=None):
+        """The smallest eigenvalue of ``Theta`` (Cholesky factor ``L``), or of ``D^{-1} Theta D^{-1}``.
 
-        Power iteration on ``inv(Theta)`` (two triangular solves a step). On
-        lattice-like precisions the lowest eigenvalues are well separated in
-        ratio (``m1^2 + m2^2`` for the Laplacian's), so a few steps suffice;
-        the Rayleigh quotient converges from above (an overestimate).
+        Power iteration on ``inv(Theta)`` (``D inv(Theta) D`` with ``scale = diag(D)``):
+        two triangular solves a step. On lattice-like precisions the lowest
+        eigenvalues are well separated in ratio (``m1^2 + m2^2`` for the
+        Laplacian's), so a few steps suffice; the Rayleigh quotient converges
+        from above (an overestimate).
         """
+        # chompack.trsm permutes B itself: vectors stay in the variables' order.
+        d = None if scale is None else cvxopt.matrix(np.asarray(scale, dtype=np.float64))
         v = cvxopt.matrix(np.random.default_rng(seed).standard_normal(self.p))
         value = np.nan
         for _ in range(n_iter):
-            norm = float(np.linalg.norm(np.asarray(v)))
-            v /= norm
-            w = cvxopt.matrix(v)
+            v /= float(np.linalg.norm(np.asarray(v)))
+            w = cvxopt.matrix(v) if d is None else cvxopt.mul(v, d)
             chompack.trsm(L, w)
             chompack.trsm(L, w, trans="T")
+            if d is not None:
+                w = cvxopt.mul(w, d)
             value = 1.0 / float(np.dot(np.asarray(v).ravel(), np.asarray(w).ravel()))
             v = w
         return value

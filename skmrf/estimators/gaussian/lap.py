@@ -104,7 +104,10 @@ class GaussianLAP(_BaseGaussianMRF):
         density, as on ill-conditioned precisions); its off-diagonal scale
         ``t`` is stored in ``repair_factor_``. Each step is a truncated Newton-CG step on a
         sparse chordal embedding with a backtracking line search that keeps
-        every iterate positive definite; no dense ``p x p`` matrix is formed.
+        every iterate positive definite (on a lattice pattern, with the
+        stationary-torus preconditioner of :class:`GaussianMaxLikelihood`); no
+        dense ``p x p`` matrix is formed. The steps stop early at statistical
+        precision (see ``n_iter_``).
         With ``newton_steps > 0``, ``repair`` is not used and no
         :class:`NotPositiveDefiniteWarning` is raised.
 
@@ -155,8 +158,10 @@ class GaussianLAP(_BaseGaussianMRF):
         for).
 
     n_iter_ : int
-        Newton steps taken (at most ``newton_steps``; fewer when the
-        optimality residual reached 1e-10 first).
+        Newton steps taken (at most ``newton_steps``; fewer when statistical
+        precision, ``lambda^2 / 2 <= 1e-3 q / n`` as in
+        :class:`GaussianMaxLikelihood`, or the optimality residual 1e-10 was
+        reached first).
 
     log_partition_ : float
         ``(p log(2 pi) - log det precision_) / 2``, the log normaliser of the

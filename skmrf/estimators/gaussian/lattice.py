@@ -53,6 +53,11 @@ class Lattice:
         return len(self.offsets)
 
 
+def _flat(lattice):
+    """The flat index offset ``d_row r2 + d_col`` of each entry's offset."""
+    return lattice.offsets[lattice.kind] @ np.array([lattice.shape[1], 1])
+
+
 def _divisors(p):
     small = [d for d in range(1, int(np.sqrt(p)) + 1) if p % d == 0]
     return sorted(set(small + [p // d for d in small]))
@@ -152,7 +157,13 @@ class TorusPreconditioner:
         torus model's minimum is set to that fraction instead.
     minimum : float, optional
         The smallest eigenvalue the torus model should have (for example the
-        current precision's own); default the stencil's Dirichlet minimum.
+        current precision's own, or that of ``D^{-1} Theta D^{-1}`` with
+        ``scale``); default the stencil's Dirichlet minimum.
+    scale : ndarray of shape (p,), optional
+        Model ``Theta = D C D`` with ``D = diag(scale)`` and ``C`` stationary
+        (for example ``scale = sqrt(diag Theta)``, so that ``C`` has a unit
+        diagonal): variances that vary over the grid, as near a boundary,
+        then do not make the field look non-stationary.
 
     Notes
     -----
@@ -165,9 +176,15 @@ class TorusPreconditioner:
     Setting up costs ``b^2`` FFTs, applying ``2 b``.
     """
 
-    def __init__(self, lattice, x, floor=1e-10, minimum=None):
+    def __init__(self, lattice, x, floor=1e-10, minimum=None, scale=None):
         r1, r2 = lattice.shape
         self.lattice = lattice
+        self.scale = None
+        if scale is not None:
+            # Theta = D C D (D = diag(scale)): the model is C's stencil, and the inverse Newton
+            # operator of D C D is r -> D H_C^{-1}(D r D) D, entrywise a factor d_i d_j.
+            self.scale = scale[lattice.site] * scale[lattice.site + _flat(lattice)]
+            x = x / self.scale
         c = stencil(lattice, x)
         w1 = (2 * np.pi * np.arange(r1) / r1)[:, None]
         w2 = (2 * np.pi * np.arange(r2 // 2 + 1) / r2)[None, :]
@@ -206,12 +223,14 @@ class TorusPreconditioner:
         lat = self.lattice
         r1, r2 = lat.shape
         b = lat.n_offsets
+        if self.scale is not None:
+            r = r * self.scale
         grid = np.zeros((b, r1 * r2))
         grid[lat.kind, lat.site] = r
         spectrum = np.fft.rfft2(grid.reshape(b, r1, r2), axes=(1, 2))
         solved = np.einsum("xyjk,kxy->jxy", self.inverse_blocks, spectrum)
-        out = np.fft.irfft2(solved, s=(r1, r2), axes=(1, 2)).reshape(b, -1)
-        return out[lat.kind, lat.site]
+        out = np.fft.irfft2(solved, s=(r1, r2), axes=(1, 2)).reshape(b, -1)[lat.kind, lat.site]
+        return out if self.scale is None else out * self.scale
 
 
 def stationary_fit(lattice, s, max_iter=50, tol=1e-10):

@@ -19,7 +19,6 @@ from skmrf.estimators.gaussian.chordal import ChordalPattern, covariance_on_embe
 from skmrf.estimators.gaussian.covariance_selection import _PatternObjective, newton_covsel
 from skmrf.estimators.gaussian.lattice import TorusPreconditioner, detect_lattice
 from skmrf.estimators.gaussian.newton_cg import CONFIRM_RTOL, _preconditioner
-from skmrf.graphs import grid_graph
 from skmrf.solvers.cg import conjugate_gradient
 
 from .test_gaussian import laplacian_precision, sample

@@ -627,8 +627,8 @@ def _ml_info(est):
     for name in ("residual_", "decrement_", "objective_", "lower_bound_", "duality_gap_", "embedding_bound_"):
         value = getattr(est, name, None)
         if value is not None:
-            info[name.rstrip("_")] = float(value) if np.isfinite(value) else str(value)
-    info["cg"] = list(getattr(est, "cg_iterations_", []))
+            info[name.rstrip("_")] = float(value)
+    info["cg"] = [int(c) for c in getattr(est, "cg_iterations_", [])]
     return info
 
 
@@ -942,26 +942,32 @@ def part_ml_peers(args):
 
 
 def part_precond(args):
-    """Spectrum of the Newton system at the ML solution, with and without the chordal preconditioner."""
+    """Spectrum of the Newton system at the ML solution: no, Jacobi, chordal and torus preconditioners."""
     from skmrf.estimators.gaussian import GaussianMaxLikelihood
     from skmrf.estimators.gaussian.chordal import ChordalPattern
+    from skmrf.estimators.gaussian.lattice import detect_lattice
+    from skmrf.estimators.gaussian.newton_cg import _preconditioner
 
     out = _results("gaussian_lap_precond", args)
-    p, n = (100, 1000) if args.quick else (400, 1000)
-    out(f"\n== precond: the Newton system P_V(W U W) = -g of the sparse ML at its solution, p = {p}, n = {n} ==")
+    n = 1000
+    out(f"\n== precond: the Newton system P_V(W U W) = -g of the sparse ML at its solution, n = {n} ==")
     out("   H = the Hessian on the pattern (q x q, built column by column), J = its diagonal,")
-    out("   M = the chordal preconditioner (the embedding's inverse Hessian restricted to the pattern);")
+    out("   M = the chordal preconditioner (the embedding's inverse Hessian restricted to the pattern),")
+    out("   T = the torus preconditioner (lattices; issue #28), as the solver builds it at that point;")
     out("   kappa = largest / smallest eigenvalue; '>10 min' = eigenvalues of M H above 10 x its smallest")
-    out("   (CG needs about one iteration per such outlier, and sqrt(kappa) at worst)")
     out(
-        f"  {'pattern':>10} {'q':>6} {'fill':>7} {'kappa(H)':>10} {'kappa(J^-1 H)':>14} {'kappa(M H)':>11} "
-        f"{'>10 min':>8}"
+        f"  {'pattern':>10} {'r':>3} {'q':>6} {'fill':>7} {'kappa(H)':>10} {'kappa(J^-1 H)':>14} {'kappa(M H)':>11} "
+        f"{'>10 min':>8} {'kappa(T H)':>11}"
     )
-    for pattern in ("laplacian", "laplacian5", "random"):
+    widths = [8, 12] if args.quick else [8, 12, 16, 20]
+    cases = [(pattern, r) for pattern in ("laplacian5", "laplacian") for r in widths] + [("random", 20)]
+    for pattern, r in cases:
+        p = r * r
         Q, X = make_problem(pattern, p, n, seed=0)
-        est = GaussianMaxLikelihood(Q, solver="sparse").fit(X)
-        theta = sp.coo_array(sp.tril(sp.csr_array(est.precision_)))
-        cp = ChordalPattern(theta.row.astype(np.int64), theta.col.astype(np.int64), p)
+        est = GaussianMaxLikelihood(Q, solver="sparse", decrement_tol=None, tol=1e-8).fit(X)
+        theta = sp.coo_array(sp.tril(sp.csr_array(est.standardized_precision_)))
+        rows, cols = theta.row.astype(np.int64), theta.col.astype(np.int64)
+        cp = ChordalPattern(rows, cols, p)
         L, _ = cp.cholesky(theta.data)
         Y, _ = cp.inverse_on_pattern(L)
         eye = np.eye(len(theta.data))
@@ -972,9 +978,15 @@ def part_precond(args):
             ev = np.sort(np.linalg.eigvals(P @ H).real)  # similar to a symmetric positive definite matrix
             kappa.append(ev[-1] / ev[0])
         outliers = int(np.sum(ev > 10 * ev[0]))
+        lattice = detect_lattice(rows, cols, p)
+        torus = "-"
+        if lattice is not None:
+            T = _preconditioner(cp, lattice, L, Y, theta.data)
+            ev = np.sort(np.linalg.eigvals(np.column_stack([T(e) for e in eye]) @ H).real)
+            torus = f"{ev[-1] / ev[0]:.3g}"
         out(
-            f"  {pattern:>10} {len(eye):>6} {cp.n_fill:>7} {kappa[0]:>10.3g} {kappa[1]:>14.3g} {kappa[2]:>11.3g} "
-            f"{outliers:>8}"
+            f"  {pattern:>10} {r:>3} {len(eye):>6} {cp.n_fill:>7} {kappa[0]:>10.3g} {kappa[1]:>14.3g} "
+            f"{kappa[2]:>11.3g} {outliers:>8} {torus:>11}"
         )
     out.save()
 

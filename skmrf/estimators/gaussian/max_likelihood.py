@@ -147,35 +147,36 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         diagonal and the edges, in standardised units (for the regression
         solver, the largest change of its last sweep).
 
-    decrement_ : float
-        ``lambda^2 / 2`` at the estimate (NaN when not measured: the closed
+    decrement_ : float or None
+        ``lambda^2 / 2`` at the estimate (None when not measured: the closed
         form, the regression solver, or a stop on ``tol``). For the sparse
         solver a lower bound, within a factor ``1 + 1e-4 kappa`` (``kappa``:
         the condition number of the preconditioned Newton system).
 
-    objective_ : float
+    objective_ : float or None
         ``f(Theta) = -log det Theta + tr(S Theta)`` at the estimate, in
         standardised units (the mean log-likelihood per row is
-        ``-(f + p log(2 pi)) / 2 - sum(log scale_)``); NaN if not positive definite.
+        ``-(f + p log(2 pi)) / 2 - sum(log scale_)``); None if not positive definite.
 
-    lower_bound_ : float
+    lower_bound_ : float or None
         A certified lower bound on the optimum of ``f``: the larger of
         ``embedding_bound_`` and the dual bound ``p + log det W`` of one
         positive definite completion ``W`` of ``S`` (see Notes).
 
-    duality_gap_ : float
+    duality_gap_ : float or None
         ``objective_ - lower_bound_``: the estimate is at most this far from
         the optimum of ``f`` (twice the mean log-likelihood per row). Zero up to
-        rounding at the exact optimum; infinite when no bound could be computed.
+        rounding at the exact optimum; None when no bound could be computed.
 
-    embedding_bound_ : float
+    embedding_bound_ : float or None
         ``p - log det Theta_E``, ``Theta_E`` the maximum-likelihood precision on
         the chordal embedding of the pattern (a larger pattern, so its optimum
-        is lower); ``-inf`` when not computed (dense solvers, chordal patterns)
+        is lower); None when not computed (dense solvers, chordal patterns)
         or when the embedding has a clique larger than the sample.
 
-    cg_iterations_ : list of int
-        Sparse solver: the conjugate-gradient iterations of each Newton system.
+    cg_iterations_ : ndarray of int64
+        Sparse solver: the conjugate-gradient iterations of each Newton system
+        (empty for the other solvers).
 
     %(n_features_in_)s
 
@@ -572,6 +573,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
                 solver = "chordal"
         self.solver_ = solver
         self.decrement_, self.lower_bound_, self.embedding_bound_ = np.nan, -np.inf, -np.inf
+        self.cg_iterations_ = []
         try:
             if solver in ("chordal", "sparse"):
                 self._fit_sparse(data, n_div, mu, pattern, log)
@@ -579,6 +581,11 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
                 self._fit_dense(data, n_div, mu, rows, cols, log)
         finally:
             del self._data
+        # Not measured or not available: None (a saved model round-trips it, unlike NaN).
+        for name in ("decrement_", "objective_", "lower_bound_", "duality_gap_", "embedding_bound_"):
+            value = getattr(self, name)
+            setattr(self, name, float(value) if np.isfinite(value) else None)
+        self.cg_iterations_ = np.asarray(self.cg_iterations_, dtype=np.int64)
         return self
 
     def _fit_dense(self, data, n_div, mu, rows, cols, log):
@@ -642,7 +649,6 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             L = pattern.cholesky(x)[0]
             Y, w = pattern.inverse_on_pattern(L)
             resid = float(np.max(np.abs(w - s))) / float(np.max(s[pattern.diagonal]))
-            self.cg_iterations_ = []
         else:
             fit = sparse_max_likelihood(
                 data,

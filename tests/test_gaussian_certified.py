@@ -79,20 +79,21 @@ def test_statistical_stopping_rule_stops_within_the_stated_decrement(case, preci
     q = (precision.nnz + precision.shape[0]) // 2
     threshold = 1e-3 * q / n
     assert est.solver_ == solver and est.n_iter_ >= 1
-    # It stopped on the rule, not on the residual: far above tol = 1e-10 (else the test says nothing).
-    assert est.residual_ > 1e-8
-    assert est.decrement_ <= threshold
+    # It stopped on the rule, not on the residual tol = 1e-10 (else the test says nothing).
+    assert est.residual_ > 1e-10
+    assert 0 < est.decrement_ <= threshold
+    # decrement_ is that of the iterate before the final full Newton step; at the returned estimate the
+    # decrement is smaller still (quadratic convergence): check it densely.
     true = dense_decrement(est, X)
     if case == "dense":
-        # Dense Newton's decrement is exact up to the solve's rounding (condition < 1e3 here).
-        assert true == pytest.approx(est.decrement_, rel=1e-6)
+        # Dense Newton's decrement is exact (condition < 1e3 here): the step only lowers it.
+        assert true <= est.decrement_
         return
-    # The CG estimate is a lower bound short by at most a factor 1 / (1 - rtol^2 kappa), rtol =
-    # CONFIRM_RTOL and kappa the condition number of the preconditioned Newton system, computed
-    # here densely at the returned estimate with the same preconditioner.
+    # The CG estimate was a lower bound short by at most a factor 1 / (1 - rtol^2 kappa), rtol =
+    # CONFIRM_RTOL and kappa the condition number of the preconditioned Newton system, computed here
+    # densely with the same preconditioner (at the returned estimate, a step from where it was used).
     kappa = preconditioned_condition(est, precision, lattice=case == "lattice")
-    assert est.decrement_ <= true * (1 + 1e-9)
-    assert true <= est.decrement_ / (1 - CONFIRM_RTOL**2 * kappa)
+    assert CONFIRM_RTOL**2 * kappa < 0.5
     assert true <= threshold / (1 - CONFIRM_RTOL**2 * kappa)
 
 

@@ -148,8 +148,10 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         solver, the largest change of its last sweep).
 
     decrement_ : float or None
-        ``lambda^2 / 2`` at the estimate (None when not measured: the closed
-        form, the regression solver, or a stop on ``tol``). For the sparse
+        ``lambda^2 / 2`` of the last Newton system (None when not measured:
+        the closed form, the regression solver, or a stop on ``tol``). On a
+        stop at statistical precision it is that of the iterate before the
+        final, full Newton step, which leaves the estimate closer still. For the sparse
         solver a lower bound, within a factor ``1 + 1e-4 kappa`` (``kappa``:
         the condition number of the preconditioned Newton system).
 
@@ -166,7 +168,8 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     duality_gap_ : float or None
         ``objective_ - lower_bound_``: the estimate is at most this far from
         the optimum of ``f`` (twice the mean log-likelihood per row). Zero up to
-        rounding at the exact optimum; None when no bound could be computed.
+        rounding at the exact optimum; None when no bound could be computed
+        (or with the regression solver above 2000 variables).
 
     embedding_bound_ : float or None
         ``p - log det Theta_E``, ``Theta_E`` the maximum-likelihood precision on
@@ -598,7 +601,10 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         else:
             Theta, covariance, resid = self._fit_regression(S, self._n_samples, log)
         is_pd = logdet_spd_dense(Theta)[0]
-        self._certify(S[cols, rows], Theta[cols, rows], ChordalPattern(cols, rows, p) if is_pd else None)
+        # The certificate needs the chordal embedding: cheap next to dense Newton's q x q Hessian, but
+        # not next to a regression sweep on a large graph with much fill, so only up to 2000 variables there.
+        certify = is_pd and (self.solver_ == "newton" or p <= 2000)
+        self._certify(S[cols, rows], Theta[cols, rows], ChordalPattern(cols, rows, p) if certify else None)
         self._check_solution(S, np.diag(Theta), np.diag(S), resid, is_pd)
         self.residual_ = resid
         self._warn_if_not_converged(resid)

@@ -234,7 +234,7 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     ``Theta``'s), applied with 2-D FFTs: the condition number of the
     preconditioned system stays between 3 and 7 on the 5-point lattice from
     8 x 8 to 20 x 20, where the chordal preconditioner gives 11 to 57
-    (``benchmarks/gaussian_lap.py research28``). Elsewhere it is the exact
+    (``benchmarks/gaussian_lap.py precond``). Elsewhere it is the exact
     inverse Hessian of the chordal embedding restricted to the pattern. On
     ill-conditioned precisions (the squared lattice Laplacian ``L L^T``) both
     leave many CG iterations per step; ``max_time`` then bounds the work and

@@ -229,11 +229,13 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     Each sparse Newton system ``P_V(W D W) = -g`` (``W = inv(Theta)``) is
     solved by preconditioned conjugate gradients. On a lattice the
     preconditioner is the inverse Newton operator of a stationary torus model
-    of the current ``Theta`` (the median of its entries per lattice offset,
-    wrapped periodically and shifted so that its smallest eigenvalue is
-    ``Theta``'s), applied with 2-D FFTs: the condition number of the
-    preconditioned system stays between 3 and 7 on the 5-point lattice from
-    8 x 8 to 20 x 20, where the chordal preconditioner gives 11 to 57
+    of the current ``Theta = D C D`` (``D = sqrt(diag Theta)``; the median of
+    ``C``'s entries per lattice offset, wrapped periodically and shifted so
+    that its smallest eigenvalue is ``C``'s), applied with 2-D FFTs: at the
+    ML solution (``n = 1000``) the condition number of the preconditioned
+    system was 3.7 and 4.8 on the 5-point 8 x 8 and 16 x 16 lattices, where
+    the chordal preconditioner gives 11 and 37, and 152 and 316 on ``L L^T``
+    at 12 x 12 and 16 x 16, where it gives 7.7e4 and 3.7e5
     (``benchmarks/gaussian_lap.py precond``). Elsewhere it is the exact
     inverse Hessian of the chordal embedding restricted to the pattern. On
     ill-conditioned precisions (the squared lattice Laplacian ``L L^T``) both

@@ -438,3 +438,20 @@ def test_smallest_eigenvalue_of_the_scaled_precision():
         assert ev[1] > 1.5 * ev[0]
     assert pattern.smallest_eigenvalue(L) == pytest.approx(np.linalg.eigvalsh(T)[0], rel=1e-8)
     assert pattern.smallest_eigenvalue(L, scale=d) == pytest.approx(np.linalg.eigvalsh(T / np.outer(d, d))[0], rel=1e-8)
+
+
+def test_max_time_stops_early_and_the_warning_quotes_the_certified_gap():
+    from sklearn.exceptions import ConvergenceWarning
+
+    precision = laplacian_precision(7, 7)
+    X = sample(precision, 300, seed=14)
+    with pytest.warns(ConvergenceWarning, match="certified duality gap"):
+        est = GaussianMaxLikelihood(precision, solver="sparse", max_time=1e-9).fit(X)
+    # No Newton step (the budget is checked before each), and a gap that still certifies the optimum.
+    best = GaussianMaxLikelihood(precision, solver="newton", decrement_tol=None).fit(X)
+    assert est.n_iter_ == 0 and est.duality_gap_ > 0
+    assert (
+        est.lower_bound_
+        <= best.objective_ + 1e-9 * abs(best.objective_)
+        <= est.objective_ + 2e-9 * abs(best.objective_)
+    )

@@ -98,10 +98,11 @@ class GaussianMaxLikelihood(_MaxLikelihoodChecks, _BaseGaussianMRF):
         on ``tol`` only (the exact optimum). Not used by the regression solver.
 
     max_time : float or None, default=None
-        Sparse solver: stop after the Newton step that ends more than this
-        many seconds after the iterations began (with a
+        Sparse solver: stop at the first Newton iterate reached more than
+        this many seconds after the iterations began (a CG solve is cut short
+        to end near the limit too), with a
         :class:`~sklearn.exceptions.ConvergenceWarning` quoting the certified
-        ``duality_gap_`` unless a stopping rule was met). None: no limit.
+        ``duality_gap_`` unless a stopping rule was met. None: no limit.
 
     store_covariance : bool or "auto", default="auto"
         Keep ``covariance_ = inv(precision_)`` (dense). ``"auto"``: for at

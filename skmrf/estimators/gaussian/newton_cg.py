@@ -190,8 +190,9 @@ def newton_cg_covsel(
         Use the stationary-torus preconditioner of this lattice (else the
         chordal one).
     max_time : float, optional
-        Stop after the first Newton step that ends this many seconds (wall
-        clock) after the start.
+        Stop at the first iterate reached this many seconds (wall clock) after
+        the start; a CG solve is cut short to end near it too (its iterations
+        capped by the time the previous ones took).
     log : callable, optional
         Called as ``log(format, *args)`` once per step.
 
@@ -212,7 +213,7 @@ def newton_cg_covsel(
     if L is None:
         raise ValueError("The initial precision for Newton's method is not positive definite.")
     f = -logdet + float(np.dot(weight * s, x))
-    residual, cg_iterations, n_iter = np.inf, [], 0
+    residual, cg_iterations, n_iter, seconds_per_cg = np.inf, [], 0, None
     while True:
         decrement = np.nan
         Y, w = pattern.inverse_on_pattern(L)
@@ -222,7 +223,13 @@ def newton_cg_covsel(
             break
         precondition = _preconditioner(pattern, lattice, L, Y, x)
         rtol = min(0.1, np.sqrt(residual))
-        dx, lam2, n_cg = _newton_direction(pattern, L, Y, g, precondition, rtol, max_cg)
+        cap = max_cg
+        if deadline is not None and seconds_per_cg:
+            # A CG solve can take longer than all the Newton steps before it: keep it within the budget.
+            cap = int(min(max_cg, max(1, (deadline - time.perf_counter()) / seconds_per_cg)))
+        started = time.perf_counter()
+        dx, lam2, n_cg = _newton_direction(pattern, L, Y, g, precondition, rtol, cap)
+        seconds_per_cg = (time.perf_counter() - started) / max(n_cg, 1)
         decrement = lam2 / 2
         if decrement_tol is not None and decrement <= decrement_tol and rtol > CONFIRM_RTOL:
             dx, lam2, more = _newton_direction(pattern, L, Y, g, precondition, CONFIRM_RTOL, max_cg, x0=dx)

@@ -24,7 +24,8 @@ from skmrf import (
     MetropolisHastingsMRF,
     PseudoLikelihoodEstimator,
 )
-from skmrf.io import FORMAT_VERSION, ModelFileError, _digest, load_model, read_header, save_model
+from skmrf.io import FORMAT_VERSION, ModelFileError, load_model, read_header, save_model
+from skmrf.io._format import digest as _digest
 
 RNG = np.random.default_rng(0)
 BINARY = RNG.integers(0, 2, size=(200, 4))

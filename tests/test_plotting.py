@@ -160,7 +160,7 @@ def test_coupling_image_shows_the_matrix(ax, gaussian_fit):
 
 
 def test_large_models_are_drawn_as_points_not_a_dense_image(ax, monkeypatch, gaussian_fit):
-    monkeypatch.setattr(skplt, "MAX_IMAGE_FEATURES", 3)
+    monkeypatch.setattr(skplt._couplings, "MAX_IMAGE_FEATURES", 3)
     skplt.plot_couplings(gaussian_fit, ax=ax)
     assert not ax.images
     points = ax.collections[0]

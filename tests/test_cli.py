@@ -213,7 +213,7 @@ def test_csv_header_maps_graph_nodes_by_name(tmp_path, capsys, binary):
 
 def test_csv_without_pandas(tmp_path, capsys, binary, monkeypatch):
     """Without pandas, CSV files are still read (csv module) and edge files still map names."""
-    monkeypatch.setattr("skmrf.cli._pandas", lambda: None)
+    monkeypatch.setattr("skmrf.cli._common.pandas", lambda: None)
     lines = ["a,b,c,d,e,f"] + [",".join(map(str, row)) for row in binary]
     (tmp_path / "x.csv").write_text("\n".join(lines) + "\n")
     (tmp_path / "edges.csv").write_text("f,a\na,c\n")

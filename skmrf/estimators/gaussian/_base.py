@@ -337,6 +337,38 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
                 stacklevel=4,  # fit's caller
             )
 
+    # -- the state protocol of skmrf.io (skmrf/estimators/_protocol.py) -------
+    __skmrf_kind__ = "gaussian"
+
+    def __skmrf_state__(self):
+        """The fitted model's defining arrays: ``location``, ``scale``, ``precision`` (the
+        standardised one) and ``adjacency`` as CSR arrays, ``is_positive_definite`` and
+        ``log_partition``. The estimator's own arrays, not copies."""
+        check_is_fitted(self)
+        return {
+            "location": self.location_,
+            "scale": self.scale_,
+            "precision": sp.csr_array(self.standardized_precision_),
+            "adjacency": sp.csr_array(self.adjacency_),
+            "is_positive_definite": bool(self.is_positive_definite_),
+            "log_partition": float(self.log_partition_),
+        }
+
+    def __skmrf_set_state__(self, state):
+        """Set the fitted attributes from :meth:`__skmrf_state__`'s dict as :meth:`_store` does at
+        fit (``precision_`` and ``covariance_`` derived, a :class:`ScaleWarning` or a ValueError as
+        there); ``log_partition_`` is the state's, bit for bit."""
+        self.location_ = np.array(state["location"], dtype=np.float64)
+        self.scale_ = scale = np.array(state["scale"], dtype=np.float64)
+        self.adjacency_ = sp.csr_array(state["adjacency"], copy=True)
+        is_pd, log_partition = bool(state["is_positive_definite"]), float(state["log_partition"])
+        # _store maps log det back with -2 sum(log scale_): give it the standardised one.
+        p = len(scale)
+        logdet = p * np.log(2 * np.pi) - 2.0 * log_partition + 2.0 * float(np.sum(np.log(scale))) if is_pd else 0.0
+        self._store(sp.csr_array(state["precision"], copy=True), is_pd, logdet)
+        self.log_partition_ = np.float64(log_partition) if is_pd else np.nan
+        return self
+
     # -- the covariance-estimator API ----------------------------------------
     def get_precision(self):
         """The fitted precision matrix.

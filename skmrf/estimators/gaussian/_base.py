@@ -23,7 +23,15 @@ from sklearn.base import BaseEstimator
 from ...data import is_chunked
 from ...exceptions import NotPositiveDefiniteWarning, ScaleWarning
 from ...graphs import MRFGraph, resolve_adjacency
-from ...utils._sklearn_compat import Interval, StrOptions, _check_sample_weight, check_is_fitted, validate_data
+from ...utils._sklearn_compat import (
+    Interval,
+    StrOptions,
+    _check_sample_weight,
+    _fit_context,
+    check_is_fitted,
+    validate_data,
+)
+from ...utils._verbose import ProgressLog
 from ...utils.validation import check_column_labels, check_data_array, check_real, column_names, fit_column_labels
 from .._score import MeanScoreMixin
 from ._data import NON_FINITE_ADVICE, StandardisedRows, centred_peak, centred_squares, column_sums, reduce_rows
@@ -78,6 +86,54 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         return tags
 
     # -- fit ----------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, sample_weight=None):
+        """Estimate the precision from X (see the class description for the method).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (finite real values): an array, a ``numpy.memmap``
+            or a ``dask.array`` (read by row chunks).
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights: a row of weight ``w`` counts as ``w`` rows
+            (weighted mean and covariance, and ``n`` is the sum of the weights
+            wherever it enters: sample-size checks, bias correction; integer
+            weights give the fit on repeated rows, up to rounding). None: every
+            row weighs 1.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            NaN or infinite values; negative, NaN or wrongly sized weights, or
+            weights summing to zero; a graph that does not match X; too few
+            samples for the method (the largest 1-neighbourhood or closed
+            neighbourhood, with ``shrinkage=0``); a column of zero variance
+            (with ``shrinkage=0``); collinear columns (a singular neighbourhood
+            covariance, or a likelihood without a maximum, named in the
+            message); a problem too large for the dense solvers; a precision
+            that overflows float64 in the units of X.
+        """
+        log = ProgressLog(type(self).__name__, self.verbose)
+        data, n_div, mu = self._prepare(X, sample_weight)
+        precision, is_pd, logdet, covariance = self._fit_precision(data, n_div, mu, log)
+        del data
+        self._store(precision, is_pd, logdet, covariance)
+        return self
+
+    def _fit_precision(self, data, n_div, mu, log):
+        """The method's kernel call on the validated, standardised data (:meth:`_prepare`):
+        ``(precision, is_positive_definite, log_det, covariance or None)`` in standardised units,
+        for :meth:`_store`. Sets the method's own fitted attributes."""
+        raise NotImplementedError
+
     #: Whether ``fit`` wants the standardised data as one transposed in-memory array
     #: (GaussianLAP's kernel gathers variables) rather than read by row chunks.
     _materialise = False

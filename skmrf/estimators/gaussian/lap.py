@@ -14,8 +14,7 @@ from numbers import Integral
 import numpy as np
 
 from ...utils._docstrings import fill_doc
-from ...utils._sklearn_compat import Interval, StrOptions, _fit_context
-from ...utils._verbose import ProgressLog
+from ...utils._sklearn_compat import Interval, StrOptions
 from .._base import N_JOBS_CONSTRAINT
 from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF
 from ._data import covariance_on_pattern
@@ -386,46 +385,7 @@ class GaussianLAP(_BaseGaussianMRF):
         self.n_iter_ = result.n_iter
         return assemble_symmetric(rows, cols, result.x, p), True, result.log_det
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y=None, sample_weight=None):
-        """Estimate the precision from X.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (finite real values): an array, a ``numpy.memmap``
-            or a ``dask.array`` (read by row chunks).
-
-        y : None
-            Ignored.
-
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights: a row of weight ``w`` counts as ``w`` rows
-            (weighted mean and covariance, and ``n`` is the sum of the weights
-            wherever it enters: sample-size checks, bias correction; integer
-            weights give the fit on repeated rows, up to rounding). None: every
-            row weighs 1.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-
-        Raises
-        ------
-        ValueError
-            NaN or infinite values; negative, NaN or wrongly sized weights, or
-            weights summing to zero; a graph that does not match X; fewer
-            samples than the largest 1-neighbourhood needs (with
-            ``shrinkage=0``; three more than its size with
-            ``bias_correction=True``, two more with ``assume_centered``); a
-            singular neighbourhood covariance (collinear columns); a column
-            of zero variance (with ``shrinkage=0``); a precision that
-            overflows float64 in the units of X.
-        """
-        log = ProgressLog("GaussianLAP", self.verbose)
-        XT, n_div, mu = self._prepare(X, sample_weight)
+    def _fit_precision(self, XT, n_div, mu, log):
         p, n_rows = XT.shape
         log("validated %d x %d data", n_rows, p)
         n = int(n_div) if n_div.is_integer() else n_div  # rows, or the sum of the weights
@@ -440,7 +400,5 @@ class GaussianLAP(_BaseGaussianMRF):
             precision, is_pd, logdet = self._newton_refine(XT, n_div, mu, precision, log)
         else:
             precision, is_pd, logdet = self._positive_definite(precision, n)
-        del XT
-        self._store(precision, is_pd, logdet)
         log("checked positive definiteness")
-        return self
+        return precision, is_pd, logdet, None

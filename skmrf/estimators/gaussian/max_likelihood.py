@@ -14,8 +14,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ...utils._docstrings import fill_doc
-from ...utils._sklearn_compat import Interval, StrOptions, _fit_context
-from ...utils._verbose import ProgressLog
+from ...utils._sklearn_compat import Interval, StrOptions
 from ._base import _BaseGaussianMRF
 from ._data import covariance_on_pattern, dense_covariance_rows
 from ._ml_checks import _MaxLikelihoodChecks
@@ -404,45 +403,7 @@ class GaussianMaxLikelihood(_MaxLikelihoodChecks, _BaseGaussianMRF):
             self._fail(S, "the regression solver diverged")
         return Theta, None, resid
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y=None, sample_weight=None):
-        """Compute the maximum-likelihood precision.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data (finite real values): an array, a ``numpy.memmap``
-            or a ``dask.array`` (read by row chunks).
-
-        y : None
-            Ignored.
-
-        sample_weight : array-like of shape (n_samples,), default=None
-            Non-negative weights: a row of weight ``w`` counts as ``w`` rows
-            (weighted mean and covariance; integer weights give the fit on
-            repeated rows, up to rounding). None: every row weighs 1.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-
-        Raises
-        ------
-        ValueError
-            NaN or infinite values; negative, NaN or wrongly sized weights, or
-            weights summing to zero; a graph that does not match X; too few
-            samples for the neighbourhood regressions (with ``shrinkage=0``);
-            a problem too large for the dense solvers; a column of zero
-            variance (with ``shrinkage=0``); collinear columns that leave the
-            likelihood without a maximum (neighbours whose correlation is
-            numerically 1, or a solution making a column a linear combination
-            of the others), named in the message; a precision that overflows
-            float64 in the units of X.
-        """
-        log = ProgressLog("GaussianMaxLikelihood", self.verbose)
-        data, n_div, mu = self._prepare(X, sample_weight)
+    def _fit_precision(self, data, n_div, mu, log):
         p = data.shape[0]
         rows, cols = self._unknowns()
         solver = self._choose_solver(len(rows), p)
@@ -464,9 +425,9 @@ class GaussianMaxLikelihood(_MaxLikelihoodChecks, _BaseGaussianMRF):
         self.cg_iterations_ = []
         try:
             if solver in ("chordal", "sparse"):
-                self._fit_sparse(data, n_div, mu, pattern, log)
+                fit = self._fit_sparse(data, n_div, mu, pattern, log)
             else:
-                self._fit_dense(data, n_div, mu, rows, cols, log)
+                fit = self._fit_dense(data, n_div, mu, rows, cols, log)
         finally:
             del self._data
         # Not measured or not available: None (a saved model round-trips it, unlike NaN).
@@ -474,7 +435,7 @@ class GaussianMaxLikelihood(_MaxLikelihoodChecks, _BaseGaussianMRF):
             value = getattr(self, name)
             setattr(self, name, float(value) if np.isfinite(value) else None)
         self.cg_iterations_ = np.asarray(self.cg_iterations_, dtype=np.int64)
-        return self
+        return fit
 
     def _fit_dense(self, data, n_div, mu, rows, cols, log):
         """Dense Newton or the regression solver on the dense sample covariance."""
@@ -494,7 +455,7 @@ class GaussianMaxLikelihood(_MaxLikelihoodChecks, _BaseGaussianMRF):
         self.residual_ = resid
         self._warn_if_not_converged(resid)
         is_pd, logdet = self._positive_definite(Theta)
-        self._store(assemble_symmetric(rows, cols, Theta[rows, cols], p), is_pd, logdet, covariance)
+        return assemble_symmetric(rows, cols, Theta[rows, cols], p), is_pd, logdet, covariance
 
     def _certify(self, s, x, pattern, Y=None):
         """``objective_``, ``lower_bound_`` and ``duality_gap_`` of the estimate ``x`` on ``pattern``."""
@@ -511,7 +472,7 @@ class GaussianMaxLikelihood(_MaxLikelihoodChecks, _BaseGaussianMRF):
         self.duality_gap_ = self.objective_ - self.lower_bound_
 
     def _fit_sparse(self, data, n_div, mu, pattern, log):
-        """The closed form (chordal pattern) or the sparse Newton-CG kernel; stores the fit."""
+        """The closed form (chordal pattern) or the sparse Newton-CG kernel: ``(precision, True, logdet, None)``."""
         self._check_sparse_size(pattern)
         p = pattern.p
         if self.solver_ == "chordal":
@@ -551,7 +512,7 @@ class GaussianMaxLikelihood(_MaxLikelihoodChecks, _BaseGaussianMRF):
         self._check_solution(None, x[:p], s[:p], resid, True)
         self.residual_ = resid
         self._warn_if_not_converged(resid)
-        self._store(assemble_symmetric(pattern.cols, pattern.rows, x, p), True, logdet)
+        return assemble_symmetric(pattern.cols, pattern.rows, x, p), True, logdet, None
 
 
 def _count(n_div):

@@ -24,6 +24,7 @@ from skmrf.inference.gibbs import BinaryGibbsKernel, colour_classes
 from skmrf.kernels.mcmc.adaptive import fit_adaptive
 from skmrf.kernels.mcmc.chains import pairwise_positions
 from skmrf.kernels.mcmc.constraint import constraint_set
+from skmrf.kernels.mcmc.defaults import ADAPTIVE_MC_FRACTION, adaptive_defaults, sweep_autocorrelation
 from skmrf.kernels.mcmc.expectations import ExactFeatures, ExactIsingExpectation, ExactSampleIsingExpectation
 from skmrf.kernels.mcmc.fast_mixing import (
     MAX_WORK,
@@ -413,7 +414,7 @@ def test_default_fit_matches_the_data_moments():
     residual = mu - data + est.alpha_ * est.theta_
     v, rho = est.schedule_.n_sweeps, est.sweep_autocorrelation_
     tau = (1 + rho**v) / (1 - rho**v)
-    sd = np.sqrt(tau * mu * (1 - mu) / (est.schedule_.n_samples * est.n_averaged_))
+    sd = np.sqrt(tau * mu * (1 - mu) / (est.schedule_.n_chains * est.n_averaged_))
     assert est.converged_ and v > 1  # strongly coupled: more than one sweep per step
     assert np.abs(residual).max() < 6 * sd.max() and (np.abs(residual) / sd).max() < 6
     pl = PseudoLikelihoodEstimator("grid:3x3").fit(X)
@@ -446,12 +447,16 @@ def test_sweep_autocorrelation_tells_independent_from_coupled():
     # A strongly coupled grid keeps most of its energy and magnetisation from sweep to sweep.
     rng = np.random.default_rng(0)
     free = DiscreteMRF(grid_graph(3, 3), 2)
+    colours = colour_classes(free.graph)
+
+    def rho(model, X):
+        rows = Rows(X, np.full(9, 2))
+        return sweep_autocorrelation(model.layout, model.theta, colours, rows, np.random.default_rng(1))
+
     free.theta = np.zeros(free.n_params)
-    X = rng.integers(0, 2, (200, 9))
-    assert sweep_autocorrelation(free, X, np.random.default_rng(1)) < 0.05
+    assert rho(free, rng.integers(0, 2, (200, 9))) < 0.05
     X = _strongly_coupled_data(3, 3, 200, 0)
-    coupled = ExactMaxLikelihood("grid:3x3").fit(X).model_
-    assert sweep_autocorrelation(coupled, X, np.random.default_rng(1)) > 0.5
+    assert rho(ExactMaxLikelihood("grid:3x3").fit(X).model_, X) > 0.5
 
 
 def test_wide_box_lands_on_the_interior_optimum():

@@ -18,11 +18,6 @@ __all__ = ["AdaptiveSchedule", "MCMCSchedule", "TheorySchedule"]
 
 _AUTO_COUNT = [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})]
 
-#: The adaptive schedule's "auto" values: chains, sweeps per step, most steps.
-ADAPTIVE_CHAINS = 1000
-ADAPTIVE_SWEEPS = 1
-ADAPTIVE_MAX_ITER = 2000
-
 
 class MCMCSchedule(NamedTuple):
     """The schedule a fit ran (``schedule_`` of :class:`~skmrf.MCMCMaxLikelihood`).
@@ -45,18 +40,31 @@ class AdaptiveSchedule(BaseEstimator):
 
     Persistent Gibbs chains started at data rows, natural-gradient steps (the Fisher
     information measured on the chains), a start at the pseudo-likelihood estimate, a stopping
-    rule on the gradient's noise level and the average of the last half of the iterates, in
-    the package's parametrisation, for pairwise models with any numbers of states.
+    rule on the gradient's noise level and the average of the iterates after it fired, in the
+    package's parametrisation, for pairwise models with any numbers of states.
+
+    The "auto" values follow the data (:func:`~skmrf.kernels.mcmc.defaults.adaptive_defaults`,
+    whose docstring derives the rule): ``M`` chains and ``K`` averaged steps with ``M K >= tau
+    n / 0.1^2``, so that the Monte-Carlo error of the estimate is a tenth of maximum
+    likelihood's statistical error for ``n`` rows (the sum of the sample weights), ``tau``
+    being the chains' autocorrelation time in steps; sweeps per step from the chains'
+    autocorrelation per sweep measured at the start.
 
     Parameters
     ----------
     n_chains : int or "auto", default="auto"
-        Chains ``M``. "auto": 1000.
+        Chains ``M``. "auto": ``max(1000, tau n / (0.01 K))`` for ``K = 200`` averaged steps
+        (fewer when the chains' states would pass 256 MiB; then ``K`` grows instead).
     n_sweeps : int or "auto", default="auto"
-        Gibbs sweeps per chain and step. "auto": 1.
+        Gibbs sweeps per chain and step. "auto": the ``v`` that minimises ``(v + 1) tau(v)``
+        for the autocorrelation per sweep ``rho`` measured at the start (``tau(v) = (1 +
+        rho^v) / (1 - rho^v)``, at most 50): one on weakly coupled models, about 12 on the
+        digits upsampled to 16x16.
     n_iter : int or "auto", default="auto"
-        Gradient steps. "auto": at most 2000, ended by the stopping rule (after at least
-        200); an integer runs exactly that many (no stopping rule).
+        Gradient steps. "auto": at most ``max(2000, 2 K)``; the first phase ends by the
+        stopping rule (after at least 50 steps) and the estimate averages the next ``max(K,
+        k)`` iterates after the rule fired at step ``k``. An integer runs exactly that many
+        (no stopping rule) and averages their last half.
     tol : float, default=0.5
         The stopping rule: stop when the gradient estimates averaged over the last 20 steps,
         squared and divided by their Monte-Carlo variance, are below ``1 + tol`` on average
@@ -67,7 +75,8 @@ class AdaptiveSchedule(BaseEstimator):
         Keep the chains between steps (persistent contrastive divergence); False restarts
         them from ``init`` at every step.
     average : bool, default=True
-        Return the average of the last half of the iterates; False returns the last one.
+        Return the average of the iterates after the stopping rule fired (of the last half
+        without the rule); False returns the last one.
     lipschitz : float, default=None
         Plain gradient steps ``gradient / lipschitz``. None: natural-gradient steps (with the
         spectral set, ``L`` is the largest eigenvalue of the chains' feature covariance).
@@ -124,13 +133,10 @@ class AdaptiveSchedule(BaseEstimator):
         self.lipschitz = lipschitz
         self.start_iter = start_iter
 
-    def _resolved(self):
-        """``(n_iter, n_chains, n_sweeps, tol or None)``: the "auto" values filled in; no
-        stopping rule when ``n_iter`` is given."""
-        n_iter = ADAPTIVE_MAX_ITER if isinstance(self.n_iter, str) else int(self.n_iter)
-        n_chains = ADAPTIVE_CHAINS if isinstance(self.n_chains, str) else int(self.n_chains)
-        n_sweeps = ADAPTIVE_SWEEPS if isinstance(self.n_sweeps, str) else int(self.n_sweeps)
-        return n_iter, n_chains, n_sweeps, (self.tol if isinstance(self.n_iter, str) else None)
+    def _given(self):
+        """``(n_iter, n_chains, n_sweeps)`` as given (ints or ``"auto"``); the "auto" ones are
+        resolved from the data by :func:`~skmrf.kernels.mcmc.defaults.plan_adaptive`."""
+        return self.n_iter, self.n_chains, self.n_sweeps
 
 
 class TheorySchedule(BaseEstimator):

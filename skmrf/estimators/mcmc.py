@@ -16,8 +16,9 @@ import numpy as np
 from ..exceptions import MixingBoundWarning
 from ..inference.gibbs import colour_classes, is_binary_pairwise
 from ..kernels.mcmc import chains
-from ..kernels.mcmc.adaptive import ADAPTIVE_WINDOW, fit_adaptive
+from ..kernels.mcmc.adaptive import ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW, fit_adaptive
 from ..kernels.mcmc.chains import binary_theta, pairwise_positions
+from ..kernels.mcmc.defaults import plan_adaptive
 from ..kernels.mcmc.constraint import constraint_set
 from ..kernels.mcmc.theory import fit_theory, ising_data_statistics, plan_theory
 from ..kernels.pseudo import fit_pseudo_likelihood
@@ -345,19 +346,21 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
 
     def _fit_adaptive(self, rows, schedule, constraint, positions, rng, log):
         """Persistent chains, natural-gradient steps, noise-level stopping rule, averaged iterates."""
-        model = self.model_
-        n_iter, n_chains, n_sweeps, tol = schedule._resolved()
-        self.schedule_ = MCMCSchedule("adaptive", n_iter, n_chains, n_sweeps, constraint.fast_mixing)
+        model, colours = self.model_, colour_classes(self.graph_)
         self.schedule_auto_ = self.mixing_constant_ = self.mixing_rate_ = None
         self.suff_stat_bound_ = self.distance_bound_ = None
         if self.alpha_ == 0:
             warn_if_unbounded(self, rows)
         theta0 = constraint.project_theta(self._start(rows, schedule, log))
+        plan = plan_adaptive(schedule._given(), schedule.tol, model.layout, theta0, colours, rows, rng)
+        n_iter, n_chains, n_sweeps = plan.n_iter, plan.n_chains, plan.n_sweeps
+        self.schedule_ = MCMCSchedule("adaptive", n_iter, n_chains, n_sweeps, constraint.fast_mixing)
+        self.sweep_autocorrelation_ = plan.sweep_autocorrelation
         mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
         with self._pool(n_chains, n_sweeps) as parallel:
             theta, info = fit_adaptive(
                 model.layout,
-                colour_classes(self.graph_),
+                colours,
                 rows,
                 mean_stats,
                 self.alpha_,
@@ -366,7 +369,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 n_chains=n_chains,
                 n_sweeps=n_sweeps,
                 n_iter=n_iter,
-                tol=tol,
+                tol=plan.tol,
+                n_average=plan.n_average,
                 init=schedule.init,
                 persistent=schedule.persistent,
                 lipschitz=schedule.lipschitz,
@@ -376,13 +380,14 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 callback=partial(_report, log) if self.verbose else None,
             )
         self.lipschitz_, self.trace_ = info.lipschitz, info.trace
-        self.n_iter_, self.converged_ = info.n_iter, info.converged
+        self.n_iter_, self.converged_, self.n_averaged_ = info.n_iter, info.converged, info.n_averaged
         if not self.converged_:
+            ratio = info.trace["noise_ratio"][max(ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW) - 1 : n_iter // 2]
             warn_not_converged(
                 type(self).__name__,
-                f"in {n_iter} steps: the mean gradient of the last {ADAPTIVE_WINDOW} steps is still "
-                f"{info.trace['noise_ratio'][-1]:.3g} times its Monte-Carlo variance (the rule stops below "
-                f"{1 + schedule.tol:g})",
+                f"in {n_iter} steps: in its first {n_iter // 2} the mean gradient of the last {ADAPTIVE_WINDOW} "
+                f"steps stayed at least {ratio.min(initial=np.inf):.3g} times its Monte-Carlo variance (the rule "
+                f"needs below {1 + schedule.tol:g}); the estimate averages the last half of the steps",
                 "Raise the schedule's n_iter, or n_chains for less noise.",
                 stacklevel=6,
             )
@@ -431,6 +436,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 callback=partial(_report, log) if self.verbose else None,
             )
         self.n_iter_, self.converged_, self.trace_ = plan.schedule.n_iter, True, info.trace
+        self.n_averaged_ = plan.schedule.n_iter if schedule.average else 1
+        self.sweep_autocorrelation_ = None
         self.ising_fields_, self.ising_couplings_ = phi[:n].copy(), phi[n:].copy()
         return binary_theta(phi, model.n_params, positions)
 

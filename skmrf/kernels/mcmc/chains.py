@@ -47,6 +47,15 @@ NATURAL_CG_RTOL = 1e-2
 NATURAL_MAX_STEP = 1.0
 #: Steps between rebuilds of the natural step's covariance from the chains (the most costly part).
 NATURAL_REFRESH = 10
+#: Chains the natural step's covariance is measured on (the first ones): three per parameter,
+#: at least NATURAL_FISHER_MIN_CHAINS and at most NATURAL_FISHER_CHAINS. Any fixed preconditioner
+#: keeps the fixed point, and the cap keeps the step's cost independent of the number of chains;
+#: but the preconditioner sets how fast the averaged iterate settles. On a 12x12 grid with 3
+#: states (1344 parameters) and 10^4 rows: 1.2 % from exact ML with 4096 of 7189 chains or with
+#: all of them, 2.5 % with 1024 (then the step is diagonal: ``rho = 1``); binary (408
+#: parameters), 1000 of 4000 chains did as well as all 4000.
+NATURAL_FISHER_CHAINS = 4096
+NATURAL_FISHER_MIN_CHAINS = 1024
 
 
 class Positions(NamedTuple):
@@ -221,15 +230,17 @@ class Chains:
         self.kernel = kernel
         return sum(f for _, f in out) if statistic else None
 
-    def states(self):
-        """The chains' current states, ``(n_chains, n_variables)`` integers."""
-        return np.concatenate([self.kernel.to_external(S) for S in self.pool])
+    def states(self, limit=None):
+        """The current states of the chains (the first ``limit``), ``(n_chains, n_variables)`` integers."""
+        blocks = self.pool if limit is None else self.pool[: -(-limit // CHAIN_BLOCK)]
+        return np.concatenate([self.kernel.to_external(S) for S in blocks])[:limit]
 
     def natural_step(self, gradient, free, damping):
         """Solve ``(F + damping I) s = g`` on the ``free`` features: a natural-gradient step.
 
         ``F`` is the Fisher information (the Hessian of ``log Z``, the covariance of the
-        features) estimated on the chains and shrunk towards its diagonal: ``F = (1 - rho) C
+        features) estimated on the first ``min(NATURAL_FISHER_CHAINS, max(NATURAL_FISHER_MIN_CHAINS,
+        3 n_params))`` chains (``M`` below) and shrunk towards its diagonal: ``F = (1 - rho) C
         + rho D`` with ``C`` the chains' covariance, ``D`` its diagonal ``p (1 - p)`` (floored
         at ``1 / M``) and ``rho = min(1, n_free / M)``, since ``M`` chains give ``C`` a rank
         below ``M``; with ``rho = 1`` the step is diagonal. It is solved by conjugate
@@ -239,7 +250,8 @@ class Chains:
         """
         if self.calls % NATURAL_REFRESH == 0 or self.features is None:
             # Any fixed positive-definite preconditioner keeps the fixed point: refreshed now and then.
-            self.features = indicator_matrix(self.layout, self.states())
+            limit = min(NATURAL_FISHER_CHAINS, max(NATURAL_FISHER_MIN_CHAINS, 3 * self.layout.n_params))
+            self.features = indicator_matrix(self.layout, self.states(limit))
         self.calls += 1
         T = self.features if free.all() else self.features[:, free]
         m, mu = T.shape[0], np.asarray(T.mean(axis=0)).ravel()

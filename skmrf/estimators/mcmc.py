@@ -18,8 +18,8 @@ from ..inference.gibbs import colour_classes, is_binary_pairwise
 from ..kernels.mcmc import chains
 from ..kernels.mcmc.adaptive import ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW, fit_adaptive
 from ..kernels.mcmc.chains import binary_theta, pairwise_positions
-from ..kernels.mcmc.defaults import plan_adaptive
 from ..kernels.mcmc.constraint import constraint_set
+from ..kernels.mcmc.defaults import plan_adaptive
 from ..kernels.mcmc.theory import fit_theory, ising_data_statistics, plan_theory
 from ..kernels.pseudo import fit_pseudo_likelihood
 from ..model.ising import binary_to_ising

@@ -52,6 +52,7 @@ from _grid_transfer import check_against_junction_tree, with_transfer
 from skmrf import (
     AdaptiveSchedule,
     ExactMaxLikelihood,
+    LAPEstimator,
     MCMCMaxLikelihood,
     PseudoLikelihoodEstimator,
     TheorySchedule,
@@ -61,6 +62,16 @@ from skmrf.datasets import make_random_mrf
 from skmrf.estimators.exact import fit_max_likelihood
 from skmrf.inference.gibbs import GibbsSampler
 from skmrf.utils._mcmc_diagnostics import split_rhat
+
+
+def _git_head():
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
 
 
 def load():
@@ -85,7 +96,7 @@ def grids(seeds):
     graph = grid_graph(6, 6)
     for K in (2, 3):
         ok = 0
-        for seed in range(seeds):
+        for seed in seeds:
             X = make_random_mrf(graph, n_states=K, scale=1.0, random_state=seed).sample(1000, seed, method="exact")
             ml, t_ml = timed(ExactMaxLikelihood(graph, n_states=K), X)
             est, t = timed(MCMCMaxLikelihood(graph, n_states=K, random_state=seed), X)
@@ -187,7 +198,7 @@ def _reference(K, n, seed, X, pl_theta, cache):
     return theta, seconds
 
 
-def scaling(seeds, sizes, cache):
+def scaling(seeds, sizes, cache, states=(2, 3)):
     graph = grid_graph(12, 12)
     worst = check_against_junction_tree()
     lines = [
@@ -200,9 +211,9 @@ def scaling(seeds, sizes, cache):
     ]
     print("\n".join(lines), flush=True)
     summary = []
-    for K in (2, 3):
+    for K in states:
         wins = {n: [] for n in sizes}
-        for seed in range(seeds):
+        for seed in seeds:
             truth = with_transfer(make_random_mrf(graph, n_states=K, scale=1.0, random_state=seed), 12, 12)
             X_all = truth.sample(max(sizes), seed, method="exact")
             for n in sizes:
@@ -216,7 +227,7 @@ def scaling(seeds, sizes, cache):
                 lines.append(
                     f"{K:>2} {n:>6} {seed:>4} {d_mc:8.4f} {d_pl:8.4f} {d_mc / d_pl:6.2f} "
                     f"{np.linalg.norm(est.theta_ - ml) / np.linalg.norm(ml - truth.theta):7.3f} {t:7.1f} {t_pl:6.1f} "
-                    f"{t / t_pl:7.1f} {sched.n_samples:>6} {sched.n_sweeps:>6} {est.n_iter_:>5} "
+                    f"{t / t_pl:7.1f} {sched.n_chains:>6} {sched.n_sweeps:>6} {est.n_iter_:>5} "
                     f"{est.sweep_autocorrelation_:5.2f} {t_ml:6.0f} {os.getloadavg()[0]:5.2f}"
                 )
                 print(lines[-1], flush=True)
@@ -300,7 +311,7 @@ def digits16(n_chains=1000, n_sweeps=4000, n_checks=40):
         )
         if name == "defaults":
             lines.append(
-                f"{'':>8} chains {est.schedule_.n_samples}, sweeps per step {est.schedule_.n_sweeps} (rho "
+                f"{'':>8} chains {est.schedule_.n_chains}, sweeps per step {est.schedule_.n_sweeps} (rho "
                 f"{est.sweep_autocorrelation_:.3f}), steps {est.n_iter_}; long chains against exact marginals: node "
                 f"{np.abs(c_node - mu[node_pos]).max():.4f}, edge {np.abs(c_edge - mu[edge_pos]).max():.4f}"
             )
@@ -314,12 +325,16 @@ def main():
     ap.add_argument("--seeds", type=int, default=10)
     ap.add_argument("--nseeds", type=int, default=5)
     ap.add_argument("--sizes", default="1000,10000,100000")
+    ap.add_argument("--states", default="2,3", help="numbers of states of part n's grids")
+    ap.add_argument("--first-seed", type=int, default=0, help="part n runs seeds first-seed..nseeds-1")
     ap.add_argument("--parts", default="grid,digits,box,big,n,digits16")
     ap.add_argument("--cache", default=None, help="directory for the exact-ML references of part n")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     lines = [
-        f"# python benchmarks/mcmc_defaults.py --seeds {args.seeds} --nseeds {args.nseeds} --parts {args.parts}",
+        f"# python benchmarks/mcmc_defaults.py --seeds {args.seeds} --nseeds {args.nseeds} --parts {args.parts} "
+        f"--sizes {args.sizes} --states {args.states} --first-seed {args.first_seed}",
+        f"# git {_git_head()}",
         f"# python {platform.python_version()}, {os.cpu_count()} CPUs, "
         f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}",
     ]
@@ -335,7 +350,8 @@ def main():
     if "n" in parts:
         if args.cache:
             os.makedirs(args.cache, exist_ok=True)
-        lines += scaling(args.nseeds, [int(v) for v in args.sizes.split(",")], args.cache)
+        sizes, states = [int(v) for v in args.sizes.split(",")], [int(v) for v in args.states.split(",")]
+        lines += scaling(range(args.first_seed, args.nseeds), sizes, args.cache, states)
     if "digits16" in parts:
         lines += digits16()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -397,6 +397,23 @@ def test_defaults_land_near_exact_ml(n_states):
     assert len(est.trace_["time"]) == est.n_iter_
 
 
+def test_auto_schedule_counts_weighted_rows_as_repeated_rows():
+    # The "auto" chains follow n = the sum of the weights, and the sweeps' probe draws its start rows
+    # by weight: integer weights must give the fit of the repeated rows bit for bit, the resolved
+    # schedule and the measured autocorrelation included. 20 steps keep it short; the probe runs.
+    X = _strongly_coupled_data(3, 3, 300, 3)
+    w = np.arange(300) % 4
+    kw = dict(schedule=AdaptiveSchedule(n_iter=20), random_state=0)
+    weighted = MCMCMaxLikelihood("grid:3x3", **kw).fit(X, sample_weight=w)
+    repeated = MCMCMaxLikelihood("grid:3x3", **kw).fit(np.repeat(X, w, axis=0))
+    np.testing.assert_array_equal(weighted.theta_, repeated.theta_)
+    assert weighted.schedule_ == repeated.schedule_
+    assert weighted.sweep_autocorrelation_ == repeated.sweep_autocorrelation_
+    # 450 weighted rows stand for 450 rows: M = max(1000, tau 450 / (0.01 K)) with K = 200.
+    tau = adaptive_defaults(w.sum(), 9, weighted.sweep_autocorrelation_).step_autocorrelation_time
+    assert weighted.schedule_.n_chains == max(1000, int(np.ceil(tau * w.sum() / ADAPTIVE_MC_FRACTION**2 / 200)))
+
+
 def test_default_fit_matches_the_data_moments():
     # Issue #24 item 5 on a small grid: ML's fixed point is moment matching, E_theta[phi] =
     # mean_data[phi] - alpha theta (the ridge's share), so the default fit's exact marginals (junction

@@ -62,6 +62,7 @@ def _natural_direction(x, gradient, chains, box, damping):
     return NATURAL_STEP * chains.natural_step(gradient, free, damping)
 
 
+# Over 60 lines by its docstring (the parameters, and the rule's derivation); the body is under 40.
 def fit_adaptive(
     layout,
     colours,

@@ -328,12 +328,13 @@ def main():
     ap.add_argument("--states", default="2,3", help="numbers of states of part n's grids")
     ap.add_argument("--first-seed", type=int, default=0, help="part n runs seeds first-seed..nseeds-1")
     ap.add_argument("--parts", default="grid,digits,box,big,n,digits16")
+    ap.add_argument("--long-sweeps", type=int, default=4000, help="sweeps of part digits16's long chains")
     ap.add_argument("--cache", default=None, help="directory for the exact-ML references of part n")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     lines = [
         f"# python benchmarks/mcmc_defaults.py --seeds {args.seeds} --nseeds {args.nseeds} --parts {args.parts} "
-        f"--sizes {args.sizes} --states {args.states} --first-seed {args.first_seed}",
+        f"--sizes {args.sizes} --states {args.states} --first-seed {args.first_seed} --long-sweeps {args.long_sweeps}",
         f"# git {_git_head()}",
         f"# python {platform.python_version()}, {os.cpu_count()} CPUs, "
         f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', 'unset')}",
@@ -353,7 +354,7 @@ def main():
         sizes, states = [int(v) for v in args.sizes.split(",")], [int(v) for v in args.states.split(",")]
         lines += scaling(range(args.first_seed, args.nseeds), sizes, args.cache, states)
     if "digits16" in parts:
-        lines += digits16()
+        lines += digits16(n_sweeps=args.long_sweeps)
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     lines.append(f"# peak resident memory of the run {peak:.0f} MiB; load average at the end {load()}")
     print(lines[-1])

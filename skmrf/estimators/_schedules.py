@@ -58,7 +58,7 @@ class AdaptiveSchedule(BaseEstimator):
     n_sweeps : int or "auto", default="auto"
         Gibbs sweeps per chain and step. "auto": the ``v`` that minimises ``(v + 1) tau(v)``
         for the autocorrelation per sweep ``rho`` measured at the start (``tau(v) = (1 +
-        rho^v) / (1 - rho^v)``, at most 50): one on weakly coupled models, about 12 on the
+        rho^v) / (1 - rho^v)``, at most 50): one on weakly coupled models, 17-18 on the
         digits upsampled to 16x16.
     n_iter : int or "auto", default="auto"
         Gradient steps. "auto": at most ``max(2000, 2 K)``; the first phase ends by the

@@ -200,7 +200,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     0.1^2`` holds the Monte-Carlo error at a tenth of the statistical error for every ``n``
     (``M`` grows with ``n``, ``K = 200``). The sweeps per step follow the chains'
     autocorrelation per sweep measured at the start (``sweep_autocorrelation_``): one on
-    weakly coupled models, about 12 on the binarised digits upsampled to 16x16. Measured in
+    weakly coupled models, 18 on the binarised digits upsampled to 16x16. Measured in
     ``benchmarks/mcmc_defaults.py`` (``benchmarks/results/mcmc_defaults*.txt``): on 12x12
     grids with parameters uniform on [-1, 1], closer to exact ML than pseudo-likelihood in
     every seed at ``n`` = 10^3, 10^4 and 10^5 (the cells run are listed there), the

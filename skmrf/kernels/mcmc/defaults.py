@@ -103,9 +103,9 @@ def adaptive_defaults(
     sweeps (``step_cost``: the chains' statistics and the natural step), so the work per
     effective draw is ``(v + step_cost) tau(v)``; ``v`` minimises it, up to ``max_sweeps``.
     Weakly coupled models take one sweep (``rho`` = 0.11 on a 12x12 grid with parameters
-    uniform on [-1, 1]: ``tau`` = 1.2); the 8x8 binarised digits 4 (``rho`` = 0.78); the digits
-    upsampled to 16x16, whose 2x2 blocks are one pixel each, 12 (``rho`` = 0.965, ``tau`` =
-    4.8 steps). More sweeps per step also shrink the lag of persistent chains behind the
+    uniform on [-1, 1]: ``tau`` = 1.25 steps); the 8x8 binarised digits 5 (``rho`` = 0.78); the
+    digits upsampled to 16x16, whose 2x2 blocks are one pixel each, 17-18 (``rho`` =
+    0.965-0.969, ``tau`` = 3.4-3.6 steps). More sweeps per step also shrink the lag of persistent chains behind the
     parameters, the bias that one sweep per step left on the 16x16 digits (node frequencies
     of the fitted model up to 0.14 from the data's).
 

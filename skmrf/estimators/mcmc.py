@@ -203,9 +203,9 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     weakly coupled models, 18 on the binarised digits upsampled to 16x16. Measured in
     ``benchmarks/mcmc_defaults.py`` (``benchmarks/results/mcmc_defaults*.txt``): on 12x12
     grids with parameters uniform on [-1, 1], closer to exact ML than pseudo-likelihood in
-    every seed at ``n`` = 10^3, 10^4 and 10^5 (the cells run are listed there), the
-    Monte-Carlo error 0.06-0.11 of the statistical one, at 8-20 times pseudo-likelihood's
-    time.
+    every seed run at ``n`` = 10^3, 10^4 and 10^5 (binary: 5 seeds, 3 states: 3), the
+    Monte-Carlo error 0.07-0.12 of the statistical one, at 2-14 times pseudo-likelihood's
+    time (binary at 10^5 rows: about 150 s on a loaded machine).
 
     **The box for any number of states.** For ``p ~ exp(f)`` and ``q ~ exp(f + d)`` on the
     same states, ``TV(p, q) <= tanh(osc(d) / 4)`` with ``osc(d) = max d - min d``. Changing

@@ -201,7 +201,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     (``M`` grows with ``n``, ``K = 200``). The sweeps per step follow the chains'
     autocorrelation per sweep measured at the start (``sweep_autocorrelation_``): one on
     weakly coupled models, 18 on the binarised digits upsampled to 16x16. Measured in
-    ``benchmarks/mcmc_defaults.py`` (``benchmarks/results/mcmc_defaults*.txt``): on 12x12
+    ``benchmarks/mcmc_defaults.py`` (``benchmarks/results/mcmc_defaults.txt``): on 12x12
     grids with parameters uniform on [-1, 1], closer to exact ML than pseudo-likelihood in
     every seed run at ``n`` = 10^3, 10^4 and 10^5 (binary: 5 seeds, 3 states: 3), the
     Monte-Carlo error 0.07-0.12 of the statistical one, at 2-14 times pseudo-likelihood's

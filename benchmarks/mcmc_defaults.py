@@ -96,7 +96,7 @@ def grids(seeds):
     graph = grid_graph(6, 6)
     for K in (2, 3):
         ok = 0
-        for seed in seeds:
+        for seed in range(seeds):
             X = make_random_mrf(graph, n_states=K, scale=1.0, random_state=seed).sample(1000, seed, method="exact")
             ml, t_ml = timed(ExactMaxLikelihood(graph, n_states=K), X)
             est, t = timed(MCMCMaxLikelihood(graph, n_states=K, random_state=seed), X)

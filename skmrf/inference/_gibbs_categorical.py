@@ -4,10 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._gibbs_dense import DENSE_MAX_TABLE_BYTES, DenseFields
+
 __all__ = ["CategoricalGibbsKernel"]
 
 #: Totals of the float32 product below this are recomputed in float64 (see CategoricalGibbsKernel).
 _TINY = np.float32(2.0**-64)
+
+#: ``dense="auto"`` takes the dense path when ``K_max`` reaches this, the largest site has at least
+#: ``DENSE_MIN_GROUPS`` neighbour groups and at least ``DENSE_MIN_SINGLETONS`` of the colour classes
+#: per variable (on a complete graph every class is one variable, so the table path cannot update
+#: several sites at once). Measured, CPU time, 1,000 chains, complete graphs, dense / table
+#: updates per second: K = 21: 0.97 at n = 15 (14 groups), 1.14 at n = 20, 1.18 at 30, 1.73 at
+#: 75; K = 12: 0.78 at n = 20, 1.17 at 40 (20 groups); K = 8: 0.68 at n = 20, 0.95 at 40 (20
+#: groups); K = 5: 1.06 at n = 75 (37 groups); K = 3: 0.5-0.76 up to n = 75; graphs with half
+#: of all pairs as edges, n = 75: 0.23-0.71 (benchmarks/gibbs_throughput.py, --dense-crossover).
+DENSE_MIN_STATES = 8
+DENSE_MIN_GROUPS = 20
+DENSE_MIN_SINGLETONS = 0.9
 
 
 class CategoricalGibbsKernel:
@@ -37,6 +51,15 @@ class CategoricalGibbsKernel:
     Variables with fewer states than ``K_max`` get zero probability on the missing states
     (``-inf`` logits).
 
+    Dense graphs (complete ones, as direct coupling analysis fits on protein alignments)
+    take another path (:class:`~skmrf.inference._gibbs_dense.DenseFields`): their colour
+    classes are single variables, a site has ``n - 1`` neighbours and the product of that
+    many scaled rows underflows as soon as the couplings are of order one (every site then
+    goes through the float64 path). There the field ``u_i + sum_j W_ij[:, x_j]`` of each
+    site is summed in float32 by one sparse one-hot product per block of sites and drawn
+    from ``exp(field - max)``. It draws the same distribution from another random stream;
+    every other graph keeps the table path above, bit for bit.
+
     Parameters
     ----------
     n_states : array-like of int, shape (n_variables,)
@@ -48,9 +71,16 @@ class CategoricalGibbsKernel:
         ``K_i`` or ``K_j`` are ignored).
     colours : list of ndarray
         Colour classes (a proper colouring of the graph).
+    dense : {"auto", True, False}, default="auto"
+        Whether sweeps take the dense path. ``"auto"`` takes it on nearly complete graphs with
+        ``K_max >= 8`` and at least 20 neighbour groups per site, where it was measured faster
+        (see ``DENSE_MIN_STATES`` in this module), when its table fits in
+        ``DENSE_MAX_TABLE_BYTES`` (:mod:`skmrf.inference._gibbs_dense`).
 
     Attributes
     ----------
+    dense : bool
+        Whether the dense path is used.
     group : int
         Neighbours per gathered row (``g`` above).
     perm, inv : ndarray of int64
@@ -78,7 +108,7 @@ class CategoricalGibbsKernel:
     #: Largest number of table rows per (site, group): ``K_max^g`` fits a uint8 code.
     max_group_rows = 256
 
-    def __init__(self, n_states, unary, edges, pair, colours):
+    def __init__(self, n_states, unary, edges, pair, colours, dense="auto"):
         k = np.asarray(n_states, dtype=np.int64)
         n = len(k)
         self.n_states = k
@@ -115,18 +145,37 @@ class CategoricalGibbsKernel:
         self.group = g = max(1, -(-d_max // n_full)) if d_max else 1
         self.rows = kmax**g
 
-        # Directed slots (site, neighbour, edge, flipped), internal indices, sorted by site;
-        # flipped: the site is the edge's second variable (its row is pair[e, x_j, :]).
+        self._slots_and_groups(edges, deg[self.perm], g)
+        self._tables = {}
+        self._shifted = None
+        self._plans = {}
+        if dense == "auto":
+            dense = (
+                kmax >= DENSE_MIN_STATES
+                and n_full >= DENSE_MIN_GROUPS
+                and len(self.colours) >= DENSE_MIN_SINGLETONS * n
+                and 4 * (n * kmax) ** 2 <= DENSE_MAX_TABLE_BYTES
+            )
+        self.dense = bool(dense)
+        self._dense = DenseFields(self.unary, self.inv[edges], self.pair) if self.dense else None
+
+    def _slots_and_groups(self, edges, degree, g):
+        """Every site's directed slots and neighbour groups (internal indices).
+
+        Slots ``(site, neighbour, edge, flipped)`` are sorted by site; flipped: the site is the
+        edge's second variable (its row is ``pair[e, x_j, :]``). Groups: ``ceil(degree / g)``
+        per site, at least one (it carries the unary term).
+        """
+        n, m = len(degree), len(edges)
         site = self.inv[np.r_[edges[:, 0], edges[:, 1]]]
         o = np.argsort(site, kind="stable")
         self.slot_site = site[o]
         self.slot_nbr = self.inv[np.r_[edges[:, 1], edges[:, 0]]][o]
         self.slot_edge = np.r_[np.arange(m), np.arange(m)][o]
         self.slot_flip = np.r_[np.zeros(m, bool), np.ones(m, bool)][o]
-        self.degree = deg[self.perm]
+        self.degree = degree
         self.slot_ptr = np.concatenate([[0], np.cumsum(self.degree)])
         self.slot_rank = np.arange(2 * m) - self.slot_ptr[self.slot_site]
-        # Groups: ceil(degree / g) per site, at least one (it carries the unary term).
         self.n_groups = np.maximum(1, -(-self.degree // g))
         self.group_ptr = np.concatenate([[0], np.cumsum(self.n_groups)])
         n_grp = int(self.group_ptr[-1])
@@ -136,12 +185,9 @@ class CategoricalGibbsKernel:
         self.group_first = np.zeros(n_grp, dtype=bool)
         self.group_first[self.group_ptr[:-1]] = True
         self.ones_group = n_grp  # rows of ones for the groups a site does not have
-        self._tables = {}
-        self._shifted = None
-        self._plans = {}
 
     @classmethod
-    def from_layout(cls, layout, theta, colours):
+    def from_layout(cls, layout, theta, colours, dense="auto"):
         """The kernel of a pairwise model given in the package's parametrisation."""
         if any(len(c) > 2 for c in layout.cliques):
             raise ValueError("CategoricalGibbsKernel needs cliques of at most two variables.")
@@ -163,7 +209,7 @@ class CategoricalGibbsKernel:
                 e = sel[a : a + step]
                 at = layout.table_offsets[pairs[e]][:, None] + np.arange(shape[0] * shape[1])
                 pair[e, : shape[0], : shape[1]] = full[at].reshape(-1, *shape)
-        return cls(k, unary, edges, pair, colours)
+        return cls(k, unary, edges, pair, colours, dense=dense)
 
     # -- tables --------------------------------------------------------------------------
     def _slot_rows(self, slots, beta):
@@ -368,6 +414,8 @@ class CategoricalGibbsKernel:
         ndarray of shape (len(colours[colour_index]), n_chains, K_max), float64
             Sites in the order of ``colours[colour_index]``; ``-inf`` for missing states.
         """
+        if self._dense is not None:
+            return self._dense.conditional_log_probs(S, self.inv[self.colours[colour_index]], beta)
         E = self._table(beta)
         n_chains, w = S.shape[1], self.width
         lo, hi = self.bounds[colour_index], self.bounds[colour_index + 1]
@@ -398,6 +446,8 @@ class CategoricalGibbsKernel:
         kmax, w = self.kmax, self.width
         if kmax < 2 or S.shape[1] == 0:
             return S
+        if self._dense is not None:
+            return self._dense.run(S, n_sweeps, rng, beta)
         E = self._table(beta)
         n_chains = S.shape[1]
         plan = self._plan(n_chains)

@@ -77,13 +77,18 @@ class DenseFields:
         self.block = b = max(1, min(n, self.block_floats // kmax))
         self.starts = list(range(0, n, b))
         self.offsets = np.arange(n, dtype=np.int32) * kmax
-        edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-        pair = np.asarray(pair, dtype=np.float32).reshape(-1, kmax, kmax)
-        self.outer, self.inner = [], []
-        for a0 in self.starts:
-            outer, inner = self._block_tables(a0, min(n, a0 + b), edges, pair)
-            self.outer.append(outer)
-            self.inner.append(inner)
+        self._source = (np.asarray(edges, dtype=np.int64).reshape(-1, 2), pair)
+        self._outer = self._inner = None
+
+    def _tables(self):
+        """The blocks' tables (:meth:`_block_tables`), built at the first sweep (so a kernel sent to
+        a worker process travels without them) and kept."""
+        if self._outer is None:
+            edges, pair = self._source
+            pair = np.asarray(pair, dtype=np.float32).reshape(-1, self.kmax, self.kmax)
+            blocks = [self._block_tables(a0, min(self.n, a0 + self.block), edges, pair) for a0 in self.starts]
+            self._outer, self._inner = [o for o, _ in blocks], [i for _, i in blocks]
+        return self._outer, self._inner
 
     def _block_tables(self, a0, a1, edges, pair):
         """The block's two tables: ``outer`` ``(n K, nb K)``, rows ``(j, x)`` of the sites outside the
@@ -121,13 +126,14 @@ class DenseFields:
         )
         return Y, Y.indices.reshape(m, nb)
 
-    def _logits(self, G, Y, blk, s, beta, out):
-        """Site ``starts[blk] + s``'s logits for every chain, written to ``out`` ``(K_max, n_chains)``."""
+    def _logits(self, G, Y, inner, a0, s, beta, out):
+        """Logits of site ``a0 + s`` (the ``s``-th of the block starting at ``a0``, whose in-block
+        tables are ``inner``) for every chain, written to ``out`` ``(K_max, n_chains)``."""
         kmax = self.kmax
-        h = G[:, s * kmax : (s + 1) * kmax] + Y @ self.inner[blk][s]  # (n_chains, K_max)
+        h = G[:, s * kmax : (s + 1) * kmax] + Y @ inner[s]  # (n_chains, K_max)
         if beta != 1.0:
             h *= np.float32(beta)
-        np.add(h.T, self.unary_t[:, self.starts[blk] + s, None], out=out)
+        np.add(h.T, self.unary_t[:, a0 + s, None], out=out)
         return out
 
     def run(self, S, n_sweeps, rng, beta=1.0):
@@ -135,6 +141,7 @@ class DenseFields:
         m, kmax = S.shape[1], self.kmax
         if m == 0 or kmax < 2:
             return S
+        outer, inner = self._tables()
         X, codes = self._one_hot(S)
         cdf = np.empty((kmax, m), dtype=np.float32)
         top = np.empty(m, dtype=np.float32)
@@ -144,10 +151,10 @@ class DenseFields:
         for _ in range(n_sweeps):
             for blk, a0 in enumerate(self.starts):
                 a1 = min(self.n, a0 + self.block)
-                G = X @ self.outer[blk]  # (chains, nb K_max): the fields from the sites outside the block
+                G = X @ outer[blk]  # (chains, nb K_max): the fields from the sites outside the block
                 Y, local = self._in_block(codes, a0, a1)
                 for s in range(a1 - a0):
-                    self._logits(G, Y, blk, s, beta, out=cdf)
+                    self._logits(G, Y, inner[blk], a0, s, beta, out=cdf)
                     np.maximum.reduce(cdf, axis=0, out=top)
                     np.subtract(cdf, top, out=cdf)
                     np.exp(cdf, out=cdf)
@@ -166,15 +173,16 @@ class DenseFields:
     def conditional_log_probs(self, S, sites, beta=1.0):
         """``log p(x_i = k | x_-i)`` of internal ``sites`` for every chain, ``(len(sites), n_chains, K_max)``."""
         m, kmax = S.shape[1], self.kmax
+        outer, inner = self._tables()
         X, codes = self._one_hot(S)
         out = np.empty((len(sites), m, kmax))
         logits = np.empty((kmax, m), dtype=np.float32)
         for r, i in enumerate(sites):
             blk = int(i) // self.block
             a0 = self.starts[blk]
-            G = X @ self.outer[blk]
+            G = X @ outer[blk]
             Y, _ = self._in_block(codes, a0, min(self.n, a0 + self.block))
-            lg = self._logits(G, Y, blk, int(i) - a0, beta, out=logits).T.astype(np.float64)
+            lg = self._logits(G, Y, inner[blk], a0, int(i) - a0, beta, out=logits).T.astype(np.float64)
             lg -= lg.max(axis=1, keepdims=True)
             with np.errstate(divide="ignore"):
                 out[r] = lg - np.log(np.exp(lg).sum(axis=1, keepdims=True))

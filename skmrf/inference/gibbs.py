@@ -11,11 +11,18 @@ float32 states, compared with 24-bit uniforms (probabilities resolved to
 2^-24, far below Monte-Carlo error). Pairwise models with more states
 (Potts-type) take :class:`CategoricalGibbsKernel`: a site's conditional is the
 product of one gathered row of exponentiated couplings per group of
-neighbours, drawn by inverse CDF with the same 24-bit uniforms. Models with
+neighbours, drawn by inverse CDF with the same 24-bit uniforms; on nearly
+complete graphs (direct coupling analysis of protein alignments), where every
+colour class is one variable, it sums each site's field by one sparse one-hot
+product instead (``_gibbs_dense``). Models with
 cliques of three or more variables use the general path
 (:class:`GeneralGibbsKernel`), which gathers every clique's table entries for
 each candidate state of the updated variable. Every caller drives its chains
 through :func:`run_chains`.
+
+The kernels live in ``_gibbs_binary``, ``_gibbs_categorical`` (with ``_gibbs_dense``) and
+``_gibbs_general``; this module keeps the colouring, :class:`GibbsSampler` and the driver, and
+re-exports the kernels.
 """
 
 from __future__ import annotations

@@ -191,7 +191,7 @@ def complete_model(n, k, scale, rng):
     """A Potts model on the complete graph: fields uniform on [-1, 1], couplings on [-scale, scale]."""
     model = DiscreteMRF("complete", k, n_variables=n)
     sizes = np.array([len(c) for c in model.layout.cliques])
-    widths = np.diff(np.r_[model.layout.block_offsets, model.n_params])
+    widths = np.asarray(model.layout.block_sizes)
     pair = np.repeat(sizes == 2, widths)
     theta = rng.uniform(-1.0, 1.0, model.n_params)
     theta[pair] *= scale

@@ -78,31 +78,34 @@ class DenseFields:
         self.starts = list(range(0, n, b))
         self.offsets = np.arange(n, dtype=np.int32) * kmax
         self._source = (np.asarray(edges, dtype=np.int64).reshape(-1, 2), pair)
-        self._outer = self._inner = None
+        self._blocks = None
 
     def _tables(self):
-        """The blocks' tables (:meth:`_block_tables`), built at the first sweep (so a kernel sent to
+        """Every block's tables (:meth:`_block_tables`), built at the first sweep (so a kernel sent to
         a worker process travels without them) and kept."""
-        if self._outer is None:
+        if self._blocks is None:
             edges, pair = self._source
             pair = np.asarray(pair, dtype=np.float32).reshape(-1, self.kmax, self.kmax)
-            blocks = [self._block_tables(a0, min(self.n, a0 + self.block), edges, pair) for a0 in self.starts]
-            self._outer, self._inner = [o for o, _ in blocks], [i for _, i in blocks]
-        return self._outer, self._inner
+            self._blocks = [self._block_tables(a0, min(self.n, a0 + self.block), edges, pair) for a0 in self.starts]
+        return self._blocks
 
     def _block_tables(self, a0, a1, edges, pair):
-        """The block's two tables: ``outer`` ``(n K, nb K)``, rows ``(j, x)`` of the sites outside the
-        block (zero for those inside), columns ``(s, k)``; ``inner[s]`` ``(nb K, K)``, rows ``(t, x)``
-        of the block's sites (zero for ``t = s``), the columns of site ``a0 + s``."""
+        """The block's tables ``(T, D)``. ``T`` ``(n K, nb K)``: row ``(j, x)``, column ``(s, k)`` holds
+        ``W_ij[k, x]`` for ``i = a0 + s`` (zero for ``j = i``), so the one-hot states times ``T`` are the
+        pair fields of the block's sites. ``D[s]`` ``(K^2, (nb - s - 1) K)``, ``s < nb - 1``: row
+        ``old * K + new`` is the change of the fields of the block's later sites when site ``a0 + s``
+        moves from ``old`` to ``new`` (zero when ``old == new``)."""
         n, kmax, nb = self.n, self.kmax, a1 - a0
         T = np.zeros((n, kmax, nb, kmax), dtype=np.float32)  # [j, x_j, s, k]
         for site, other, flip in ((0, 1, True), (1, 0, False)):
             e = np.flatnonzero((edges[:, site] >= a0) & (edges[:, site] < a1))
             w = pair[e]  # [e, x_a, x_b]; the site's state is the column of T
             T[edges[e, other], :, edges[e, site] - a0, :] = w.transpose(0, 2, 1) if flip else w
-        inner = np.ascontiguousarray(T[a0:a1].transpose(2, 0, 1, 3).reshape(nb, nb * kmax, kmax))
-        T[a0:a1] = 0.0
-        return T.reshape(n * kmax, nb * kmax), inner
+        D = []
+        for s in range(nb - 1):
+            rest = T[a0 + s, :, s + 1 :, :].reshape(kmax, -1)  # [x_s, (t, k)], t > s
+            D.append(np.ascontiguousarray((rest[None, :, :] - rest[:, None, :]).reshape(kmax * kmax, -1)))
+        return T.reshape(n * kmax, nb * kmax), D
 
     def _one_hot(self, S):
         """The chains' one-hot states as a CSR matrix ``(n_chains, n K_max)`` (float32 ones) and its
@@ -116,73 +119,79 @@ class DenseFields:
         )
         return X, X.indices.reshape(m, n)  # the matrix's own indices, whatever their dtype
 
-    def _in_block(self, codes, a0, a1):
-        """The block's own one-hot states, ``(n_chains, nb K_max)``, and their codes."""
-        m, nb = codes.shape[0], a1 - a0
-        local = codes[:, a0:a1] - np.int32(a0 * self.kmax)
-        Y = sp.csr_array(
-            (np.ones(m * nb, dtype=np.float32), local.reshape(-1), np.arange(0, m * nb + 1, nb, dtype=np.int32)),
-            shape=(m, nb * self.kmax),
-        )
-        return Y, Y.indices.reshape(m, nb)
-
-    def _logits(self, G, Y, inner, a0, s, beta, out):
-        """Logits of site ``a0 + s`` (the ``s``-th of the block starting at ``a0``, whose in-block
-        tables are ``inner``) for every chain, written to ``out`` ``(K_max, n_chains)``."""
-        kmax = self.kmax
-        h = G[:, s * kmax : (s + 1) * kmax] + Y @ inner[s]  # (n_chains, K_max)
+    def _logits(self, h, i, beta, out):
+        """Logits ``(K_max, n_chains)`` of site ``i`` into ``out``, from its pair fields ``h`` ``(n_chains, K_max)``."""
         if beta != 1.0:
-            h *= np.float32(beta)
-        np.add(h.T, self.unary_t[:, a0 + s, None], out=out)
+            np.multiply(h.T, np.float32(beta), out=out)
+            out += self.unary_t[:, i, None]
+        else:
+            np.add(h.T, self.unary_t[:, i, None], out=out)
         return out
 
+    def _draw(self, h, i, beta, raw, work, out):
+        """New states of site ``i`` for every chain into ``out``: inverse CDF of ``exp(logits - max)``,
+        one 24-bit uniform per chain."""
+        cdf, top, t, below = work
+        kmax, m = cdf.shape
+        self._logits(h, i, beta, out=cdf)
+        np.maximum.reduce(cdf, axis=0, out=top)
+        np.subtract(cdf, top, out=cdf)
+        np.exp(cdf, out=cdf)
+        for k in range(1, kmax):  # cumulative sum over the states, one contiguous row at a time
+            np.add(cdf[k], cdf[k - 1], out=cdf[k])
+        np.copyto(t, uniform_bits24(raw, m), casting="unsafe")  # exact: below 2^24
+        np.multiply(cdf[kmax - 1], np.float32(1.0 / (1 << 24)), out=top)
+        np.multiply(t, top, out=t)
+        np.less_equal(cdf[: kmax - 1], t, out=below)
+        np.sum(below, axis=0, dtype=out.dtype, out=out)
+
     def run(self, S, n_sweeps, rng, beta=1.0):
-        """Run ``n_sweeps`` sweeps in place on internal states ``S``; ``beta`` scales the pair terms."""
+        """Run ``n_sweeps`` sweeps in place on internal states ``S``; ``beta`` scales the pair terms.
+
+        Per block: one product gives the pair fields of its sites from the current states of all
+        sites; after each of its sites is drawn, one gathered row of ``D`` per chain brings the
+        fields of the block's later sites up to date.
+        """
         m, kmax = S.shape[1], self.kmax
         if m == 0 or kmax < 2:
             return S
-        outer, inner = self._tables()
+        blocks = self._tables()
         X, codes = self._one_hot(S)
-        cdf = np.empty((kmax, m), dtype=np.float32)
-        top = np.empty(m, dtype=np.float32)
-        below = np.empty((kmax - 1, m), dtype=bool)
-        scale = np.float32(1.0 / (1 << 24))
+        work = (
+            np.empty((kmax, m), dtype=np.float32),
+            np.empty(m, dtype=np.float32),
+            np.empty(m, dtype=np.float32),
+            np.empty((kmax - 1, m), dtype=bool),
+        )
+        move = np.empty(m, dtype=np.intp)
+        delta = np.empty(m * max(1, self.block - 1) * kmax, dtype=np.float32)
         raw = rng.bit_generator
         for _ in range(n_sweeps):
-            for blk, a0 in enumerate(self.starts):
-                a1 = min(self.n, a0 + self.block)
-                G = X @ outer[blk]  # (chains, nb K_max): the fields from the sites outside the block
-                Y, local = self._in_block(codes, a0, a1)
-                for s in range(a1 - a0):
-                    self._logits(G, Y, inner[blk], a0, s, beta, out=cdf)
-                    np.maximum.reduce(cdf, axis=0, out=top)
-                    np.subtract(cdf, top, out=cdf)
-                    np.exp(cdf, out=cdf)
-                    for k in range(1, kmax):  # cumulative sum over the states, one contiguous row at a time
-                        np.add(cdf[k], cdf[k - 1], out=cdf[k])
-                    t = uniform_bits24(raw, m).astype(np.float32)  # exact: below 2^24
-                    np.multiply(cdf[kmax - 1], scale, out=top)
-                    np.multiply(t, top, out=t)
-                    np.less_equal(cdf[: kmax - 1], t, out=below)
+            for a0, (T, D) in zip(self.starts, blocks):
+                G = X @ T  # (chains, nb K_max): the block's pair fields
+                for s in range(len(D) + 1):
                     x = S[a0 + s]
-                    np.sum(below, axis=0, dtype=S.dtype, out=x)
+                    np.multiply(x, kmax, out=move)  # the old state's row of D[s]
+                    self._draw(G[:, s * kmax : (s + 1) * kmax], a0 + s, beta, raw, work, out=x)
                     np.add(x, self.offsets[a0 + s], out=codes[:, a0 + s], casting="unsafe")
-                    np.add(x, np.int32(s * kmax), out=local[:, s], casting="unsafe")
+                    if s < len(D):
+                        np.add(move, x, out=move)
+                        d = delta[: m * D[s].shape[1]].reshape(m, -1)
+                        np.take(D[s], move, axis=0, out=d, mode="clip")  # in range by construction
+                        G[:, (s + 1) * kmax :] += d
         return S
 
     def conditional_log_probs(self, S, sites, beta=1.0):
         """``log p(x_i = k | x_-i)`` of internal ``sites`` for every chain, ``(len(sites), n_chains, K_max)``."""
         m, kmax = S.shape[1], self.kmax
-        outer, inner = self._tables()
-        X, codes = self._one_hot(S)
+        blocks = self._tables()
+        X, _ = self._one_hot(S)
         out = np.empty((len(sites), m, kmax))
         logits = np.empty((kmax, m), dtype=np.float32)
         for r, i in enumerate(sites):
-            blk = int(i) // self.block
-            a0 = self.starts[blk]
-            G = X @ outer[blk]
-            Y, _ = self._in_block(codes, a0, min(self.n, a0 + self.block))
-            lg = self._logits(G, Y, inner[blk], a0, int(i) - a0, beta, out=logits).T.astype(np.float64)
+            blk, s = divmod(int(i), self.block)
+            h = X @ blocks[blk][0][:, s * kmax : (s + 1) * kmax]
+            lg = self._logits(h, int(i), beta, out=logits).T.astype(np.float64)
             lg -= lg.max(axis=1, keepdims=True)
             with np.errstate(divide="ignore"):
                 out[r] = lg - np.log(np.exp(lg).sum(axis=1, keepdims=True))

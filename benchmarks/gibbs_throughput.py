@@ -260,9 +260,9 @@ def complete_rows(n, m, sweeps, repeats, rng):
             _complete_row(
                 scale, "dense path, 2 processes (wall time)", 2 * m, sweeps, t2, 2 * n * m * sweeps / t2, 0, 0
             )
-        table_mib = 4 * (n * 21) ** 2 / 2**20
+        table_mib = sum(T.nbytes + sum(d.nbytes for d in D) for T, D in dense._dense._tables()) / 2**20
         block = dense._dense.block
-        print(f"     (dense kernel built in {t_build:.2f} s CPU; table {table_mib:.0f} MiB; blocks of {block} sites)")
+        print(f"     (dense kernel built in {t_build:.2f} s CPU; tables {table_mib:.0f} MiB; blocks of {block} sites)")
     return reached
 
 

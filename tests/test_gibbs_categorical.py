@@ -68,10 +68,12 @@ def _kernel(model, dense="auto"):
     return CategoricalGibbsKernel.from_layout(model.layout, model.theta, colour_classes(model.graph), dense=dense)
 
 
-@pytest.fixture(params=[96, 8], ids=["one-block", "blocks-of-2"])
+@pytest.fixture(params=[96, 8, 12], ids=["one-block", "blocks-of-2", "blocks-of-3"])
 def block_floats(request, monkeypatch):
-    """The dense path with its default blocks (one block of sites on these small graphs) and with
-    blocks of two sites at K = 4 (the product over the sites outside each block in use)."""
+    """The dense path with its default blocks (one block of sites on these small graphs: every
+    field after the first brought up to date by the in-block differences), with blocks of two
+    sites at K = 4 (a product per block) and of three (blocks 3 + 2: two in-block updates, then a
+    shorter last block)."""
     monkeypatch.setattr(DenseFields, "block_floats", request.param)
     return request.param
 
@@ -304,7 +306,7 @@ def test_dense_kernel_after_two_sweeps_is_exact_single_site_gibbs(block_floats):
     # kernel's site order: every single-site update draws from its full conditional.
     model = _model("complete-mixed", scale=2.0, seed=18)
     kernel = _kernel(model, dense=True)
-    assert len(kernel._dense.starts) == (1 if block_floats == 96 else 3)
+    assert len(kernel._dense.starts) == {96: 1, 8: 3, 12: 2}[block_floats]
     S = kernel.to_internal(_random_states(model, 20000, seed=19))
     kernel.run(S, 2, np.random.default_rng(20))
     p, pi, xs = _sweep_distribution(model, kernel.perm, 2)

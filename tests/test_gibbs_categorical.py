@@ -10,7 +10,7 @@ from scipy.special import logsumexp
 from skmrf.datasets import make_random_mrf
 from skmrf.graphs import grid_graph
 from skmrf.inference import CategoricalGibbsKernel, GeneralGibbsKernel, GibbsSampler, colour_classes
-from skmrf.inference._gibbs_dense import DenseFields
+from skmrf.inference._gibbs_dense import DenseFields, uniform_bits24
 from skmrf.model import DiscreteMRF
 
 from . import brute_force as bf
@@ -341,3 +341,35 @@ def test_dense_kernel_same_generator_same_states():
     np.testing.assert_array_equal(a, sampler.run(start, 5, np.random.default_rng(1)))
     assert not np.array_equal(a, sampler.run(start, 5, np.random.default_rng(2)))
     assert a.dtype == np.int64 and np.all((a >= 0) & (a < model.n_states))
+
+
+def _reference_sweeps(model, order, X, n_sweeps, rng, beta=1.0):
+    """Single-site Gibbs sweeps over ``order`` with the dense path's draw rule (one 24-bit
+    uniform ``u`` per chain and site, ``x = #{k < K - 1 : cdf_k <= u 2^-24 cdf_last}``), every
+    conditional by brute force in float64."""
+    X = X.copy()
+    for _ in range(n_sweeps):
+        for i in order:
+            cdf = np.cumsum(np.exp(_brute_conditionals(model, X, [i], beta)[0]), axis=1)
+            t = uniform_bits24(rng.bit_generator, len(X)) * 2.0**-24 * cdf[:, -1]
+            X[:, i] = np.sum(cdf[:, :-1] <= t[:, None], axis=1)
+    return X
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.6])
+def test_dense_kernel_at_21_states_is_the_reference_sweep(beta):
+    # K = 21 (states up to 20: a row code 20 * 21 of the in-block difference tables does not fit
+    # the uint8 states), 9 variables: blocks of 4, 4 and 1 sites, so the draws use the product,
+    # every in-block difference row and a one-site block. Same uniforms as the float64 reference:
+    # a draw can differ only when its uniform falls within the float32 rounding of the fields
+    # (about 9 * 2^-24 relative) of one of the 20 CDF boundaries, about 1e-5 per draw, so of
+    # 400 chains x 18 draws fewer than 0.1 are expected to differ; at most 4 of 400 chains may
+    # (Poisson tail below 1e-7). A wrong field anywhere moves most chains.
+    model = make_random_mrf("complete", 21, n_variables=9, random_state=24)
+    kernel = _kernel(model, dense=True)
+    assert kernel._dense.block == 4 and len(kernel._dense.starts) == 3
+    X = _random_states(model, 400, seed=25)
+    S = kernel.to_internal(X)
+    kernel.run(S, 2, np.random.default_rng(26), beta=beta)
+    ref = _reference_sweeps(model, kernel.perm, X, 2, np.random.default_rng(26), beta)
+    assert np.mean(np.all(kernel.to_external(S) == ref, axis=1)) >= 0.99

@@ -181,7 +181,7 @@ class DenseFields:
                 G = X @ T  # (chains, nb K_max): the block's pair fields
                 for s in range(len(D) + 1):
                     x = S[a0 + s]
-                    np.multiply(x, kmax, out=move)  # the old state's row of D[s]
+                    np.multiply(x, kmax, out=move, dtype=move.dtype)  # old row of D[s]; intp: 20 * 21 > 255
                     self._draw(G[:, s * kmax : (s + 1) * kmax], a0 + s, beta, raw, work, out=x)
                     np.add(x, self.offsets[a0 + s], out=codes[:, a0 + s], casting="unsafe")
                     if s < len(D):

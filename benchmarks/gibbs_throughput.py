@@ -53,7 +53,7 @@ import tracemalloc  # noqa: E402
 import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
-from joblib import Parallel  # noqa: E402
+from sklearn.utils.parallel import Parallel  # noqa: E402
 
 from skmrf import grid_graph  # noqa: E402
 from skmrf.inference import CategoricalGibbsKernel, run_chains  # noqa: E402

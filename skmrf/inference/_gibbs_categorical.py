@@ -15,10 +15,12 @@ _TINY = np.float32(2.0**-64)
 #: ``DENSE_MIN_GROUPS`` neighbour groups and at least ``DENSE_MIN_SINGLETONS`` of the colour classes
 #: per variable (on a complete graph every class is one variable, so the table path cannot update
 #: several sites at once). Measured, CPU time, 1,000 chains, complete graphs, dense / table
-#: updates per second: K = 21: 0.97 at n = 15 (14 groups), 1.14 at n = 20, 1.18 at 30, 1.73 at
-#: 75; K = 12: 0.78 at n = 20, 1.17 at 40 (20 groups); K = 8: 0.68 at n = 20, 0.95 at 40 (20
-#: groups); K = 5: 1.06 at n = 75 (37 groups); K = 3: 0.5-0.76 up to n = 75; graphs with half
-#: of all pairs as edges, n = 75: 0.23-0.71 (benchmarks/gibbs_throughput.py, --dense-crossover).
+#: updates per second (benchmarks/results/gibbs_dense_crossover.txt, load 12 on 2 cores): K = 21:
+#: 0.91 at n = 15 (14 groups), 1.03 at n = 20, 1.22 at 30, 1.59 at 75; K = 12: 0.93 at n = 20,
+#: 1.24 at 40 (20 groups); K = 8: 0.79 at n = 20, 1.12 at 40 (20 groups); K = 5: 1.05 at n = 40,
+#: 1.31 at 75 (25 groups); K = 3: 0.59-1.08 up to n = 40, 1.17 at 75 (19 groups); graphs with
+#: half of all pairs as edges, n = 75: 0.41-0.75. Small K on large complete graphs would gain a
+#: little from the dense path; the rule keeps them on the table path.
 DENSE_MIN_STATES = 8
 DENSE_MIN_GROUPS = 20
 DENSE_MIN_SINGLETONS = 0.9

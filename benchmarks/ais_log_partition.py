@@ -19,8 +19,9 @@ import argparse
 import time
 
 from skmrf.datasets import make_random_mrf
+from skmrf.exceptions import TreewidthError
 from skmrf.graphs import grid_graph, resolve_graph
-from skmrf.inference import TreewidthError, annealed_importance_sampling
+from skmrf.inference import annealed_importance_sampling
 
 
 def main():

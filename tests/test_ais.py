@@ -73,7 +73,7 @@ def test_an_ais_score_above_zero_is_refused():
     # #24 item 3: log Z >= energy(x) for every x, so a row with energy above the AIS estimate
     # proves the estimate too small; such a score is refused, never returned. The estimate is
     # lowered by hand here (AIS fails this way on strongly coupled wide grids, see the issue).
-    from skmrf.estimators import ImpossibleLikelihoodError
+    from skmrf.exceptions import ImpossibleLikelihoodError
 
     X, _ = sample_random_mrf(grid_graph(3, 3), 200, random_state=0)
     est = LAPEstimator(grid_graph(3, 3), score_method="ais", random_state=0).fit(X)
@@ -110,7 +110,7 @@ def test_score_quotes_the_interval_of_log_z_and_warns_when_it_cannot_rank():
     # up to AIS's Monte Carlo error below (3 standard errors).
     from sklearn.datasets import load_digits
 
-    from skmrf.estimators import EstimatedLikelihoodWarning
+    from skmrf.exceptions import EstimatedLikelihoodWarning
 
     X = (load_digits().data > 7).astype(np.int64)
     est = LAPEstimator("grid:8x8", max_bytes=256, random_state=0).fit(X)  # too small a budget: AIS

@@ -10,11 +10,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from ..data import Rows, is_chunked, reduce_row_chunks, scan_states
-from ..exceptions import EstimatedLikelihoodWarning, ImpossibleLikelihoodError
+from ..exceptions import EstimatedLikelihoodWarning, ImpossibleLikelihoodError, TreewidthError
 from ..graphs import MRFGraph, resolve_graph
 from ..inference.ais import annealed_importance_sampling
 from ..inference.gibbs import is_pairwise
-from ..inference.junction_tree import TreewidthError
 from ..inference.tree_bound import tree_upper_bound
 from ..model import DiscreteMRF
 from ..utils._memory import LBFGS_VECTORS, check_fit_memory

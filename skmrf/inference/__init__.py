@@ -1,5 +1,6 @@
 """Exact and approximate inference for discrete MRFs."""
 
+from ..exceptions import _moved
 from .ais import AISResult, annealed_importance_sampling
 from .conditionals import ConditionalPlan
 from .enumerate import Enumerator, all_states
@@ -11,7 +12,7 @@ from .gibbs import (
     colour_classes,
     run_chains,
 )
-from .junction_tree import DEFAULT_MAX_BYTES, JunctionTree, TreewidthError, elimination_order
+from .junction_tree import DEFAULT_MAX_BYTES, JunctionTree, elimination_order
 from .tree_bound import TreeBoundResult, tree_upper_bound
 
 __all__ = [
@@ -24,7 +25,6 @@ __all__ = [
     "Enumerator",
     "GibbsSampler",
     "JunctionTree",
-    "TreewidthError",
     "TreeBoundResult",
     "all_states",
     "annealed_importance_sampling",
@@ -33,3 +33,11 @@ __all__ = [
     "elimination_order",
     "tree_upper_bound",
 ]
+
+
+#: Warnings and errors exported here before skmrf.exceptions held them all (deprecated).
+_MOVED = ("TreewidthError",)
+
+
+def __getattr__(name):
+    return _moved(__name__, _MOVED, name)

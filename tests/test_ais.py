@@ -90,16 +90,20 @@ def test_ais_log_partition_is_estimated_at_first_use_and_cached(monkeypatch):
     import skmrf.estimators._base as base
 
     calls = []
-    original = base.annealed_importance_sampling
-    monkeypatch.setattr(base, "annealed_importance_sampling", lambda *a, **k: calls.append(1) or original(*a, **k))
+    original = base.adaptive_annealed_importance_sampling
+    monkeypatch.setattr(
+        base, "adaptive_annealed_importance_sampling", lambda *a, **k: calls.append(1) or original(*a, **k)
+    )
     X, _ = sample_random_mrf(grid_graph(3, 3), 200, random_state=0)
     est = LAPEstimator(grid_graph(3, 3), score_method="ais", random_state=3).fit(X)
     assert calls == [] and est.score_method_ == "ais"
     first = est.score(X)
     assert calls == [1]
     assert est.score(X) == first and est.log_partition_std_ > 0 and calls == [1]
-    res = original(est.model_, base.AIS_CHAINS, base.AIS_STEPS, random_state=3)
+    res = original(est.model_, base.AIS_BUDGET, base.AIS_CHAINS, base.AIS_STEPS, random_state=3)
     assert est.log_partition_ == res.log_z  # the same seeded estimate, bit for bit
+    assert est.log_partition_std_ == res.std_err and est.log_partition_lower_ == res.lower
+    assert est.log_partition_budget_exhausted_ is False
 
 
 def test_score_quotes_the_interval_of_log_z_and_warns_when_it_cannot_rank():

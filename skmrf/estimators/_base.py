@@ -12,7 +12,7 @@ from sklearn.base import BaseEstimator
 
 from ..data import is_chunked, reduce_row_chunks, scan_states
 from ..graphs import MRFGraph, resolve_graph
-from ..inference.ais import annealed_importance_sampling
+from ..inference.adaptive_ais import AIS_BUDGET, adaptive_annealed_importance_sampling, budget_message
 from ..inference.gibbs import is_pairwise
 from ..inference.junction_tree import TreewidthError
 from ..inference.tree_bound import tree_upper_bound
@@ -30,6 +30,7 @@ from ..utils.validation import (
 from ._score import MeanScoreMixin
 
 __all__ = [
+    "AIS_BUDGET",
     "AIS_CHAINS",
     "AIS_STEPS",
     "ALPHA_CONSTRAINT",
@@ -56,12 +57,19 @@ N_JOBS_CONSTRAINT = [
 #: ``alpha``: a ridge ``>= 0``, or ``"auto"`` for ``1 / n_samples`` (:meth:`BaseDiscreteMRF._ridge`).
 ALPHA_CONSTRAINT = [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})]
 
-#: Chains and annealing steps of ``score_method="ais"``.
-AIS_CHAINS, AIS_STEPS = 100, 1000
+#: Chains and annealing steps of the first run of the adaptive AIS of ``score_method="ais"``
+#: (:func:`~skmrf.inference.adaptive_annealed_importance_sampling`, centred path): it doubles
+#: the steps until two runs agree, within ``AIS_BUDGET`` chain sweeps (re-exported from
+#: :mod:`skmrf.inference.adaptive_ais`; 400,000: runs of 100 to 1600 steps). Measured
+#: (``benchmarks/ais_log_partition.py``): random grids and the 8 x 8 and 16 x 16 digits stop
+#: after 200 or 400 steps (30,000 or 70,000 sweeps); the 64 x 64 digits spend the budget
+#: (about 11 s of Gibbs sweeps on one core) and say so.
+AIS_CHAINS, AIS_STEPS = 100, 100
 #: ``score`` warns that scores from an estimated ``log Z`` cannot rank models when the interval
-#: ``[log_partition_, log_partition_upper_]`` is wider than this many nats (the same for every
-#: row's score). On the 8x8 digits it is 2.4 to 3 nats, on the 16x16 ones 23 to 33
-#: (``benchmarks/log_partition_bounds.py``), against differences of a nat or two between methods.
+#: ``[log_partition_lower_, log_partition_upper_]`` is wider than this many nats (the same for
+#: every row's score, so nats per row). Differences between estimators on the digits are a nat
+#: or two per row at 8 x 8; the interval is 2.4 to 3 nats wide there, 20 to 25 at 16 x 16 and
+#: about 40 at 64 x 64, the looseness of the tree bound (``benchmarks/log_partition_bounds.py``).
 LOG_Z_INTERVAL_MAX = 1.0
 #: L-BFGS iterations of the tree-reweighted bound at the first score (every iterate is a valid
 #: bound). On the LAP model of the 64x64 digits: 10 give 2394.4 in 8.6 s, 25 give 2365.0 in
@@ -288,6 +296,9 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
             "_log_partition",
             "_log_partition_std",
             "_log_partition_upper",
+            "_log_partition_lower",
+            "_log_partition_budget_exhausted",
+            "_ais_budget_message",
             "_ais_random_state",
             "_estimate_announced",
         ):
@@ -314,16 +325,29 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         self.log_partition_ = None
 
     def _estimate_log_partition(self):
-        """The log Z that :meth:`_resolve_score_method` deferred: the AIS estimate (``"ais"``) and,
-        for a pairwise model, the tree-reweighted upper bound on it (#24, item 1), which
-        ``"bound"`` scores with."""
+        """The log Z that :meth:`_resolve_score_method` deferred, and an interval around it.
+
+        ``"ais"``: the adaptive AIS estimate (#24, item 2), its standard error with the bias seen
+        between its runs, the lower end of the interval (AIS less its noise margin) and whether
+        its budget ran out. Both methods, pairwise models: the tree-reweighted upper bound on
+        ``log Z`` (#24, item 1), which ``"bound"`` scores with. There are no exact draws of a
+        model this wide, so no reverse-AIS bound: the interval is ``[AIS, tree bound]``.
+        """
+        d = self.__dict__
+        lower = exhausted = d["_ais_budget_message"] = None
         if self.score_method_ == "ais":  # first: it draws from random_state as it did in fit
-            res = annealed_importance_sampling(self.model_, AIS_CHAINS, AIS_STEPS, self._ais_random_state)
+            res = adaptive_annealed_importance_sampling(
+                self.model_, AIS_BUDGET, AIS_CHAINS, AIS_STEPS, random_state=self._ais_random_state, warn=False
+            )
             self.log_partition_, self.log_partition_std_ = res.log_z, res.std_err
+            lower, exhausted = res.lower, res.budget_exhausted
+            d["_ais_budget_message"] = budget_message(res) if exhausted else None
         upper = None
         if is_pairwise(self.model_.layout):
             upper = tree_upper_bound(self.model_, max_iter=TREE_BOUND_ITER, random_state=self._ais_random_state).bound
-        self.__dict__["_log_partition_upper"] = upper
+        d["_log_partition_upper"] = upper
+        d["_log_partition_lower"] = lower
+        d["_log_partition_budget_exhausted"] = exhausted
         if self.score_method_ == "bound":
             self.log_partition_ = upper
 
@@ -340,43 +364,61 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     log_partition_upper_ = _deferred(
         "_log_partition_upper", "Tree-reweighted upper bound on ``log Z`` (pairwise models, else None).", settable=False
     )
+    log_partition_lower_ = _deferred(
+        "_log_partition_lower", "Lower end of the interval for ``log Z`` (AIS less its noise margin).", settable=False
+    )
+    log_partition_budget_exhausted_ = _deferred(
+        "_log_partition_budget_exhausted", "Whether AIS ran out of its budget before its runs agreed.", settable=False
+    )
 
     def _announce_estimate(self):
         """Warn once per fit that scores rest on an estimated ``log Z``, with its interval.
 
-        With ``score_method="auto"`` that they are estimates at all; with ``"auto"`` or ``"ais"``
-        that they cannot rank models when ``[log_partition_, log_partition_upper_]`` is wider
-        than :data:`LOG_Z_INTERVAL_MAX` nats.
+        With ``score_method="auto"`` that they are estimates at all, quoting the interval
+        ``[log_partition_lower_, log_partition_upper_]`` in nats per row; with ``"auto"`` or
+        ``"ais"``, that they cannot rank models when it is wider than :data:`LOG_Z_INTERVAL_MAX`
+        nats, and that AIS ran out of its budget when it did.
         """
         if self.score_method_ != "ais" or self.__dict__.get("_estimate_announced"):
             return
         self._estimate_announced = True
-        low, upper = self.log_partition_, self.__dict__.get("_log_partition_upper")
-        interval = (
-            f"log Z lies in [{low:.6g}, {upper:.6g}] (AIS, tree-reweighted upper bound: log_partition_upper_), "
-            f"so every score is between {upper - low:.3g} nats too high and about right"
-            if upper is not None
-            else "no upper bound on it was computed (a model with cliques of three or more variables, or one "
-            "loaded from a file)"
-        )
+        d = self.__dict__
+        estimate, std = self.log_partition_, self.log_partition_std_
+        low, upper = d.get("_log_partition_lower"), d.get("_log_partition_upper")
+        if low is None:  # a model loaded from a file: the estimate less 3 of its standard errors
+            low = estimate - 3 * std
+        if upper is not None:
+            interval = (
+                f"log Z lies in [{low:.6g}, {upper:.6g}] (log_partition_lower_: AIS less its noise margin; "
+                f"log_partition_upper_: tree-reweighted bound), so every row's score, and the mean score, "
+                f"is uncertain by {upper - low:.3g} nats per row"
+            )
+        else:
+            interval = (
+                f"log Z is at least {low:.6g} (log_partition_lower_), but no upper bound on it was computed "
+                "(a model with cliques of three or more variables, or one loaded from a file)"
+            )
+        budget = d.get("_ais_budget_message")
         if self.score_method == "auto":
             warnings.warn(
                 f"{type(self).__name__}(score_method='auto') scores with log Z estimated by annealed "
-                f"importance sampling ({AIS_CHAINS} chains, {AIS_STEPS} steps): log Z = "
-                f"{low:.6g} with standard error {self.log_partition_std_:.3g} "
-                "(log_partition_std_), because the junction tree of this graph exceeds max_bytes; "
-                f"{interval}. The scores are log-likelihood estimates; set score_method='ais' to "
-                "silence this warning.",
+                f"importance sampling (adaptive: {AIS_CHAINS} chains from {AIS_STEPS} steps, doubled until two "
+                f"runs agree, within {AIS_BUDGET:,} chain sweeps): log Z = {estimate:.6g} with standard error "
+                f"{std:.3g} (log_partition_std_, its bias included), because the junction tree of this graph "
+                f"exceeds max_bytes; {interval}. The scores are log-likelihood estimates; set "
+                "score_method='ais' to silence this warning.",
                 EstimatedLikelihoodWarning,
                 stacklevel=3,
             )
+        if budget:
+            warnings.warn(f"{type(self).__name__}: {budget}", EstimatedLikelihoodWarning, stacklevel=3)
         if upper is not None and upper - low > LOG_Z_INTERVAL_MAX:
             warnings.warn(
                 f"{type(self).__name__}: {interval}. The interval is wider than {LOG_Z_INTERVAL_MAX:g} nat per "
-                "row, so these scores cannot rank models (AIS underestimates log Z when its chains do not mix, "
-                "while its standard error stays small). For a conservative comparison use the lower end, "
-                "score(X) - (log_partition_upper_ - log_partition_), a guaranteed lower bound on the "
-                "mean log-likelihood.",
+                "row, so these scores cannot rank models (AIS underestimates log Z when its chains do not "
+                "follow the model; the tree bound is loose on strongly coupled models). For a conservative "
+                "comparison use score_method='bound' (scores with the upper end: a guaranteed lower bound "
+                "on the mean log-likelihood).",
                 EstimatedLikelihoodWarning,
                 stacklevel=3,
             )

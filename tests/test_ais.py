@@ -237,8 +237,8 @@ def test_adaptive_ais_stops_when_two_runs_agree():
     # An easy model: the first two runs (100 and 200 steps) agree, so it stops there having spent
     # 100 * 100 + 100 * 200 sweeps, far within its budget.
     model = make_random_mrf(resolve_graph(grid_graph(5, 5), 25), 2, 1.0, random_state=3)
-    res = adaptive_annealed_importance_sampling(model, random_state=0)
-    assert res.converged and not res.budget_exhausted
+    res = adaptive_annealed_importance_sampling(model, path="centred", random_state=0)
+    assert res.converged and not res.budget_exhausted and res.path == "centred"
     assert [r.n_steps for r in res.runs] == [100, 200] and res.sweeps == 30_000
     assert (res.n_chains, res.n_steps, res.log_z) == (100, 200, res.runs[-1].log_z)
     a, b = res.runs
@@ -247,7 +247,7 @@ def test_adaptive_ais_stops_when_two_runs_agree():
     # 4 standard errors: see test_adaptive_ais_standard_error_is_honest
     assert abs(res.log_z - model.log_partition()) <= 4 * res.std_err
     # tol: more chains on the same schedule until the error is below it
-    fine = adaptive_annealed_importance_sampling(model, tol=res.std_err / 2, random_state=0)
+    fine = adaptive_annealed_importance_sampling(model, tol=res.std_err / 2, path="centred", random_state=0)
     assert fine.converged and fine.std_err <= res.std_err / 2 and fine.n_chains > 100
 
 
@@ -265,19 +265,37 @@ def test_adaptive_ais_reports_a_spent_budget():
 
     model, _ = _hard_fitted_model()
     with pytest.warns(ConvergenceWarning, match="did not converge within its budget of 700 chain sweeps"):
-        res = adaptive_annealed_importance_sampling(model, 700, 100, 1, random_state=0)
+        res = adaptive_annealed_importance_sampling(model, 700, 100, 1, path="centred", random_state=0)
     assert res.budget_exhausted and not res.converged and res.sweeps == 700
     assert [r.n_steps for r in res.runs] == [1, 2, 4]
     drift = max(abs(res.log_z - r.log_z) for r in res.runs[:-1])
     assert res.std_err >= drift
     assert abs(res.log_z - model.log_partition()) <= 4 * res.std_err
     # The first two runs are always made, whatever the budget.
-    tiny = adaptive_annealed_importance_sampling(model, 1, 100, 1, random_state=0, warn=False)
+    tiny = adaptive_annealed_importance_sampling(model, 1, 100, 1, path="centred", random_state=0, warn=False)
     assert len(tiny.runs) == 2 and tiny.sweeps == 300 and tiny.budget_exhausted
+    # "auto" also makes the first run on the other path: 100 more sweeps
+    auto = adaptive_annealed_importance_sampling(model, 1, 100, 1, random_state=0, warn=False)
+    assert len(auto.runs) == 2 and auto.sweeps == 400
     with pytest.raises(ValueError, match="budget must be a positive integer"):
         adaptive_annealed_importance_sampling(model, 0)
     with pytest.raises(ValueError, match="z must be a positive number"):
         adaptive_annealed_importance_sampling(model, z=-1.0)
+    with pytest.raises(ValueError, match="path must be 'auto' or one of"):
+        adaptive_annealed_importance_sampling(model, path="linear")
+
+
+def test_auto_path_continues_on_the_path_with_the_higher_first_estimate():
+    # Both paths' first runs are stochastic lower bounds: "auto" keeps the path whose first run is
+    # higher. The first runs draw from the first two streams spawned from random_state, centred
+    # then unary, so they can be repeated here bit for bit.
+    for model in (_hard_fitted_model()[0], _coupled_grid(kind="frustrated")):
+        auto = adaptive_annealed_importance_sampling(model, random_state=0)
+        rng = np.random.default_rng(0)
+        first = {p: annealed_importance_sampling(model, 100, 100, rng.spawn(1)[0], p) for p in ("centred", "unary")}
+        best = max(first, key=lambda p: first[p].log_z)
+        assert auto.path == best and auto.runs[0].log_z == first[best].log_z
+        assert auto.sweeps == 2 * 100 * 100 + sum(len(r.log_weights) * r.n_steps for r in auto.runs[1:])
 
 
 def test_adaptive_ais_standard_error_is_honest():
@@ -312,7 +330,7 @@ def test_lower_end_uses_markov_when_the_weights_are_not_measured():
     model, _ = _hard_fitted_model()
     exact = model.log_partition()
     for seed in range(4):
-        res = adaptive_annealed_importance_sampling(model, 1, 100, 1, random_state=seed, warn=False)
+        res = adaptive_annealed_importance_sampling(model, 1, 100, 1, path="centred", random_state=seed, warn=False)
         last = res.runs[-1]
         if last.effective_sample_size >= res.min_ess:
             assert res.lower == res.log_z - INTERVAL_SIGMAS * last.std_err
@@ -338,11 +356,11 @@ def test_estimator_warns_with_the_interval_and_a_spent_budget(monkeypatch):
     assert est.log_partition_budget_exhausted_ is False
     _, X = _hard_fitted_model()
     monkeypatch.setattr(base, "AIS_STEPS", 1)
-    monkeypatch.setattr(base, "AIS_BUDGET", 1)  # the first two runs only: 1 and 2 steps
+    monkeypatch.setattr(base, "AIS_BUDGET", 1)  # the first two runs only: 1 (on both paths) and 2 steps
     est = LAPEstimator("grid:6x6", score_method="ais", random_state=0).fit(X)
     with pytest.warns(EstimatedLikelihoodWarning) as record:
         est.score(X)
-    assert any("did not converge within its budget of 300 chain sweeps" in str(w.message) for w in record)
+    assert any("did not converge within its budget of 400 chain sweeps" in str(w.message) for w in record)
     assert est.log_partition_budget_exhausted_ is True
     est.set_params(score_method="exact").fit(X)
     assert not hasattr(est, "log_partition_lower_")  # nothing stale from the AIS fit

@@ -75,6 +75,8 @@ class AdaptiveAISResult(NamedTuple):
     """Annealing steps of the last run."""
     sweeps: int
     """Chain sweeps spent over all runs (the budget's unit)."""
+    budget: int
+    """The ``budget`` of the call."""
     converged: bool
     """Whether the last two runs agreed within ``z`` of their combined standard error, with an
     effective sample size of at least ``min_ess`` (and ``std_err <= tol`` when given)."""
@@ -233,6 +235,7 @@ def adaptive_annealed_importance_sampling(
         len(cur.log_weights),
         cur.n_steps,
         sweeps,
+        int(budget),
         converged,
         exhausted,
         float(min_ess),
@@ -258,11 +261,12 @@ def budget_message(result):
     """One sentence on a run whose budget ran out: the last two estimates and what to change."""
     a, b = result.runs[-2], result.runs[-1]
     return (
-        f"Adaptive AIS did not converge within its budget of {result.sweeps:,} chain sweeps: the last two "
+        f"Adaptive AIS did not converge within its budget of {result.budget:,} chain sweeps (it spent "
+        f"{result.sweeps:,}; the next run would have exceeded it): the last two "
         f"runs ({len(a.log_weights)} chains x {a.n_steps} steps, {len(b.log_weights)} x {b.n_steps}) estimate "
         f"log Z = {a.log_z:.6g} and {b.log_z:.6g} (effective sample size {b.effective_sample_size:.3g}), so "
-        f"the estimate may be far below log Z; its standard error {result.std_err:.3g} extrapolates the last "
-        "change. Raise the budget, or bound log Z from above (skmrf.inference.log_partition_interval)."
+        f"the estimate may be far below log Z; its standard error {result.std_err:.3g} is the largest change "
+        "between its runs. Raise the budget, or bound log Z from above (skmrf.inference.log_partition_interval)."
     )
 
 

@@ -268,7 +268,7 @@ def test_adaptive_ais_reports_a_spent_budget():
         res = adaptive_annealed_importance_sampling(model, 700, 100, 1, path="centred", random_state=0)
     assert res.budget_exhausted and not res.converged and res.sweeps == 700
     assert [r.n_steps for r in res.runs] == [1, 2, 4]
-    drift = max(abs(res.log_z - r.log_z) for r in res.runs[:-1])
+    drift = max(abs(res.log_z - r.log_z) for r in res.runs[-3:-1])  # over the last two doublings
     assert res.std_err >= drift
     assert abs(res.log_z - model.log_partition()) <= 4 * res.std_err
     # The first two runs are always made, whatever the budget.

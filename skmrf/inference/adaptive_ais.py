@@ -63,10 +63,11 @@ class AdaptiveAISResult(NamedTuple):
     is their difference ``d``: if AIS's bias decays as ``1 / T`` it halves with each doubling of
     the schedule, so ``d`` estimates the bias left in the last run, and ``log_z + d`` (Richardson)
     has noise ``2 e_2 - e_1``, of variance ``4 s_2^2 + s_1^2``. When the budget ran out, ``b`` is
-    the largest difference between the last run and an earlier one: larger than the remaining
-    bias whenever that decays at least as fast as ``T^(-1/k)`` over the ``k`` doublings made,
-    but not when AIS is stuck on a plateau it has not yet left. Not capped at 1 nat, as the
-    weights' standard error is; about 2.5 times it when the bias is negligible."""
+    the largest difference between the last run and the two before it (schedules ``T / 2`` and
+    ``T / 4``): larger than the bias left in the last run whenever it decays at least as fast as
+    ``T^(-1/2)`` (AIS's bias decays as ``1 / T`` once its chains follow the model), but not when
+    AIS is stuck on a plateau it has not yet left. Not capped at 1 nat, as the weights' standard
+    error is; about 2.5 times it when the bias is negligible."""
     effective_sample_size: float
     """Of the last run's weights."""
     n_chains: int
@@ -253,7 +254,7 @@ def _error(runs, converged):
     if converged:
         bias = cur.log_z - prev.log_z
     else:
-        bias = max(abs(cur.log_z - r.log_z) for r in runs[:-1])
+        bias = max(abs(cur.log_z - r.log_z) for r in runs[-3:-1])
     return float(np.sqrt(bias**2 + 4 * cur.std_err**2 + prev.std_err**2))
 
 
@@ -266,7 +267,8 @@ def budget_message(result):
         f"runs ({len(a.log_weights)} chains x {a.n_steps} steps, {len(b.log_weights)} x {b.n_steps}) estimate "
         f"log Z = {a.log_z:.6g} and {b.log_z:.6g} (effective sample size {b.effective_sample_size:.3g}), so "
         f"the estimate may be far below log Z; its standard error {result.std_err:.3g} is the largest change "
-        "between its runs. Raise the budget, or bound log Z from above (skmrf.inference.log_partition_interval)."
+        "over its last two doublings. Raise the budget, or bound log Z from above "
+        "(skmrf.inference.log_partition_interval)."
     )
 
 

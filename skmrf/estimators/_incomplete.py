@@ -111,6 +111,8 @@ class IncompleteDataTerm:
         Memory budget of one calibration of a sub-network's tree (one pattern).
     keep_rows : bool, default=False
         Keep which pattern each row shows, for :meth:`row_log_evidence`.
+    weight : ndarray of float64 of shape (n_rows,), optional
+        Row weights: a pattern's count is the sum of its rows' weights.
 
     Attributes
     ----------
@@ -125,14 +127,14 @@ class IncompleteDataTerm:
         Table counts of the cliques without a free variable (zeros elsewhere).
     """
 
-    def __init__(self, layout, X, decompose=True, max_bytes=None, keep_rows=False):
+    def __init__(self, layout, X, decompose=True, max_bytes=None, keep_rows=False, weight=None):
         self.layout = layout
         self.n_rows, n_var = X.shape
         missing = X < 0
         self.free = missing.any(axis=0)
         has_free = np.array([self.free[list(c)].any() for c in layout.cliques], dtype=bool)
         self.observed_cliques = np.flatnonzero(~has_free)
-        self.observed_counts = self._observed_counts(X)
+        self.observed_counts = self._observed_counts(X, weight)
         if decompose:
             self.networks = subnetworks(layout.cliques, self.free)
         else:
@@ -145,7 +147,7 @@ class IncompleteDataTerm:
             return
         k_missing = layout.n_states + 1  # "missing" is one more state, so patterns compress as states
         Xc = np.where(missing, layout.n_states, X)
-        sub, row, count, inverse = distinct_projections(Xc, variables, k_missing, return_inverse=True)
+        sub, row, count, inverse = distinct_projections(Xc, variables, k_missing, return_inverse=True, weight=weight)
         self.n_patterns = np.bincount(sub, minlength=len(self.networks))
         starts = np.concatenate([[0], np.cumsum(self.n_patterns)])
         by_shape = {}
@@ -176,11 +178,12 @@ class IncompleteDataTerm:
             if obs[members].any():
                 yield codes[:, obs[members]]
 
-    def _observed_counts(self, X):
-        """Table counts of the cliques with no free variable (complete data there)."""
+    def _observed_counts(self, X, weight=None):
+        """Table counts (summed weights) of the cliques with no free variable (complete data there)."""
         counts = np.zeros(self.layout.n_table)
         for codes in self._observed_codes(X):
-            counts += np.bincount(codes.ravel(), minlength=self.layout.n_table)
+            w = None if weight is None else np.repeat(weight, codes.shape[1])
+            counts += np.bincount(codes.ravel(), weights=w, minlength=self.layout.n_table)
         return counts
 
     def _reduce(self, net, rows_X, counts):

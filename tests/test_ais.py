@@ -93,7 +93,7 @@ def test_an_ais_score_above_zero_is_refused():
 def test_ais_log_partition_is_estimated_at_first_use_and_cached(monkeypatch):
     # #24 item 4: fit does not pay for AIS; the first score (or read of log_partition_) runs it
     # once, seeded by random_state as fit would have, and later scores reuse it.
-    import skmrf.estimators._base as base
+    import skmrf.estimators._log_partition as base
 
     calls = []
     original = base.adaptive_annealed_importance_sampling
@@ -343,7 +343,7 @@ def test_lower_end_uses_markov_when_the_weights_are_not_measured():
 def test_estimator_warns_with_the_interval_and_a_spent_budget(monkeypatch):
     # The first score quotes the interval in nats per row, and says when AIS ran out of budget;
     # the interval's ends and the flag are fitted attributes.
-    import skmrf.estimators._base as base
+    import skmrf.estimators._log_partition as base
     from skmrf.estimators import EstimatedLikelihoodWarning
 
     X, _ = sample_random_mrf(grid_graph(4, 4), 300, random_state=0)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 
 import networkx as nx
@@ -12,10 +11,8 @@ from sklearn.base import BaseEstimator, clone
 from ..data import Rows, is_chunked, reduce_row_chunks, scan_states
 from ..exceptions import EstimatedLikelihoodWarning, ImpossibleLikelihoodError
 from ..graphs import MRFGraph, resolve_graph
-from ..inference.adaptive_ais import AIS_BUDGET, adaptive_annealed_importance_sampling, budget_message
 from ..inference.gibbs import is_pairwise
 from ..inference.junction_tree import TreewidthError
-from ..inference.tree_bound import tree_upper_bound
 from ..model import DiscreteMRF
 from ..utils._memory import LBFGS_VECTORS, check_fit_memory
 from ..utils._sklearn_compat import (
@@ -35,6 +32,17 @@ from ..utils.validation import (
     column_names,
     fit_column_labels,
 )
+from ._log_partition import (
+    AIS_BUDGET,
+    AIS_CHAINS,
+    AIS_STEPS,
+    LOG_Z_INTERVAL_MAX,
+    LOG_Z_KEYS,
+    TREE_BOUND_ITER,
+    announce_estimate,
+    estimate_log_partition,
+    refuse_impossible,
+)
 from ._score import MeanScoreMixin
 
 __all__ = [
@@ -46,7 +54,9 @@ __all__ = [
     "EstimatedLikelihoodWarning",
     "ImpossibleLikelihoodError",
     "LBFGS_VECTORS",
+    "LOG_Z_INTERVAL_MAX",
     "MAX_TABLE_SIZE",
+    "TREE_BOUND_ITER",
     "check_fit_memory",
     "model_of",
 ]
@@ -64,25 +74,6 @@ N_JOBS_CONSTRAINT = [
 
 #: ``alpha``: a ridge ``>= 0``, or ``"auto"`` for ``1 / n_samples`` (:meth:`BaseDiscreteMRF._ridge`).
 ALPHA_CONSTRAINT = [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})]
-
-#: Chains and annealing steps of the first run of the adaptive AIS of ``score_method="ais"``
-#: (:func:`~skmrf.inference.adaptive_annealed_importance_sampling`, centred path): it doubles
-#: the steps until two runs agree, within ``AIS_BUDGET`` chain sweeps (re-exported from
-#: :mod:`skmrf.inference.adaptive_ais`; 400,000: runs of 100 to 1600 steps). Measured
-#: (``benchmarks/ais_log_partition.py``): random grids and the 8 x 8 and 16 x 16 digits stop
-#: after 200 or 400 steps (30,000 or 70,000 sweeps); the 64 x 64 digits spend the budget
-#: (about 11 s of Gibbs sweeps on one core) and say so.
-AIS_CHAINS, AIS_STEPS = 100, 100
-#: ``score`` warns that scores from an estimated ``log Z`` cannot rank models when the interval
-#: ``[log_partition_lower_, log_partition_upper_]`` is wider than this many nats (the same for
-#: every row's score, so nats per row). Differences between estimators on the digits are a nat
-#: or two per row at 8 x 8; the interval is 2.4 to 3 nats wide there, 20 to 25 at 16 x 16 and
-#: about 40 at 64 x 64, the looseness of the tree bound (``benchmarks/log_partition_bounds.py``).
-LOG_Z_INTERVAL_MAX = 1.0
-#: L-BFGS iterations of the tree-reweighted bound at the first score (every iterate is a valid
-#: bound). On the LAP model of the 64x64 digits: 10 give 2394.4 in 8.6 s, 25 give 2365.0 in
-#: 17 s, and 160 (converged) 2355.9 in 106 s, against an AIS estimate of 673.
-TREE_BOUND_ITER = 25
 
 
 def model_of(obj, name):
@@ -366,16 +357,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         for it (#24, item 4). It is seeded the same way, so the result is the same.
         """
         method = self.score_method
-        for key in (
-            "_log_partition",
-            "_log_partition_std",
-            "_log_partition_upper",
-            "_log_partition_lower",
-            "_log_partition_budget_exhausted",
-            "_ais_budget_message",
-            "_ais_random_state",
-            "_estimate_announced",
-        ):
+        for key in LOG_Z_KEYS:
             self.__dict__.pop(key, None)  # from an earlier fit
         if method in ("auto", "exact"):
             try:
@@ -399,31 +381,9 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         self.log_partition_ = None
 
     def _estimate_log_partition(self):
-        """The log Z that :meth:`_resolve_score_method` deferred, and an interval around it.
-
-        ``"ais"``: the adaptive AIS estimate (#24, item 2), its standard error with the bias seen
-        between its runs, the lower end of the interval (AIS less its noise margin) and whether
-        its budget ran out. Both methods, pairwise models: the tree-reweighted upper bound on
-        ``log Z`` (#24, item 1), which ``"bound"`` scores with. There are no exact draws of a
-        model this wide, so no reverse-AIS bound: the interval is ``[AIS, tree bound]``.
-        """
-        d = self.__dict__
-        lower = exhausted = d["_ais_budget_message"] = None
-        if self.score_method_ == "ais":  # first: it draws from random_state as it did in fit
-            res = adaptive_annealed_importance_sampling(
-                self.model_, AIS_BUDGET, AIS_CHAINS, AIS_STEPS, random_state=self._ais_random_state, warn=False
-            )
-            self.log_partition_, self.log_partition_std_ = res.log_z, res.std_err
-            lower, exhausted = res.lower, res.budget_exhausted
-            d["_ais_budget_message"] = budget_message(res) if exhausted else None
-        upper = None
-        if is_pairwise(self.model_.layout):
-            upper = tree_upper_bound(self.model_, max_iter=TREE_BOUND_ITER, random_state=self._ais_random_state).bound
-        d["_log_partition_upper"] = upper
-        d["_log_partition_lower"] = lower
-        d["_log_partition_budget_exhausted"] = exhausted
-        if self.score_method_ == "bound":
-            self.log_partition_ = upper
+        """The log Z that :meth:`_resolve_score_method` deferred, and its interval
+        (:func:`~skmrf.estimators._log_partition.estimate_log_partition`)."""
+        self.__dict__.update(estimate_log_partition(self.model_, self.score_method_, self._ais_random_state))
 
     def _log_partition_attribute(self, key):
         d = self.__dict__
@@ -446,56 +406,13 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     )
 
     def _announce_estimate(self):
-        """Warn once per fit that scores rest on an estimated ``log Z``, with its interval.
-
-        With ``score_method="auto"`` that they are estimates at all, quoting the interval
-        ``[log_partition_lower_, log_partition_upper_]`` in nats per row; with ``"auto"`` or
-        ``"ais"``, that they cannot rank models when it is wider than :data:`LOG_Z_INTERVAL_MAX`
-        nats, and that AIS ran out of its budget when it did.
-        """
+        """Warn once per fit that scores rest on an estimated ``log Z``, with its interval
+        (:func:`~skmrf.estimators._log_partition.announce_estimate`)."""
         if self.score_method_ != "ais" or self.__dict__.get("_estimate_announced"):
             return
         self._estimate_announced = True
-        d = self.__dict__
         estimate, std = self.log_partition_, self.log_partition_std_
-        low, upper = d.get("_log_partition_lower"), d.get("_log_partition_upper")
-        if low is None:  # a model loaded from a file: the estimate less 3 of its standard errors
-            low = estimate - 3 * std
-        if upper is not None:
-            interval = (
-                f"log Z lies in [{low:.6g}, {upper:.6g}] (log_partition_lower_: AIS less its noise margin; "
-                f"log_partition_upper_: tree-reweighted bound), so every row's score, and the mean score, "
-                f"is uncertain by {upper - low:.3g} nats per row"
-            )
-        else:
-            interval = (
-                f"log Z is at least {low:.6g} (log_partition_lower_), but no upper bound on it was computed "
-                "(a model with cliques of three or more variables, or one loaded from a file)"
-            )
-        budget = d.get("_ais_budget_message")
-        if self.score_method == "auto":
-            warnings.warn(
-                f"{type(self).__name__}(score_method='auto') scores with log Z estimated by annealed "
-                f"importance sampling (adaptive: {AIS_CHAINS} chains from {AIS_STEPS} steps, doubled until two "
-                f"runs agree, within {AIS_BUDGET:,} chain sweeps): log Z = {estimate:.6g} with standard error "
-                f"{std:.3g} (log_partition_std_, its bias included), because the junction tree of this graph "
-                f"exceeds max_bytes; {interval}. The scores are log-likelihood estimates; set "
-                "score_method='ais' to silence this warning.",
-                EstimatedLikelihoodWarning,
-                stacklevel=3,
-            )
-        if budget:
-            warnings.warn(f"{type(self).__name__}: {budget}", EstimatedLikelihoodWarning, stacklevel=3)
-        if upper is not None and upper - low > LOG_Z_INTERVAL_MAX:
-            warnings.warn(
-                f"{type(self).__name__}: {interval}. The interval is wider than {LOG_Z_INTERVAL_MAX:g} nat per "
-                "row, so these scores cannot rank models (AIS underestimates log Z when its chains do not "
-                "follow the model; the tree bound is loose on strongly coupled models). For a conservative "
-                "comparison use score_method='bound' (scores with the upper end: a guaranteed lower bound "
-                "on the mean log-likelihood).",
-                EstimatedLikelihoodWarning,
-                stacklevel=3,
-            )
+        announce_estimate(type(self).__name__, self.score_method, self.__dict__, estimate, std)
 
     # -- scoring and sampling ----------------------------------------------
     def score_samples(self, X):
@@ -527,30 +444,10 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         self._announce_estimate()
         if self.score_method_ in ("exact", "ais", "bound"):
             scores = self.model_.layout.energy(Xi, self.model_.theta) - self.log_partition_
-            if self.score_method_ == "ais":
-                self._refuse_impossible(scores)
+            if self.score_method_ == "ais":  # #24 item 3: a score > 0 proves the estimate wrong
+                refuse_impossible(type(self).__name__, scores, self.log_partition_, self.log_partition_std_)
             return scores
         return self.model_.log_pseudo_likelihood(Xi)
-
-    def _refuse_impossible(self, scores):
-        """Refuse AIS scores of rows more probable than certain (#24, item 3).
-
-        ``log Z >= energy(x)`` for every state ``x``, so a row with ``energy(x) > log Z`` proves
-        the AIS estimate too small by at least the difference (AIS underestimates ``log Z`` when
-        its chains do not mix). Returning the score would rank the model by that error.
-        """
-        worst = int(np.argmax(scores)) if len(scores) else 0
-        if len(scores) and scores[worst] > 0:
-            raise ImpossibleLikelihoodError(
-                f"{type(self).__name__}: row {worst} would have log-probability {scores[worst]:.4g} > 0 "
-                f"with the AIS estimate log Z = {self.log_partition_:.6g} (standard error "
-                f"{self.log_partition_std_:.3g}): its energy proves log Z >= "
-                f"{self.log_partition_ + scores[worst]:.6g}, so the estimate is at least {scores[worst]:.4g} "
-                "nats too small and every score from it is too high. AIS did not reach this model's mass "
-                "(its chains do not mix at these couplings); do not rank models by it. Use "
-                "score_method='pseudo', or estimate log Z with more chains and steps "
-                "(skmrf.inference.annealed_importance_sampling) and compare."
-            )
 
     def sample(self, n_samples=1, random_state=None, method="auto", n_sweeps=200):
         """Draw samples from the fitted model.
@@ -607,7 +504,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     def __skmrf_set_state__(self, state):
         """Set ``graph_``, ``n_states_``, ``model_`` and ``log_partition_`` (None when ``state`` has
         none), and ``log_partition_std_`` where given, from :meth:`__skmrf_state__`'s dict."""
-        for key in ("_log_partition", "_log_partition_std", "_log_partition_upper", "_ais_random_state"):
+        for key in LOG_Z_KEYS:
             self.__dict__.pop(key, None)  # of an earlier fit: nothing is estimated later
         n_states = np.array(state["n_states"], dtype=np.int64)
         self.graph_ = MRFGraph(len(n_states), tuple(tuple(f) for f in state["factors"]), state["names"])

@@ -48,7 +48,7 @@ from sklearn.datasets import load_digits
 
 from skmrf import LAPEstimator, MCMCMaxLikelihood, PseudoLikelihoodEstimator
 from skmrf.datasets import make_random_mrf
-from skmrf.estimators._base import AIS_BUDGET, AIS_CHAINS, AIS_STEPS, TREE_BOUND_ITER
+from skmrf.estimators._log_partition import AIS_BUDGET, AIS_CHAINS, AIS_STEPS, TREE_BOUND_ITER
 from skmrf.graphs import grid_graph, resolve_graph
 from skmrf.inference import (
     TreewidthError,
@@ -171,6 +171,62 @@ def part_random(out, jmax):
     out(f"load average after: {_load()}; peak memory {_peak_mib():.0f} MiB")
 
 
+def _image_case(name, est_name, X, rows):
+    """One fitted model of part ``images``: its two table rows, whether its intervals hold, the model."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ESTIMATORS[est_name](f"grid:{rows}x{rows}", random_state=0).fit(X).model_
+    exact, t_exact = _timed(grid_log_partition, model, rows, rows)
+    if rows <= 16:  # the junction tree fits: the transfer matrix must agree with it
+        jt = model.log_partition()
+        assert abs(jt - exact) <= 1e-9 * (1 + abs(exact)), (name, est_name, jt, exact)
+    pair = np.abs(model.theta[np.repeat([len(c) == 2 for c in model.cliques], model.layout.block_sizes)])
+    old = annealed_importance_sampling(model, 100, 1000, 0, path="unary")
+    ad, t_ad = _timed(adaptive_annealed_importance_sampling, model, random_state=0, warn=False)
+    tree, t_tree = _timed(tree_upper_bound, model, max_iter=TREE_BOUND_ITER, random_state=0)
+    lower = ad.lower
+    inside = lower <= exact <= tree.bound
+    row2 = (
+        f"{name:<7} {est_name:<5} {lower - exact:>7.3f} {tree.bound - exact:>8.3f} {tree.bound - lower:>10.3f} "
+        f"{'yes' if inside else 'NO':>3}"
+    )
+    if rows <= 16:  # exact draws from the junction tree: reverse AIS, a tight upper end
+        draws = model.sample(ad.n_chains, random_state=1, method="exact")
+        rev, t_rev = _timed(reverse_annealed_importance_sampling, model, draws, ad.n_steps, 0)
+        upper = min(tree.bound, rev.log_z + INTERVAL_SIGMAS * rev.std_err)
+        inside &= lower <= exact <= upper
+        row2 += (
+            f" {rev.log_z - exact:>7.3f} {rev.std_err:>6.3f} {upper - lower:>10.3f}"
+            f" {'yes' if lower <= exact <= upper else 'NO':>3} {t_tree:>6.2f} {t_rev:>6.2f}"
+        )
+    else:
+        row2 += f" {'-':>7} {'-':>6} {'-':>10} {'-':>3} {t_tree:>6.2f} {'-':>6}"
+    e_old, e_ad = old.log_z - exact, ad.log_z - exact
+    row1 = (
+        f"{name:<7} {est_name:<5} {exact:>9.3f} {pair.max():>6.2f} {e_old:>8.3f} {e_old / old.std_err:>7.1f} "
+        f"{e_ad:>7.3f} {ad.std_err:>6.3f} {e_ad / ad.std_err:>5.2f} {ad.n_steps:>5} {ad.sweeps:>8,} "
+        f"{'yes' if ad.converged else 'no':>4} {t_ad:>6.2f} {t_exact:>7.2f}"
+    )
+    print(row1, "|", row2, flush=True)
+    return row1, row2, inside, model
+
+
+def _generator_case(generator):
+    """The data-generating model of simulated data: its simulated rows are exact draws of it."""
+    X_sim = generator.sample(1437, random_state=2, method="exact")
+    exact = generator.log_partition()
+    ad = adaptive_annealed_importance_sampling(generator, random_state=3, warn=False)
+    rev, t_rev = _timed(reverse_annealed_importance_sampling, generator, X_sim[: ad.n_chains], ad.n_steps, 4)
+    upper = rev.log_z + INTERVAL_SIGMAS * rev.std_err
+    inside = ad.lower <= exact <= upper
+    line = (
+        f"kron16 generator (LAP model), reverse AIS from {ad.n_chains} of its 1437 simulated rows: "
+        f"AIS lower {ad.lower - exact:+.3f}, reverse {rev.log_z - exact:+.3f} (se {rev.std_err:.3f}), "
+        f"interval width {upper - ad.lower:.3f}, contains: {'yes' if inside else 'NO'}, {t_rev:.2f} s"
+    )
+    return line, inside
+
+
 def part_images(out):
     out(f"load average before: {_load()}; python {platform.python_version()}; one thread")
     out(
@@ -188,59 +244,14 @@ def part_images(out):
         f"{'[AIS,BDMC]':>10} {'in':>3} {'t tree':>6} {'t rev':>6}"
     )
     first, second = [h1, "-" * len(h1)], [h2, "-" * len(h2)]
-    all_in = True
-    data = image_data()
-    generator = None
-    for name, (X, rows) in data.items():
-        graph = f"grid:{rows}x{rows}"
-        for est_name, Est in ESTIMATORS.items():
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                model = Est(graph, random_state=0).fit(X).model_
-            if name == "kron16" and est_name == "LAP":
-                generator = model
-            exact, t_exact = _timed(grid_log_partition, model, rows, rows)
-            if rows <= 16:  # the junction tree fits: the transfer matrix must agree with it
-                jt = model.log_partition()
-                assert abs(jt - exact) <= 1e-9 * (1 + abs(exact)), (name, est_name, jt, exact)
-            pair = np.abs(model.theta[np.repeat([len(c) == 2 for c in model.cliques], model.layout.block_sizes)])
-            old = annealed_importance_sampling(model, 100, 1000, 0, path="unary")
-            ad, t_ad = _timed(adaptive_annealed_importance_sampling, model, random_state=0, warn=False)
-            tree, t_tree = _timed(tree_upper_bound, model, max_iter=TREE_BOUND_ITER, random_state=0)
-            draws = model.sample(ad.n_chains, random_state=1, method="exact") if rows <= 16 else None
-            lower = ad.lower
-            inside = lower <= exact <= tree.bound
-            row2 = (
-                f"{name:<7} {est_name:<5} {lower - exact:>7.3f} {tree.bound - exact:>8.3f} {tree.bound - lower:>10.3f} "
-                f"{'yes' if inside else 'NO':>3}"
-            )
-            all_in &= inside
-            if draws is not None:
-                rev, t_rev = _timed(reverse_annealed_importance_sampling, model, draws, ad.n_steps, 0)
-                upper = min(tree.bound, rev.log_z + INTERVAL_SIGMAS * rev.std_err)
-                inside = lower <= exact <= upper
-                all_in &= inside
-                row2 += (
-                    f" {rev.log_z - exact:>7.3f} {rev.std_err:>6.3f} {upper - lower:>10.3f}"
-                    f" {'yes' if inside else 'NO':>3} {t_tree:>6.2f} {t_rev:>6.2f}"
-                )
-            else:
-                row2 += f" {'-':>7} {'-':>6} {'-':>10} {'-':>3} {t_tree:>6.2f} {'-':>6}"
-            e_old, e_ad = old.log_z - exact, ad.log_z - exact
-            first.append(
-                f"{name:<7} {est_name:<5} {exact:>9.3f} {pair.max():>6.2f} {e_old:>8.3f} {e_old / old.std_err:>7.1f} "
-                f"{e_ad:>7.3f} {ad.std_err:>6.3f} {e_ad / ad.std_err:>5.2f} {ad.n_steps:>5} {ad.sweeps:>8,} "
-                f"{'yes' if ad.converged else 'no':>4} {t_ad:>6.2f} {t_exact:>7.2f}"
-            )
+    all_in, models = True, {}
+    for name, (X, rows) in image_data().items():
+        for est_name in ESTIMATORS:
+            row1, row2, inside, models[name, est_name] = _image_case(name, est_name, X, rows)
+            first.append(row1)
             second.append(row2)
-            print(first[-1], "|", second[-1], flush=True)
-    # The data-generating model of simulated data: its simulated rows are exact draws of it.
-    X_sim = generator.sample(1437, random_state=2, method="exact")
-    exact = generator.log_partition()
-    ad = adaptive_annealed_importance_sampling(generator, random_state=3, warn=False)
-    rev, t_rev = _timed(reverse_annealed_importance_sampling, generator, X_sim[: ad.n_chains], ad.n_steps, 4)
-    upper = rev.log_z + INTERVAL_SIGMAS * rev.std_err
-    inside = ad.lower <= exact <= upper
+            all_in &= inside
+    generator_line, inside = _generator_case(models["kron16", "LAP"])
     all_in &= inside
     out("Estimates of log Z (err = estimate - exact, z = err / reported standard error)")
     out()
@@ -249,14 +260,8 @@ def part_images(out):
     out()
     out("Intervals (ends minus the exact log Z; widths in nats, the same for every row's score)")
     out()
-    for line in second:
+    for line in second + [generator_line, ""]:
         out(line)
-    out(
-        f"kron16 generator (LAP model), reverse AIS from {ad.n_chains} of its 1437 simulated rows: "
-        f"AIS lower {ad.lower - exact:+.3f}, reverse {rev.log_z - exact:+.3f} (se {rev.std_err:.3f}), "
-        f"interval width {upper - ad.lower:.3f}, contains: {'yes' if inside else 'NO'}, {t_rev:.2f} s"
-    )
-    out()
     out(f"every interval contains the exact log Z: {'yes' if all_in else 'NO'}")
     out("max|J|: largest |pair parameter|; old: 100 x 1000 unary path; ad: adaptive AIS (defaults);")
     out("low: AIS lower end; tree: tree-reweighted bound; rev: reverse AIS from exact draws (junction tree)")

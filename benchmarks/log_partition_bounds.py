@@ -171,54 +171,47 @@ def _first_score(name, theta, X_train, X_test):
     return est, score, seconds, messages
 
 
-def part_64(out, budget, cache, gibbs_sweeps):
-    out(f"load average before: {_load()}; python {platform.python_version()}; one thread")
-    thetas, fit_times, X_train, X_test = _fit_64(cache)
-    out(
-        "digits upsampled to 64x64 (np.kron, 8x8 blocks), binarised at > 7; grid:64x64; "
-        f"{len(X_train)} rows fit, {len(X_test)} test; default parameters, random_state=0"
+def _measure_64(name, theta, X_train, X_test, budget, gibbs_sweeps):
+    """Everything part ``64`` prints about one fitted model, as a dict."""
+    model = DiscreteMRF(grid_graph(64, 64), 2, theta=theta)
+    energy = float(model.layout.energy(X_test, theta).mean())
+    old, t_old = _timed(annealed_importance_sampling, model, 100, 1000, 0, "unary")
+    est, score, t_first, messages = _first_score(name, theta, X_train, X_test)
+    first = dict(
+        score=score,
+        log_z=est.log_partition_,
+        std=est.log_partition_std_,
+        lower=est.log_partition_lower_,
+        upper=est.log_partition_upper_,
+        exhausted=est.log_partition_budget_exhausted_,
+        seconds=t_first,
     )
-    fits = ", ".join(f"{k} {v:.0f}" for k, v in fit_times.items())
-    out(f"fit seconds: {fits}" + (f" (as recorded in {cache} when fitted)" if cache else ""))
-    out()
-    rows = {}
-    for name, theta in thetas.items():
-        model = DiscreteMRF(grid_graph(64, 64), 2, theta=theta)
-        energy = float(model.layout.energy(X_test, theta).mean())
-        old, t_old = _timed(annealed_importance_sampling, model, 100, 1000, 0, "unary")
-        est, score, t_first, messages = _first_score(name, theta, X_train, X_test)
-        first = dict(
-            score=score,
-            log_z=est.log_partition_,
-            std=est.log_partition_std_,
-            lower=est.log_partition_lower_,
-            upper=est.log_partition_upper_,
-            exhausted=est.log_partition_budget_exhausted_,
-            seconds=t_first,
-        )
-        print(f"{name}: first score {score} in {t_first:.1f} s; {messages}", flush=True)
-        ais, t_ais = _timed(adaptive_annealed_importance_sampling, model, budget, random_state=1, warn=False)
-        print(f"{name}: long AIS {[(r.n_steps, round(r.log_z, 3), round(r.std_err, 3)) for r in ais.runs]}", flush=True)
-        tree, t_tree = _timed(tree_upper_bound, model, max_iter=200, random_state=0)
-        gibbs_rng = np.random.default_rng(2)
-        start = X_train[gibbs_rng.choice(len(X_train), ais.n_chains, replace=False)]
-        draws, t_gibbs = _timed(GibbsSampler(model).run, start, gibbs_sweeps, gibbs_rng)
-        rev, t_rev = _timed(reverse_annealed_importance_sampling, model, draws, ais.n_steps, 3)
-        rows[name] = dict(
-            energy=energy,
-            old=old.log_z,
-            old_se=old.std_err,
-            t_old=t_old,
-            first=first,
-            ais=ais,
-            t_ais=t_ais,
-            tree=tree,
-            t_tree=t_tree,
-            rev=rev,
-            t_rev=t_rev + t_gibbs,
-            messages=messages,
-        )
-        print(f"{name}: tree {tree.bound:.3f} ({tree.n_iter} it), heuristic reverse {rev.log_z:.3f}", flush=True)
+    print(f"{name}: first score {score} in {t_first:.1f} s; {messages}", flush=True)
+    ais, t_ais = _timed(adaptive_annealed_importance_sampling, model, budget, random_state=1, warn=False)
+    print(f"{name}: long AIS {[(r.n_steps, round(r.log_z, 3), round(r.std_err, 3)) for r in ais.runs]}", flush=True)
+    tree, t_tree = _timed(tree_upper_bound, model, max_iter=200, random_state=0)
+    gibbs_rng = np.random.default_rng(2)
+    start = X_train[gibbs_rng.choice(len(X_train), ais.n_chains, replace=False)]
+    draws, t_gibbs = _timed(GibbsSampler(model).run, start, gibbs_sweeps, gibbs_rng)
+    rev, t_rev = _timed(reverse_annealed_importance_sampling, model, draws, ais.n_steps, 3)
+    print(f"{name}: tree {tree.bound:.3f} ({tree.n_iter} it), heuristic reverse {rev.log_z:.3f}", flush=True)
+    return dict(
+        energy=energy,
+        old=old.log_z,
+        old_se=old.std_err,
+        t_old=t_old,
+        first=first,
+        ais=ais,
+        t_ais=t_ais,
+        tree=tree,
+        t_tree=t_tree,
+        rev=rev,
+        t_rev=t_rev + t_gibbs,
+        messages=messages,
+    )
+
+
+def _table_first_score(out, rows):
     out("1. The test score as a user gets it (first score: adaptive AIS, budget 400,000 sweeps; tree bound, 25 it.)")
     out()
     head = (
@@ -229,10 +222,7 @@ def part_64(out, budget, cache, gibbs_sweeps):
     out("-" * len(head))
     for name, r in rows.items():
         f = r["first"]
-        if isinstance(f["score"], str):
-            score = "refused"
-        else:
-            score = f"{f['score']:>9.2f}"
+        score = "refused" if isinstance(f["score"], str) else f"{f['score']:>9.2f}"
         lo, hi = r["energy"] - f["upper"], r["energy"] - f["lower"]
         out(
             f"{name:<5} {r['energy']:>11.2f} {r['old']:>9.2f} {r['energy'] - r['old']:>9.2f} {f['log_z']:>9.2f} "
@@ -240,6 +230,9 @@ def part_64(out, budget, cache, gibbs_sweeps):
             f"{'[' + f'{lo:.1f}, {hi:.1f}' + ']':>21} {f['upper'] - f['lower']:>7.1f} {f['seconds']:>5.0f}"
         )
     out()
+
+
+def _table_tightest(out, rows, budget, gibbs_sweeps):
     out(f"2. The tightest estimate affordable here: adaptive AIS with a budget of {budget:,} sweeps, tree bound")
     out(f"   (200 iterations), heuristic reverse AIS from {gibbs_sweeps:,}-sweep Gibbs chains started at training rows")
     out()
@@ -263,6 +256,8 @@ def part_64(out, budget, cache, gibbs_sweeps):
         out(f"{name} AIS runs (steps: log Z): {runs}")
     out()
 
+
+def _rankings(out, rows):
     def order(key):
         return " > ".join(sorted(rows, key=key, reverse=True))
 
@@ -283,6 +278,22 @@ def part_64(out, budget, cache, gibbs_sweeps):
     positive = [k for k, r in rows.items() if not isinstance(r["first"]["score"], str) and r["first"]["score"] > 0]
     out(f"positive scores returned: {positive or 'none'}")
     out()
+
+
+def part_64(out, budget, cache, gibbs_sweeps):
+    out(f"load average before: {_load()}; python {platform.python_version()}; one thread")
+    thetas, fit_times, X_train, X_test = _fit_64(cache)
+    out(
+        "digits upsampled to 64x64 (np.kron, 8x8 blocks), binarised at > 7; grid:64x64; "
+        f"{len(X_train)} rows fit, {len(X_test)} test; default parameters, random_state=0"
+    )
+    fits = ", ".join(f"{k} {v:.0f}" for k, v in fit_times.items())
+    out(f"fit seconds: {fits}" + (f" (as recorded in {cache} when fitted)" if cache else ""))
+    out()
+    rows = {name: _measure_64(name, theta, X_train, X_test, budget, gibbs_sweeps) for name, theta in thetas.items()}
+    _table_first_score(out, rows)
+    _table_tightest(out, rows, budget, gibbs_sweeps)
+    _rankings(out, rows)
     out("mean energy: mean over the test rows of sum theta . phi(x); score = mean energy - log Z; score interval:")
     out(f"[mean energy - upper, mean energy - lower] with lower = AIS less {INTERVAL_SIGMAS:g} of its weights' errors;")
     out("budget 'spent': the adaptive AIS ran out of its budget before two runs agreed; times in seconds")

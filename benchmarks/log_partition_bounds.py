@@ -47,7 +47,7 @@ import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.model_selection import train_test_split
 
-from skmrf import LAPEstimator, MCMCMaxLikelihood, PseudoLikelihoodEstimator
+from skmrf import AdaptiveSchedule, LAPEstimator, MCMCMaxLikelihood, PseudoLikelihoodEstimator
 from skmrf.estimators import EstimatedLikelihoodWarning, ImpossibleLikelihoodError
 from skmrf.graphs import grid_graph
 from skmrf.inference import (
@@ -153,11 +153,11 @@ def _fit_64(cache):
 def _first_score(name, theta, X_train, X_test):
     """The test score a user gets now: the fitted estimator's first ``score``.
 
-    The estimator is fitted again (MCMC with ``n_iter=1``: only its structure and ``score_method_``
-    matter) and given the fitted parameters ``theta``; the first score then runs the deferred
-    estimate of ``log Z`` on them, as after the original fit.
+    The estimator is fitted again (MCMC with ``AdaptiveSchedule(n_iter=1)``: only its structure
+    and ``score_method_`` matter) and given the fitted parameters ``theta``; the first score then
+    runs the deferred estimate of ``log Z`` on them, as after the original fit.
     """
-    params = {"n_iter": 1} if name == "MCMC" else {}
+    params = {"schedule": AdaptiveSchedule(n_iter=1)} if name == "MCMC" else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est = ESTIMATORS[name]("grid:64x64", random_state=0, **params).fit(X_train)

@@ -40,7 +40,7 @@ AIS_CHAINS, AIS_STEPS = 100, 100
 #: ``score`` warns that scores from an estimated ``log Z`` cannot rank models when the interval
 #: ``[log_partition_lower_, log_partition_upper_]`` is wider than this many nats (the same for
 #: every row's score, so nats per row). Differences between estimators on the digits are a nat
-#: or two per row at 8 x 8; the interval is 2.4 to 3 nats wide there, 12 to 35 at 16 x 16 and
+#: or two per row at 8 x 8; the interval is 2.5 to 3.1 nats wide there, 12 to 35 at 16 x 16 and
 #: 20 x 20 and 46 to 204 at 64 x 64, the looseness of the tree bound
 #: (``benchmarks/ais_log_partition.py``, ``benchmarks/log_partition_bounds.py``).
 LOG_Z_INTERVAL_MAX = 1.0

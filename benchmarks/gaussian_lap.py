@@ -255,7 +255,8 @@ def fit_method(method, Q, X):
     from sklearn.covariance import EmpiricalCovariance, GraphicalLasso
     from sklearn.exceptions import ConvergenceWarning
 
-    from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood, NotPositiveDefiniteWarning
+    from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood
+    from skmrf.exceptions import NotPositiveDefiniteWarning
 
     t = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -529,7 +530,8 @@ def part_big(args):
 
 def _big(r, n, blas_threads):
     _limit_blas(int(blas_threads))
-    from skmrf.estimators.gaussian import GaussianLAP, NotPositiveDefiniteWarning
+    from skmrf.estimators.gaussian import GaussianLAP
+    from skmrf.exceptions import NotPositiveDefiniteWarning
 
     r, n = int(r), int(n)
     Q = laplacian_precision(r)
@@ -667,8 +669,8 @@ def _sml_worker(pattern, p, method, n, n_test, blas_threads, verbose):
     """One fit in this (fresh) process; prints READY after the data, then one JSON line."""
     from sklearn.exceptions import ConvergenceWarning
 
-    from skmrf.estimators.gaussian import NotPositiveDefiniteWarning
     from skmrf.estimators.gaussian.chordal import ChordalPattern
+    from skmrf.exceptions import NotPositiveDefiniteWarning
 
     _limit_blas(int(blas_threads))
     p, n, n_test, verbose = int(p), int(n), int(n_test), int(verbose)

@@ -17,12 +17,26 @@ product alone, before any exp or draw, so a lower bound on that kernel's cost. T
 (issue #13): at least 5e7 updates/s at K = 3 and 1e7 at K = 21 on one core (adabmDCA 2.0
 reports about 6e7 on a GPU at K = 21).
 
+Complete graphs at K = 21 (issue #26 item 5: the Potts models of direct coupling analysis on
+protein alignments, n = 75 and 200 columns, 4096 chains = one MCMC chain block): the table path
+(``CategoricalGibbsKernel(..., dense=False)``, the code every categorical model ran before the
+dense path, bit for bit) against the dense path (``dense="auto"`` picks it there), same model,
+same chains, same run; fields uniform on [-1, 1] and couplings uniform on [-s, s] with s = 0.1
+and 0.5 (the table path's float32 product underflows when the couplings of ~n neighbours add
+up to more than ~44 nats, and then goes through float64 for those sites: its rate at s = 0.5
+is measured on fewer chains). "2 processes" runs two blocks of 4096 chains through
+``run_chains`` with a two-worker joblib pool (wall time: meaningful only on a quiet machine).
+Rates here are per second of CPU time of this process (``time.process_time``), which a shared
+machine disturbs less than wall time; the load average is printed beside them.
+``--dense-crossover`` prints the measurements behind ``dense="auto"`` instead.
+
 Memory ("mem MiB") is the peak of the memory allocated (``tracemalloc``, numpy arrays
 included) while a fresh ``GibbsSampler`` is built and runs one sweep from the external
 start states: tables, buffers, the internal and returned states (the start states, 1,000 x
 10,000 int64 = 76 MiB, are not counted).
 
-Run: ``python benchmarks/gibbs_throughput.py [--rows 100] [--chains 1000] [--sweeps 20]``
+Run: ``python benchmarks/gibbs_throughput.py [--rows 100] [--chains 1000] [--sweeps 20] [--complete 75 200]
+[--complete-only] [--dense-crossover]``
 """
 
 import os
@@ -36,10 +50,13 @@ import resource  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
+import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
+from sklearn.utils.parallel import Parallel  # noqa: E402
 
 from skmrf import grid_graph  # noqa: E402
+from skmrf.inference import CategoricalGibbsKernel, run_chains  # noqa: E402
 from skmrf.inference.gibbs import BinaryGibbsKernel, GibbsSampler, colour_classes  # noqa: E402
 from skmrf.model import DiscreteMRF, ising_to_binary  # noqa: E402
 
@@ -60,13 +77,13 @@ def peak_mib(run):
         tracemalloc.stop()
 
 
-def timed(run, n_sweeps, work_per_sweep, repeats):
+def timed(run, n_sweeps, work_per_sweep, repeats, clock=time.perf_counter):
     """Best of ``repeats``: (updates per second, seconds)."""
     best = np.inf
     for _ in range(repeats):
-        t0 = time.perf_counter()
+        t0 = clock()
         run(n_sweeps)
-        best = min(best, time.perf_counter() - t0)
+        best = min(best, clock() - t0)
     return work_per_sweep * n_sweeps / best, best
 
 
@@ -171,6 +188,129 @@ def categorical_rows(n_side, k, m, sweeps, repeats, table, rng):
     return raw
 
 
+def complete_model(n, k, scale, rng):
+    """A Potts model on the complete graph: fields uniform on [-1, 1], couplings on [-scale, scale]."""
+    model = DiscreteMRF("complete", k, n_variables=n)
+    sizes = np.array([len(c) for c in model.layout.cliques])
+    widths = np.asarray(model.layout.block_sizes)
+    pair = np.repeat(sizes == 2, widths)
+    theta = rng.uniform(-1.0, 1.0, model.n_params)
+    theta[pair] *= scale
+    model.theta = theta
+    return model
+
+
+def _load():
+    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def _complete_row(scale, path, chains, sweeps, seconds, rate, ratio, mem):
+    ratio = f"{ratio:9.2f}x" if ratio else f"{'':>10}"
+    mem = f"{mem:8.0f}" if mem else f"{'':>8}"
+    print(f"  21 {scale:<6} {path:<36} {chains:>6} {sweeps:>6} {seconds:8.3f} {rate:10.3g} {ratio} {mem}", flush=True)
+
+
+def _sweeps_of(kernel, S, rng):
+    """``run(n_sweeps)`` for :func:`timed`: ``kernel`` advances the chains ``S`` in place."""
+    return lambda n_sweeps: kernel.run(S, n_sweeps, rng)
+
+
+def _built_and_swept(model, colours, start, dense, rng):
+    """``run()`` for :func:`peak_mib`: build a kernel and sweep once from the external ``start``."""
+
+    def run():
+        kernel = CategoricalGibbsKernel.from_layout(model.layout, model.theta, colours, dense=dense)
+        kernel.run(kernel.to_internal(start), 1, rng)
+
+    return run
+
+
+def complete_rows(n, m, sweeps, repeats, rng):
+    """Table path (before) against the dense path (after) on a complete graph at K = 21: the dense rate."""
+    print(f"  complete graph, n = {n}, K = 21, {m} chains; load average {_load()}")
+    reached = None
+    for scale in (0.1, 0.5):
+        model = complete_model(n, 21, scale, rng)
+        colours = colour_classes(model.graph)
+        start = np.floor(rng.random((m, n)) * 21).astype(np.int64)
+        t0 = time.process_time()
+        dense = CategoricalGibbsKernel.from_layout(model.layout, model.theta, colours)
+        dense._dense._tables()  # built at the first sweep otherwise
+        t_build = time.process_time() - t0
+        assert dense.dense
+        table = CategoricalGibbsKernel.from_layout(model.layout, model.theta, colours, dense=False)
+        # At s = 0.5 the table path goes through float64 for most sites: a few chains suffice.
+        m_tab = m if scale <= 0.1 else 64
+        S_tab = table.to_internal(start[:m_tab])
+        r_tab, t_tab = timed(_sweeps_of(table, S_tab, rng), 1, n * m_tab, 1, time.process_time)
+        r_dense, t_dense = timed(
+            _sweeps_of(dense, dense.to_internal(start), rng), sweeps, n * m, repeats, time.process_time
+        )
+        mem_tab = peak_mib(_built_and_swept(model, colours, start[:m_tab], False, rng))
+        mem = peak_mib(_built_and_swept(model, colours, start, "auto", rng))
+        _complete_row(scale, "table path (before, dense=False)", m_tab, 1, t_tab, r_tab, 1.0, mem_tab)
+        _complete_row(scale, "dense path (after)", m, sweeps, t_dense, r_dense, r_dense / r_tab, mem)
+        if scale <= 0.1:
+            reached = r_dense
+            starts = [dense.to_internal(start), dense.to_internal(start[::-1])]
+            with Parallel(n_jobs=2) as parallel:
+                run_chains(dense, [b.copy() for b in starts], 1, rng.spawn(2), parallel=parallel)  # warm the pool
+                t0 = time.perf_counter()
+                run_chains(dense, starts, sweeps, rng.spawn(2), parallel=parallel)
+                t2 = time.perf_counter() - t0
+            _complete_row(
+                scale, "dense path, 2 processes (wall time)", 2 * m, sweeps, t2, 2 * n * m * sweeps / t2, 0, 0
+            )
+        table_mib = sum(T.nbytes + sum(d.nbytes for d in D) for T, D in dense._dense._tables()) / 2**20
+        block = dense._dense.block
+        print(f"     (dense kernel built in {t_build:.2f} s CPU; tables {table_mib:.0f} MiB; blocks of {block} sites)")
+    return reached
+
+
+def complete_table(sizes, m, repeats, rng):
+    """The complete-graph rows for every ``n`` in ``sizes`` and the verdicts on issue #26's target."""
+    if not sizes:
+        return
+    print("Complete graphs (CPU time per run; ratios against the table path)")
+    cols = f"{'chains':>6} {'sweeps':>6} {'time s':>8} {'updates/s':>10} {'vs table':>10} {'mem MiB':>8}"
+    print(f"  {'K':>2} {'scale':<6} {'path':<36} " + cols)
+    complete = {n: complete_rows(n, m, max(1, round(150 / n)), repeats, rng) for n in sizes}
+    for n, rate in complete.items():
+        verdict = "met" if rate >= 3e7 else f"NOT met ({rate / 3e7:.2f} of it)"
+        print(f"  complete n = {n}, K = 21: target 3e+07 site updates/s (issue #26): {verdict}")
+    print(
+        f"peak resident memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; "
+        f"load average at end {_load()}"
+    )
+
+
+def dense_crossover(m=1000):
+    """Dense / table rates (CPU time) on complete graphs and on graphs with half of all pairs as edges."""
+    print(f"dense / table path, {m} chains, CPU time, couplings uniform on [-0.2, 0.2]; load average {_load()}")
+    cases = [(3, n, 1.0) for n in (5, 10, 20, 40, 75)] + [(5, n, 1.0) for n in (5, 10, 20, 40, 75)]
+    cases += [(8, 20, 1.0), (8, 40, 1.0), (12, 20, 1.0), (12, 40, 1.0)]
+    cases += [(21, n, 1.0) for n in (5, 10, 15, 20, 30, 40, 75)] + [(k, 75, 0.5) for k in (3, 5, 21)]
+    for k, n, density in cases:
+        g = nx.complete_graph(n) if density == 1.0 else nx.gnp_random_graph(n, density, seed=1)
+        rng = np.random.default_rng(0)
+        model = DiscreteMRF(list(g.edges()), k, n_variables=n)
+        model.theta = rng.uniform(-0.2, 0.2, model.n_params)
+        colours = colour_classes(model.graph)
+        start = np.floor(rng.random((m, n)) * k).astype(np.int64)
+        rates = {}
+        for dense in (False, True):
+            kernel = CategoricalGibbsKernel.from_layout(model.layout, model.theta, colours, dense=dense)
+            S = kernel.to_internal(start)
+            kernel.run(S, 1, rng)
+            rates[dense] = timed(_sweeps_of(kernel, S, rng), 2, n * m, 3, time.process_time)[0]
+        auto = "dense" if CategoricalGibbsKernel.from_layout(model.layout, model.theta, colours).dense else "table"
+        print(
+            f"  K={k:>2} n={n:>3} density={density:.2f}: table {rates[False]:.3g}/s dense {rates[True]:.3g}/s "
+            f"dense/table {rates[True] / rates[False]:.2f}  auto: {auto}",
+            flush=True,
+        )
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=100)
@@ -178,7 +318,17 @@ def main():
     ap.add_argument("--sweeps", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--states", type=int, nargs="*", default=[3, 5, 21])
+    ap.add_argument("--complete", type=int, nargs="*", default=[75, 200], help="complete-graph sizes at K = 21")
+    ap.add_argument("--complete-chains", type=int, default=4096)
+    ap.add_argument("--dense-crossover", action="store_true", help="print the measurements behind dense='auto'")
+    ap.add_argument("--complete-only", action="store_true", help="only the complete-graph rows")
     args = ap.parse_args()
+    if args.dense_crossover:
+        dense_crossover()
+        return
+    if args.complete_only:
+        complete_table(args.complete, args.complete_chains, args.repeats, np.random.default_rng(0))
+        return
     n_side, m, sweeps = args.rows, args.chains, args.sweeps
     rng = np.random.default_rng(0)
     model = DiscreteMRF(grid_graph(n_side, n_side), 2)
@@ -193,6 +343,7 @@ def main():
     for k in args.states:
         # fewer sweeps as K grows: about the same time per row
         reached[k] = categorical_rows(n_side, k, m, max(2, round(sweeps * 3 / k)), args.repeats, table, rng)
+    complete_table(args.complete, args.complete_chains, args.repeats, rng)
     for k, target in TARGETS.items():
         if k in reached:
             verdict = "met" if reached[k] >= target else f"NOT met ({reached[k] / target:.2f} of it)"

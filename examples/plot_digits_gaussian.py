@@ -38,7 +38,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import KFold, cross_validate
 
 from skmrf import GaussianLAP, GaussianMaxLikelihood, grid_graph
-from skmrf.estimators.gaussian import NotPositiveDefiniteWarning
+from skmrf.exceptions import NotPositiveDefiniteWarning
 
 t_start = time.perf_counter()
 FIGURES = Path(os.environ.get("SKMRF_FIGURES", "figures"))  # where the scripts save their figures

@@ -28,7 +28,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import scipy.sparse as sp
 
-from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood, NotPositiveDefiniteWarning
+from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood
+from skmrf.exceptions import NotPositiveDefiniteWarning
 
 r = 12
 t = sp.diags([-np.ones(r - 1), 2 * np.ones(r), -np.ones(r - 1)], [-1, 0, 1])

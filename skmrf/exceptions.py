@@ -4,10 +4,7 @@ Every error is a ``ValueError`` (bad input, or a computation this machine cannot
 non-convergence is scikit-learn's :class:`~sklearn.exceptions.ConvergenceWarning`.
 """
 
-from sklearn.exceptions import ConvergenceWarning
-
 __all__ = [
-    "ConvergenceWarning",
     "EstimatedLikelihoodWarning",
     "ImpossibleLikelihoodError",
     "MixingBoundWarning",
@@ -59,3 +56,21 @@ class ScaleWarning(UserWarning):
 
 class TreewidthError(ValueError):
     """The model is too wide for exact inference within the memory budget."""
+
+
+def _moved(module, names, name):
+    """``module.name`` for a warning or error that moved here: the class, with a FutureWarning.
+
+    Used by the ``__getattr__`` of the packages that exported them before (kept for one release).
+    """
+    if name not in names:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    import warnings
+
+    warnings.warn(
+        f"{module}.{name} moved to skmrf.exceptions.{name}; import it from there (the old name goes "
+        "in the next release).",
+        FutureWarning,
+        stacklevel=3,
+    )
+    return globals()[name]

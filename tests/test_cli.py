@@ -404,3 +404,51 @@ def test_verbose_progress_goes_to_stderr(tmp_path, capsys, npy):
     code, out, err = run(capsys, "fit", npy, "-m", "lap", "-vv", "-o", tmp_path / "m.npz")
     assert code == 0 and out == "" and "[LAPEstimator]" in err  # the estimator's own lines, on stderr
     assert load_model(tmp_path / "m.npz").verbose == 1
+
+
+ALIGNMENT = """>s1
+ACDE-A
+>s2
+ACDEYA
+>s3
+AcCDE-W
+>s4
+WCDEYA
+>s5
+ACKE-A
+>s6
+ACDQ-A
+"""
+
+
+def test_fit_an_alignment_writes_the_model_and_the_ranked_couplings(tmp_path, capsys):
+    """``fit --method pl --alignment F --weights 0.8``: the fit and the scores equal the Python API's."""
+    from skmrf import PseudoLikelihoodEstimator
+    from skmrf.io import load_model
+    from skmrf.protein import coupling_scores, read_alignment, read_plmc_couplings, sequence_weights
+
+    fasta = tmp_path / "family.a2m"
+    fasta.write_text(ALIGNMENT)
+    out = tmp_path / "m.npz"
+    argv = ["fit", "--method", "pl", "--alignment", fasta, "--weights", 0.8, "--alpha", 0.1, "-o", out]
+    code, _, err = run(capsys, *argv)
+    assert code == 0, err
+    X = read_alignment(fasta).X  # the lower-case insertion of s3 dropped: 6 columns
+    w = sequence_weights(X, identity=0.8)
+    ref = PseudoLikelihoodEstimator("complete", n_states=21, alpha=0.1).fit(X, sample_weight=w)
+    est = load_model(out)
+    np.testing.assert_array_equal(est.theta_, ref.theta_)  # the same computation
+    path = tmp_path / "m_couplings.txt"
+    # plmc's format has six decimals: half a unit of the last one.
+    np.testing.assert_allclose(read_plmc_couplings(path).matrix, coupling_scores(ref).matrix, atol=5e-7)
+    ranked = [float(line.split()[-1]) for line in path.read_text().splitlines()]
+    assert len(ranked) == 15 and ranked == sorted(ranked, reverse=True)  # every pair, highest first
+
+
+def test_alignment_options_are_refused_where_they_mean_nothing(tmp_path, capsys, npy):
+    fasta = tmp_path / "family.fasta"
+    fasta.write_text(ALIGNMENT.replace("c", ""))
+    check_error(capsys, ["fit", npy, "--alignment", fasta, "-o", tmp_path / "m.npz"], "not both")
+    check_error(capsys, ["fit", npy, "--weights", "0.8", "-o", tmp_path / "m.npz"], "--weights applies to --alignment")
+    check_error(capsys, ["fit", "-o", tmp_path / "m.npz"], "needs a data file")
+    check_error(capsys, ["fit", "--alignment", fasta, "--weights", "1.5", "-o", tmp_path / "m.npz"], "identity")

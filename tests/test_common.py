@@ -99,7 +99,7 @@ def all_estimators():
 # The checks fit on tiny random data where some state combination is missing,
 # so the MLE does not exist; that warning is documented and tested elsewhere.
 @pytest.mark.filterwarnings("ignore:The maximum-likelihood estimate does not exist")
-@pytest.mark.filterwarnings("ignore::skmrf.estimators.gaussian.NotPositiveDefiniteWarning")
+@pytest.mark.filterwarnings("ignore::skmrf.exceptions.NotPositiveDefiniteWarning")
 @parametrize_with_checks(
     list(all_estimators()),
     expected_failed_checks=lambda est: PER_ESTIMATOR_XFAIL_CHECKS.get(type(est).__name__, {}),

@@ -21,6 +21,7 @@ MODULES = [
     "skmrf.estimators",
     "skmrf.estimators.gaussian",
     "skmrf.protein",
+    "skmrf.exceptions",
 ]
 # Public modules being added on other branches: checked once they exist.
 MODULES += [name for name in ["skmrf.plotting"] if importlib.util.find_spec(name) is not None]

@@ -10,7 +10,7 @@ from skmrf import DecomposedEM, ExactMaxLikelihood, grid_graph
 from skmrf.datasets import sample_random_mrf
 from skmrf.estimators._existence import NoFiniteEstimateWarning
 from skmrf.estimators._incomplete import IncompleteDataTerm
-from skmrf.inference import TreewidthError
+from skmrf.exceptions import TreewidthError
 from skmrf.model import DiscreteMRF
 from skmrf.solvers.lbfgs import GRADIENT_FLOOR
 

@@ -9,7 +9,7 @@ import pytest
 from skmrf import ExactMaxLikelihood, LAPEstimator, PseudoLikelihoodEstimator, chain_graph, grid_graph
 from skmrf.datasets import make_random_mrf, sample_random_mrf
 from skmrf.estimators._existence import NoFiniteEstimateWarning
-from skmrf.inference import TreewidthError
+from skmrf.exceptions import TreewidthError
 
 from . import brute_force as bf
 

@@ -15,8 +15,8 @@ import pytest
 import scipy.sparse as sp
 
 from skmrf import GaussianLAP, GaussianMaxLikelihood
-from skmrf.estimators.gaussian import NotPositiveDefiniteWarning
 from skmrf.estimators.gaussian.chordal import ChordalPattern, likelihood_start, pattern_covariance
+from skmrf.exceptions import NotPositiveDefiniteWarning
 from skmrf.graphs import grid_graph
 
 from .test_gaussian import laplacian_precision, sample

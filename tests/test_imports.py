@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import skmrf
 
 PACKAGE = "skmrf"
@@ -179,3 +181,25 @@ def test_the_static_checks_can_fail():
     assert _find_cycle({"a": ["b"], "b": ["c"], "c": ["a"]}) == ["a", "b", "c", "a"]
     assert _find_cycle({"a": ["b"], "b": [], "c": ["a", "b"]}) is None
     assert "skmrf.graphs" in _graph()["skmrf"]  # the package imports its modules
+
+
+@pytest.mark.parametrize(
+    "module,name",
+    [
+        ("skmrf.estimators", "ScaleWarning"),
+        ("skmrf.estimators", "MixingBoundWarning"),
+        ("skmrf.estimators.gaussian", "NotPositiveDefiniteWarning"),
+        ("skmrf.inference", "TreewidthError"),
+        ("skmrf.model", "SamplingWarning"),
+    ],
+)
+def test_moved_exceptions_still_import_from_their_old_place_with_a_future_warning(module, name):
+    import importlib
+
+    import skmrf.exceptions
+
+    with pytest.warns(FutureWarning, match=f"{module}.{name} moved to skmrf.exceptions.{name}"):
+        cls = getattr(importlib.import_module(module), name)
+    assert cls is getattr(skmrf.exceptions, name)
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        getattr(importlib.import_module(module), "Nothing")  # noqa: B009

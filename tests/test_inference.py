@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 
 from skmrf.datasets import make_random_mrf
+from skmrf.exceptions import TreewidthError
 from skmrf.graphs import grid_graph
-from skmrf.inference import Enumerator, JunctionTree, TreewidthError, elimination_order
+from skmrf.inference import Enumerator, JunctionTree, elimination_order
 from skmrf.model import DiscreteMRF
 
 from . import brute_force as bf

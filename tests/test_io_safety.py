@@ -470,7 +470,7 @@ def test_networkx_node_labels_round_trip(tmp_path):
     assert loaded.score(BINARY) == est.score(BINARY)
 
 
-@pytest.mark.filterwarnings("ignore::skmrf.estimators.NotPositiveDefiniteWarning")  # the repaired LAP fit says so
+@pytest.mark.filterwarnings("ignore::skmrf.exceptions.NotPositiveDefiniteWarning")  # the repaired LAP fit says so
 @pytest.mark.parametrize("make", [lambda: GaussianLAP(repair="shrink"), GaussianMaxLikelihood], ids=["lap", "ml"])
 def test_a_large_gaussian_model_passes_the_log_partition_check(tmp_path, make):
     """Above 200 variables the check factorises sparsely (not as at fit): within its tolerance."""

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from skmrf import PseudoLikelihoodEstimator
-from skmrf.model import DiscreteMRF, SamplingWarning
+from skmrf.exceptions import SamplingWarning
+from skmrf.model import DiscreteMRF
 from skmrf.protein import (
     ALPHABET,
     PYDCA_ALPHABET,

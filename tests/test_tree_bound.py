@@ -150,3 +150,19 @@ def test_same_seed_same_result():
     assert a.bound == b.bound and a.initial_bound == b.initial_bound and a.n_iter == b.n_iter
     c = tree_upper_bound(model, random_state=np.random.default_rng(7))
     assert c.forests == a.forests
+
+
+@pytest.mark.parametrize("n_states", [2, 3])
+def test_bound_on_a_compensated_attractive_grid(n_states):
+    # Models as fitted to binarised images: couplings up to 3 with unary terms compensating them
+    # (tests/test_ais.py::_coupled_grid), where AIS is hardest. Every iterate is a valid bound, so
+    # the 25 iterations of the first score (TREE_BOUND_ITER) are too; rounding: ROUND. Enumeration
+    # for 2 states (65,536 of them), the junction tree for 3.
+    from .test_ais import _coupled_grid
+
+    model = _coupled_grid(n_states=n_states, kind="attractive")
+    exact = bf.log_partition(model) if n_states == 2 else model.log_partition()
+    for max_iter in (0, 25, 200):
+        res = tree_upper_bound(model, max_iter=max_iter, random_state=0)
+        assert res.bound >= exact - ROUND
+    assert res.bound < res.initial_bound

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 import time
@@ -10,10 +11,11 @@ import time
 import numpy as np
 
 from ..io import load_model, read_header, save_model
+from ..protein import ALPHABET, coupling_scores, read_alignment, sequence_weights, write_plmc_couplings
 from ._common import CLIError, short
 from ._graph import read_graph
 from ._params import build_estimator, fit_input, score_input
-from ._tables import check_exists, check_output, read_table, write_table
+from ._tables import Table, check_exists, check_output, read_table, write_table
 
 
 # -- progress ----------------------------------------------------------------------
@@ -83,14 +85,54 @@ def _load(path):
 
 def cmd_fit(args):
     check_output(args.out, "--out", (".npz",))
+    if args.alignment is not None:
+        return _fit_alignment(args)
+    if args.data is None:
+        raise CLIError("fit needs a data file (DATA) or a protein alignment (--alignment FILE).")
+    for option in ("weights", "couplings"):
+        if getattr(args, option) is not None:
+            raise CLIError(f"--{option} applies to --alignment only; for a data file, weight rows in Python.")
     table = read_table(args.data, header=not args.no_header)
     X = fit_input(table)
     by_name = X is not table.values
-    est = build_estimator(args, read_graph(args.graph, table, by_name), table, by_name)
+    est = build_estimator(args, read_graph(args.graph or "chain", table, by_name), table, by_name)
     rows, cols = table.values.shape
-    label = f"fitting {type(est).__name__} on {args.data} ({rows} rows, {cols} columns)"
-    with _Progress(label, args.verbose), contextlib.redirect_stdout(sys.stderr), _user_errors(args.data):
-        est.fit(X)
+    _fit_and_save(est, args, X, None, f"fitting {type(est).__name__} on {args.data} ({rows} rows, {cols} columns)")
+    return 0
+
+
+def _fit_alignment(args):
+    """``fit --alignment``: a Potts model of a protein family, and its ranked coupling scores."""
+    if args.data is not None:
+        raise CLIError(f"give a data file ({args.data}) or --alignment, not both.")
+    check_exists(args.alignment, "alignment file")
+    couplings = args.couplings or os.path.splitext(args.out)[0] + "_couplings.txt"
+    check_output(couplings, "--couplings", (".txt", ".csv", ".tsv", ""))
+    with _user_errors(args.alignment):
+        X = read_alignment(args.alignment).X
+    weight = None
+    if args.weights is not None:
+        with _user_errors("--weights"):
+            weight = sequence_weights(X, identity=args.weights)
+    if args.n_states is None:
+        args.n_states = len(ALPHABET)
+    table = Table(X, None, args.alignment)
+    est = build_estimator(args, read_graph(args.graph or "complete", table, False), table, False)
+    n, length = X.shape
+    effective = f", {weight.sum():.1f} effective" if weight is not None else ""
+    label = f"fitting {type(est).__name__} on {args.alignment} ({n} sequences{effective}, {length} columns)"
+    _fit_and_save(est, args, X, weight, label)
+    with _user_errors(couplings):
+        write_plmc_couplings(couplings, coupling_scores(est), ranked=True)
+    if args.verbose:
+        print(f"skmrf: wrote the ranked coupling scores to {couplings}", file=sys.stderr)
+    return 0
+
+
+def _fit_and_save(est, args, X, weight, label):
+    source = args.alignment or args.data
+    with _Progress(label, args.verbose), contextlib.redirect_stdout(sys.stderr), _user_errors(source):
+        est.fit(X, sample_weight=weight)
     try:
         with _user_errors(args.out):
             save_model(est, args.out)  # atomic: written beside args.out, then renamed
@@ -98,7 +140,6 @@ def cmd_fit(args):
         raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}") from exc
     if args.verbose:
         print(f"skmrf: saved {type(est).__name__} to {args.out}", file=sys.stderr)
-    return 0
 
 
 def cmd_score(args):

@@ -10,7 +10,7 @@ import warnings
 from .. import __version__
 from ._commands import cmd_fit, cmd_info, cmd_sample, cmd_score
 from ._common import DEBUG_ENV, CLIError, one_line, warn
-from ._params import METHODS, SEED, integer, number_or_auto
+from ._params import ALIASES, METHODS, SEED, integer, number_or_auto
 
 
 class _Parser(argparse.ArgumentParser):
@@ -68,23 +68,26 @@ def _add_fit(sub):
         "fit a model to a data file and save it (.npz)",
         "Fit an MRF to DATA (.npy, .csv with a header, .tsv, .parquet) and save it to --out.",
     )
-    fit.add_argument("data", metavar="DATA", help="the training data, one row per sample")
+    fit.add_argument("data", metavar="DATA", nargs="?", help="the training data, one row per sample")
     _add_no_header(fit)
     fit.add_argument("--out", "-o", required=True, metavar="MODEL.npz", help="the model file to write")
+    _add_alignment(fit)
     fit.add_argument(
         "--method",
         "-m",
         default="lap",
-        choices=list(METHODS),
-        help="the estimator: " + ", ".join(f"{k} ({v})" for k, v in METHODS.items()) + "; default lap",
+        choices=[*METHODS, *ALIASES],
+        help="the estimator: "
+        + ", ".join(f"{k} ({v})" for k, v in METHODS.items())
+        + "".join(f"; {a} is {m}" for a, m in ALIASES.items())
+        + "; default lap",
     )
     fit.add_argument(
         "--graph",
         "-g",
-        default="chain",
         help=(
-            "'chain' (default), 'complete', 'grid:RxC', or a file of edges (one per line, column names or indices; "
-            "numbers are names when some column names are numbers)"
+            "'chain' (default; 'complete' with --alignment), 'complete', 'grid:RxC', or a file of edges (one per "
+            "line, column names or indices; numbers are names when some column names are numbers)"
         ),
     )
     fit.add_argument("--alpha", type=number_or_auto, help="ridge penalty alpha/2 ||theta||^2, or 'auto'")
@@ -107,6 +110,35 @@ def _add_fit(sub):
     )
     fit.add_argument("--n-jobs", "-j", type=int, help="parallel workers (-1: all CPUs)")
     fit.add_argument("--random-state", type=SEED, help="seed for the randomised methods (0 to 2**32 - 1)")
+
+
+def _add_alignment(fit):
+    fit.add_argument(
+        "--alignment",
+        metavar="FAMILY.a2m",
+        help=(
+            "fit a protein family instead of DATA: a multiple sequence alignment (FASTA, A2M, A3M; lower-case "
+            "insertions dropped) read as 21 states (gap + 20 amino acids), on the complete graph unless --graph "
+            "is given; writes the ranked couplings too (see --couplings)"
+        ),
+    )
+    fit.add_argument(
+        "--weights",
+        type=float,
+        metavar="IDENTITY",
+        help=(
+            "with --alignment: weight each sequence by 1 / (the sequences at least IDENTITY identical to it), the "
+            "DCA reweighting (0.8 is usual); default: every sequence counts once"
+        ),
+    )
+    fit.add_argument(
+        "--couplings",
+        metavar="FILE",
+        help=(
+            "with --alignment: where to write the ranked coupling scores (zero-sum gauge, APC; plmc's format, "
+            "highest first); default MODEL_couplings.txt beside --out"
+        ),
+    )
 
 
 def _add_score(sub):

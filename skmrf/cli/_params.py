@@ -22,6 +22,8 @@ METHODS = {
     "gaussian-lap": "GaussianLAP",
     "gaussian-ml": "GaussianMaxLikelihood",
 }
+#: Other names of methods: ``pl`` is the DCA community's name for pseudo-likelihood.
+ALIASES = {"pl": "pseudo"}
 
 
 def _param_value(text):
@@ -69,7 +71,7 @@ def build_estimator(args, graph, table, by_name):
     parameter object ``NAME`` (MCMC's ``schedule``), after every plain ``--set``: a string
     such as ``schedule=theory`` (or the default) becomes its object first.
     """
-    cls = getattr(_estimators, METHODS[args.method])
+    cls = getattr(_estimators, METHODS[ALIASES.get(args.method, args.method)])
     accepted, own = cls().get_params(), cls().get_params(deep=False)
     params = {"graph": graph, **_modelling(args, cls, accepted)}
     nested = []

@@ -59,7 +59,7 @@ def _memmap_chunks(X, chunk_rows):
         yield a, np.array(X[a : a + step])  # a copy of this chunk only, as a plain ndarray
 
 
-def reduce_row_chunks(X, func, *args, op=np.add, chunk_rows=None):
+def reduce_row_chunks(X, func, *args, op=np.add, chunk_rows=None, name=None):
     """``func`` applied to every chunk of rows of ``X``, the results combined by ``op``.
 
     Parameters
@@ -78,6 +78,9 @@ def reduce_row_chunks(X, func, *args, op=np.add, chunk_rows=None):
         per element of a tuple result.
     chunk_rows : int, optional
         Rows per memmap chunk; by default about :data:`CHUNK_BYTES` of data.
+    name : str, optional
+        The name the dask tasks' keys start with (default ``func.__name__``): a wrapper
+        passes the name of the function it wraps, so the task stream shows the real work.
 
     Returns
     -------
@@ -85,7 +88,7 @@ def reduce_row_chunks(X, func, *args, op=np.add, chunk_rows=None):
     counts (even in float64, below ``2^53``) do not depend on the chunking.
     """
     if _is_dask(X):
-        return _reduce_dask(X, func, args, op)
+        return _reduce_dask(X, func, args, op, name or func.__name__)
     if isinstance(X, np.memmap):
         out = None
         for start, chunk in _memmap_chunks(X, chunk_rows):
@@ -96,7 +99,7 @@ def reduce_row_chunks(X, func, *args, op=np.add, chunk_rows=None):
     return func(X, 0, *args)
 
 
-def _reduce_dask(X, func, args, op):
+def _reduce_dask(X, func, args, op, name):
     import dask
     from dask.base import tokenize
 
@@ -104,13 +107,14 @@ def _reduce_dask(X, func, args, op):
         X = X.rechunk({1: -1})
     starts = np.concatenate([[0], np.cumsum(X.chunks[0])[:-1]]).tolist()
     # One graph key per argument, shared by every task (not a copy embedded in each).
-    shared = [a if a is None or np.isscalar(a) else dask.delayed(a, traverse=False) for a in args]
+    # Functions (the one a wrapper applies) travel inside each task, as the task's own function does.
+    shared = [a if a is None or np.isscalar(a) or callable(a) else dask.delayed(a, traverse=False) for a in args]
     blocks = zip(X.to_delayed()[:, 0], starts)
     tokens = [getattr(a, "key", a) for a in shared]
     parts = [
         # Keys keep the name of the function the task runs (the task stream shows "_count_chunk-...").
         dask.delayed(_guarded, pure=True)(
-            func, block, start, *shared, dask_key_name=f"{func.__name__}-{tokenize(func, block.key, start, tokens)}"
+            func, block, start, *shared, dask_key_name=f"{name}-{tokenize(func, block.key, start, tokens)}"
         )
         for block, start in blocks
     ]

@@ -66,7 +66,9 @@ class Rows:
         :func:`~skmrf.data.reduce_row_chunks` for the chunking of each kind of input. ``func``
         must be a module-level function (it may be sent to dask workers).
         """
-        return reduce_row_chunks(self.X, _weighted_chunk, func, self.weight, *args, op=op, chunk_rows=chunk_rows)
+        return reduce_row_chunks(
+            self.X, _weighted_chunk, func, self.weight, *args, op=op, chunk_rows=chunk_rows, name=func.__name__
+        )
 
     def dense(self):
         """``(X, weight)`` with ``X`` an in-memory ndarray (a memmap or a dask array is read whole)."""

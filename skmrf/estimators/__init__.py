@@ -1,14 +1,13 @@
 """scikit-learn estimators of MRF parameters."""
 
+from ..exceptions import _moved
 from ..kernels.mcmc.fast_mixing import fast_mixing_schedule
-from ._base import EstimatedLikelihoodWarning, ImpossibleLikelihoodError
-from ._existence import NoFiniteEstimateWarning
 from .bayes import MetropolisHastingsMRF
 from .em import DecomposedEM
 from .exact import ExactMaxLikelihood
-from .gaussian import GaussianLAP, GaussianMaxLikelihood, NotPositiveDefiniteWarning, ScaleWarning
-from .lap import LAPEstimator, NeighbourhoodTooLargeError
-from .mcmc import AdaptiveSchedule, MCMCMaxLikelihood, MixingBoundWarning, TheorySchedule
+from .gaussian import GaussianLAP, GaussianMaxLikelihood
+from .lap import LAPEstimator
+from .mcmc import AdaptiveSchedule, MCMCMaxLikelihood, TheorySchedule
 from .mle_induced import MLEInducedLikelihood
 from .pseudo import PseudoLikelihoodEstimator
 
@@ -25,7 +24,11 @@ __all__ = [
     "MetropolisHastingsMRF",
     "PseudoLikelihoodEstimator",
     "fast_mixing_schedule",
-    # Warnings and errors the estimators raise, importable to filter or catch them.
+]
+
+
+#: Warnings and errors exported here before skmrf.exceptions held them all (deprecated).
+_MOVED = (
     "EstimatedLikelihoodWarning",
     "ImpossibleLikelihoodError",
     "MixingBoundWarning",
@@ -33,4 +36,8 @@ __all__ = [
     "NoFiniteEstimateWarning",
     "NotPositiveDefiniteWarning",
     "ScaleWarning",
-]
+)
+
+
+def __getattr__(name):
+    return _moved(__name__, _MOVED, name)

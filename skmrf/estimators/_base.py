@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 
 import networkx as nx
@@ -10,12 +9,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from ..data import Rows, is_chunked, reduce_row_chunks, scan_states
-from ..exceptions import EstimatedLikelihoodWarning, ImpossibleLikelihoodError
+from ..exceptions import EstimatedLikelihoodWarning, ImpossibleLikelihoodError, TreewidthError
 from ..graphs import MRFGraph, resolve_graph
-from ..inference.ais import annealed_importance_sampling
 from ..inference.gibbs import is_pairwise
-from ..inference.junction_tree import TreewidthError
-from ..inference.tree_bound import tree_upper_bound
 from ..model import DiscreteMRF
 from ..utils._memory import LBFGS_VECTORS, check_fit_memory
 from ..utils._sklearn_compat import (
@@ -35,9 +31,21 @@ from ..utils.validation import (
     column_names,
     fit_column_labels,
 )
+from ._log_partition import (
+    AIS_BUDGET,
+    AIS_CHAINS,
+    AIS_STEPS,
+    LOG_Z_INTERVAL_MAX,
+    LOG_Z_KEYS,
+    TREE_BOUND_ITER,
+    announce_estimate,
+    estimate_log_partition,
+    refuse_impossible,
+)
 from ._score import MeanScoreMixin
 
 __all__ = [
+    "AIS_BUDGET",
     "AIS_CHAINS",
     "AIS_STEPS",
     "ALPHA_CONSTRAINT",
@@ -45,7 +53,9 @@ __all__ = [
     "EstimatedLikelihoodWarning",
     "ImpossibleLikelihoodError",
     "LBFGS_VECTORS",
+    "LOG_Z_INTERVAL_MAX",
     "MAX_TABLE_SIZE",
+    "TREE_BOUND_ITER",
     "check_fit_memory",
     "model_of",
 ]
@@ -63,18 +73,6 @@ N_JOBS_CONSTRAINT = [
 
 #: ``alpha``: a ridge ``>= 0``, or ``"auto"`` for ``1 / n_samples`` (:meth:`BaseDiscreteMRF._ridge`).
 ALPHA_CONSTRAINT = [Interval(Real, 0, None, closed="left"), StrOptions({"auto"})]
-
-#: Chains and annealing steps of ``score_method="ais"``.
-AIS_CHAINS, AIS_STEPS = 100, 1000
-#: ``score`` warns that scores from an estimated ``log Z`` cannot rank models when the interval
-#: ``[log_partition_, log_partition_upper_]`` is wider than this many nats (the same for every
-#: row's score). On the 8x8 digits it is 2.4 to 3 nats, on the 16x16 ones 23 to 33
-#: (``benchmarks/log_partition_bounds.py``), against differences of a nat or two between methods.
-LOG_Z_INTERVAL_MAX = 1.0
-#: L-BFGS iterations of the tree-reweighted bound at the first score (every iterate is a valid
-#: bound). On the LAP model of the 64x64 digits: 10 give 2394.4 in 8.6 s, 25 give 2365.0 in
-#: 17 s, and 160 (converged) 2355.9 in 106 s, against an AIS estimate of 673.
-TREE_BOUND_ITER = 25
 
 
 def model_of(obj, name):
@@ -358,13 +356,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         for it (#24, item 4). It is seeded the same way, so the result is the same.
         """
         method = self.score_method
-        for key in (
-            "_log_partition",
-            "_log_partition_std",
-            "_log_partition_upper",
-            "_ais_random_state",
-            "_estimate_announced",
-        ):
+        for key in LOG_Z_KEYS:
             self.__dict__.pop(key, None)  # from an earlier fit
         if method in ("auto", "exact"):
             try:
@@ -388,18 +380,9 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         self.log_partition_ = None
 
     def _estimate_log_partition(self):
-        """The log Z that :meth:`_resolve_score_method` deferred: the AIS estimate (``"ais"``) and,
-        for a pairwise model, the tree-reweighted upper bound on it (#24, item 1), which
-        ``"bound"`` scores with."""
-        if self.score_method_ == "ais":  # first: it draws from random_state as it did in fit
-            res = annealed_importance_sampling(self.model_, AIS_CHAINS, AIS_STEPS, self._ais_random_state)
-            self.log_partition_, self.log_partition_std_ = res.log_z, res.std_err
-        upper = None
-        if is_pairwise(self.model_.layout):
-            upper = tree_upper_bound(self.model_, max_iter=TREE_BOUND_ITER, random_state=self._ais_random_state).bound
-        self.__dict__["_log_partition_upper"] = upper
-        if self.score_method_ == "bound":
-            self.log_partition_ = upper
+        """The log Z that :meth:`_resolve_score_method` deferred, and its interval
+        (:func:`~skmrf.estimators._log_partition.estimate_log_partition`)."""
+        self.__dict__.update(estimate_log_partition(self.model_, self.score_method_, self._ais_random_state))
 
     def _log_partition_attribute(self, key):
         d = self.__dict__
@@ -414,46 +397,21 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     log_partition_upper_ = _deferred(
         "_log_partition_upper", "Tree-reweighted upper bound on ``log Z`` (pairwise models, else None).", settable=False
     )
+    log_partition_lower_ = _deferred(
+        "_log_partition_lower", "Lower end of the interval for ``log Z`` (AIS less its noise margin).", settable=False
+    )
+    log_partition_budget_exhausted_ = _deferred(
+        "_log_partition_budget_exhausted", "Whether AIS ran out of its budget before its runs agreed.", settable=False
+    )
 
     def _announce_estimate(self):
-        """Warn once per fit that scores rest on an estimated ``log Z``, with its interval.
-
-        With ``score_method="auto"`` that they are estimates at all; with ``"auto"`` or ``"ais"``
-        that they cannot rank models when ``[log_partition_, log_partition_upper_]`` is wider
-        than :data:`LOG_Z_INTERVAL_MAX` nats.
-        """
+        """Warn once per fit that scores rest on an estimated ``log Z``, with its interval
+        (:func:`~skmrf.estimators._log_partition.announce_estimate`)."""
         if self.score_method_ != "ais" or self.__dict__.get("_estimate_announced"):
             return
         self._estimate_announced = True
-        low, upper = self.log_partition_, self.__dict__.get("_log_partition_upper")
-        interval = (
-            f"log Z lies in [{low:.6g}, {upper:.6g}] (AIS, tree-reweighted upper bound: log_partition_upper_), "
-            f"so every score is between {upper - low:.3g} nats too high and about right"
-            if upper is not None
-            else "no upper bound on it was computed (a model with cliques of three or more variables, or one "
-            "loaded from a file)"
-        )
-        if self.score_method == "auto":
-            warnings.warn(
-                f"{type(self).__name__}(score_method='auto') scores with log Z estimated by annealed "
-                f"importance sampling ({AIS_CHAINS} chains, {AIS_STEPS} steps): log Z = "
-                f"{low:.6g} with standard error {self.log_partition_std_:.3g} "
-                "(log_partition_std_), because the junction tree of this graph exceeds max_bytes; "
-                f"{interval}. The scores are log-likelihood estimates; set score_method='ais' to "
-                "silence this warning.",
-                EstimatedLikelihoodWarning,
-                stacklevel=3,
-            )
-        if upper is not None and upper - low > LOG_Z_INTERVAL_MAX:
-            warnings.warn(
-                f"{type(self).__name__}: {interval}. The interval is wider than {LOG_Z_INTERVAL_MAX:g} nat per "
-                "row, so these scores cannot rank models (AIS underestimates log Z when its chains do not mix, "
-                "while its standard error stays small). For a conservative comparison use the lower end, "
-                "score(X) - (log_partition_upper_ - log_partition_), a guaranteed lower bound on the "
-                "mean log-likelihood.",
-                EstimatedLikelihoodWarning,
-                stacklevel=3,
-            )
+        estimate, std = self.log_partition_, self.log_partition_std_
+        announce_estimate(type(self).__name__, self.score_method, self.__dict__, estimate, std)
 
     # -- scoring and sampling ----------------------------------------------
     def score_samples(self, X):
@@ -485,30 +443,10 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         self._announce_estimate()
         if self.score_method_ in ("exact", "ais", "bound"):
             scores = self.model_.layout.energy(Xi, self.model_.theta) - self.log_partition_
-            if self.score_method_ == "ais":
-                self._refuse_impossible(scores)
+            if self.score_method_ == "ais":  # #24 item 3: a score > 0 proves the estimate wrong
+                refuse_impossible(type(self).__name__, scores, self.log_partition_, self.log_partition_std_)
             return scores
         return self.model_.log_pseudo_likelihood(Xi)
-
-    def _refuse_impossible(self, scores):
-        """Refuse AIS scores of rows more probable than certain (#24, item 3).
-
-        ``log Z >= energy(x)`` for every state ``x``, so a row with ``energy(x) > log Z`` proves
-        the AIS estimate too small by at least the difference (AIS underestimates ``log Z`` when
-        its chains do not mix). Returning the score would rank the model by that error.
-        """
-        worst = int(np.argmax(scores)) if len(scores) else 0
-        if len(scores) and scores[worst] > 0:
-            raise ImpossibleLikelihoodError(
-                f"{type(self).__name__}: row {worst} would have log-probability {scores[worst]:.4g} > 0 "
-                f"with the AIS estimate log Z = {self.log_partition_:.6g} (standard error "
-                f"{self.log_partition_std_:.3g}): its energy proves log Z >= "
-                f"{self.log_partition_ + scores[worst]:.6g}, so the estimate is at least {scores[worst]:.4g} "
-                "nats too small and every score from it is too high. AIS did not reach this model's mass "
-                "(its chains do not mix at these couplings); do not rank models by it. Use "
-                "score_method='pseudo', or estimate log Z with more chains and steps "
-                "(skmrf.inference.annealed_importance_sampling) and compare."
-            )
 
     def sample(self, n_samples=1, random_state=None, method="auto", n_sweeps=200):
         """Draw samples from the fitted model.
@@ -565,7 +503,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     def __skmrf_set_state__(self, state):
         """Set ``graph_``, ``n_states_``, ``model_`` and ``log_partition_`` (None when ``state`` has
         none), and ``log_partition_std_`` where given, from :meth:`__skmrf_state__`'s dict."""
-        for key in ("_log_partition", "_log_partition_std", "_log_partition_upper", "_ais_random_state"):
+        for key in LOG_Z_KEYS:
             self.__dict__.pop(key, None)  # of an earlier fit: nothing is estimated later
         n_states = np.array(state["n_states"], dtype=np.int64)
         self.graph_ = MRFGraph(len(n_states), tuple(tuple(f) for f in state["factors"]), state["names"])

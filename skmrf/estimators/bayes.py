@@ -35,12 +35,13 @@ from ..solvers._convergence import warn_not_converged
 from ..utils._docstrings import fill_doc
 from ..utils._mcmc_diagnostics import RHAT_MAX, effective_sample_size, split_rhat
 from ..utils._parallel import parallel_or_serial
+from ..utils._progress import Progress
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, delayed
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
 from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._mle_induced_fit import fit_mle_induced, parameter_edges
 from ._protocol import Trace
-from .mle_induced import fit_mle_induced, parameter_edges
 
 __all__ = ["MetropolisHastingsMRF"]
 
@@ -564,8 +565,9 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         args = (self.n_steps, self.proposal_scale, burn_in, self.thin, log)
         run = _run_chains_speculative if isinstance(plugin, CallableLikelihood) else _run_chains
         with parallel_or_serial(len(blocks), verbose=max(0, self.verbose - 1)) as pool:
-            if pool is None:
-                results = [run(plugin, log_prior, theta0, seeds, *args)]
+            if pool is None:  # the bar follows the chains here (not in worker processes)
+                with Progress(self.n_steps, type(self).__name__, self.verbose) as bar:
+                    results = [run(plugin, log_prior, theta0, seeds, *args[:-1], bar.follow(log))]
             else:
                 results = pool(delayed(run)(plugin, log_prior, theta0[b], seeds[b], *args) for b in blocks)
         kept = np.concatenate([r[0] for r in results])

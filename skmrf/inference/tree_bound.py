@@ -135,10 +135,47 @@ def tree_upper_bound(model, n_trees=None, max_iter=200, tol=1e-6, random_state=N
     edges = [c for c in model.cliques if len(c) == 2]
     rng = check_generator(random_state)
     forests = _cover_with_forests(n, edges, n_trees, rng)
-    m = len(forests)
+    value_and_grad, project, z0 = _split_problem(model, forests)
+    initial, _ = value_and_grad(z0)
+    best = [initial]
+    n_iter = 0
+    if edges and max_iter > 0:
 
-    # One layout and one junction tree (width 1, built once) per forest; `owner` maps every
-    # entry of the stacked per-forest parameters to its parameter in `model.theta`.
+        def fun(u):
+            val, g = value_and_grad(z0 + project(u))
+            if val < best[0]:
+                best[0] = val
+            return val, project(g)
+
+        res = minimize(
+            fun,
+            np.zeros_like(z0),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": max_iter, "gtol": tol, "ftol": tol},
+        )
+        n_iter = int(res.nit)
+    appearance = {e: 0 for e in edges}
+    for f in forests:
+        for e in f:
+            appearance[e] += 1
+    m = len(forests)
+    return TreeBoundResult(
+        float(best[0]), float(initial), n_iter, tuple(forests), {e: a / m for e, a in appearance.items()}
+    )
+
+
+def _split_problem(model, forests):
+    """``(value_and_grad, project, z0)`` of the bound over splits of ``model.theta`` on ``forests``.
+
+    One layout and one junction tree (width 1, built once) per forest; ``owner`` maps every entry
+    of the stacked per-forest parameters ``z`` to its parameter in ``model.theta``. ``z0`` gives
+    each forest ``theta`` scaled by ``m / count`` (``count``: the forests holding the parameter),
+    ``project`` removes from a direction its mean over each parameter's copies (so ``z0 + project(u)``
+    is a split of ``theta``), and ``value_and_grad(z)`` is the mean of the forests' ``log Z`` and
+    its gradient (their marginals).
+    """
+    m = len(forests)
     lay = model.layout
     index = {c: k for k, c in enumerate(model.cliques)}
     singletons = [c for c in model.cliques if len(c) == 1]
@@ -166,32 +203,7 @@ def tree_upper_bound(model, n_trees=None, max_iter=200, tol=1e-6, random_state=N
             grad[bounds_at[t] : bounds_at[t + 1]] = cal.clique_marginals()[sub.theta_pos]
         return total / m, grad / m
 
-    initial, _ = value_and_grad(z0)
-    best = [initial]
-    n_iter = 0
-    if edges and max_iter > 0:
-
-        def fun(u):
-            val, g = value_and_grad(z0 + project(u))
-            if val < best[0]:
-                best[0] = val
-            return val, project(g)
-
-        res = minimize(
-            fun,
-            np.zeros_like(z0),
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": max_iter, "gtol": tol, "ftol": tol},
-        )
-        n_iter = int(res.nit)
-    appearance = {e: 0 for e in edges}
-    for f in forests:
-        for e in f:
-            appearance[e] += 1
-    return TreeBoundResult(
-        float(best[0]), float(initial), n_iter, tuple(forests), {e: a / m for e, a in appearance.items()}
-    )
+    return value_and_grad, project, z0
 
 
 def _cover_with_forests(n, edges, n_trees, rng):

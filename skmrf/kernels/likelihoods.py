@@ -20,9 +20,9 @@ import scipy.sparse as sp
 from scipy.special import expit, logit, logsumexp
 
 from ..data import distinct_projections
+from ..exceptions import TreewidthError
 from ..inference.evidence import BatchedJunctionTree
 from ..inference.gibbs import colour_classes
-from ..inference.junction_tree import TreewidthError
 from .mle_induced import agreement_counts
 
 __all__ = [

@@ -1,12 +1,12 @@
 """The fitted model every discrete estimator exposes, and its Ising coordinates."""
 
+from ..exceptions import _moved
 from .agreement import agreement_matrix, agreement_to_mrf, mrf_to_agreement
-from .discrete import DiscreteMRF, SamplingWarning
+from .discrete import DiscreteMRF
 from .ising import binary_to_ising, ising_statistics, ising_to_binary
 
 __all__ = [
     "DiscreteMRF",
-    "SamplingWarning",
     "agreement_matrix",
     "agreement_to_mrf",
     "binary_to_ising",
@@ -14,3 +14,11 @@ __all__ = [
     "ising_to_binary",
     "mrf_to_agreement",
 ]
+
+
+#: Warnings and errors exported here before skmrf.exceptions held them all (deprecated).
+_MOVED = ("SamplingWarning",)
+
+
+def __getattr__(name):
+    return _moved(__name__, _MOVED, name)

@@ -156,7 +156,7 @@ class DiscreteMRF:
 
         Raises
         ------
-        skmrf.inference.TreewidthError
+        skmrf.exceptions.TreewidthError
             A ``ValueError``, when exact inference would exceed ``max_bytes``;
             on a graph far too wide this is found early in the elimination.
         """
@@ -214,7 +214,7 @@ class DiscreteMRF:
 
         Raises
         ------
-        skmrf.inference.TreewidthError
+        skmrf.exceptions.TreewidthError
             When the calibration would exceed ``max_bytes``.
         """
         return self.get_junction_tree(max_bytes).calibrate(

@@ -118,7 +118,7 @@ def make_synthetic_alignment(
     Every sequence is the end of its own Gibbs chain (``DiscreteMRF.sample``, chromatic
     Gibbs from a uniform random start, ``n_sweeps`` sweeps), so the sequences are
     independent draws once the chains have mixed; ``DiscreteMRF.sample`` warns
-    (:class:`~skmrf.model.SamplingWarning`) when the chains' split R-hat says they did not.
+    (:class:`~skmrf.exceptions.SamplingWarning`) when the chains' split R-hat says they did not.
 
     Parameters
     ----------

@@ -109,16 +109,26 @@ DOCS = {
         The ridge used: ``alpha``, or ``1 / n_samples`` for ``"auto"``.""",
     "log_partition_ais_": """log_partition_ : float or None
         ``log Z`` when scoring is exact, its AIS estimate when it is
-        ``"ais"``, None for ``"pseudo"``.
+        ``"ais"`` (made at the first score, by
+        :func:`skmrf.inference.adaptive_annealed_importance_sampling`), the
+        tree bound for ``"bound"``, None for ``"pseudo"``.
     log_partition_std_ : float
-        Standard error of the AIS estimate (only when ``score_method_`` is
-        ``"ais"``).
+        Standard error of the AIS estimate, the bias seen between its runs
+        included (only when ``score_method_`` is ``"ais"``).
+    log_partition_lower_ : float or None
+        With ``score_method_ == "ais"``: the lower end of the interval for
+        ``log Z``, the AIS estimate less its noise margin (AIS is a
+        stochastic lower bound); None otherwise.
     log_partition_upper_ : float or None
-        With ``score_method_ == "ais"``: a guaranteed upper bound on ``log Z``
-        (tree-reweighted, :func:`skmrf.inference.tree_upper_bound`) for a
-        pairwise model, None otherwise. ``log Z`` lies between the AIS estimate
-        (a stochastic lower bound) and it; the first score quotes the interval
-        and warns when it is wider than 1 nat (the scores cannot rank models).""",
+        With ``score_method_`` ``"ais"`` or ``"bound"``: a guaranteed upper
+        bound on ``log Z`` (tree-reweighted,
+        :func:`skmrf.inference.tree_upper_bound`) for a pairwise model, None
+        otherwise. The first score quotes ``[log_partition_lower_,
+        log_partition_upper_]`` in nats per row and warns when it is wider
+        than 1 nat (the scores cannot rank models).
+    log_partition_budget_exhausted_ : bool or None
+        With ``score_method_ == "ais"``: whether the adaptive AIS ran out of
+        its budget before two runs agreed (the first score then says so).""",
     "score_method_": """score_method_ : str
         How :meth:`score_samples` scores: ``score_method`` with ``"auto"``
         resolved in ``fit``.""",

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from ._progress import write
+
 __all__ = ["ProgressLog"]
 
 
@@ -29,4 +31,4 @@ class ProgressLog:
         """Print ``message % args`` with the elapsed time (when verbose)."""
         if self.verbose:
             text = message % args if args else message
-            print("[%s] %s, time = %.2fs" % (self.name, text, time.perf_counter() - self.start))
+            write("[%s] %s, time = %.2fs" % (self.name, text, time.perf_counter() - self.start))

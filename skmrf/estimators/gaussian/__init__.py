@@ -34,8 +34,16 @@ Large problems stay sparse: no ``p x p`` dense matrix is formed by
 covariance is only evaluated on the blocks that LAP needs.
 """
 
-from ._base import NotPositiveDefiniteWarning, ScaleWarning
+from ...exceptions import _moved
 from .lap import GaussianLAP
 from .max_likelihood import GaussianMaxLikelihood
 
-__all__ = ["GaussianLAP", "GaussianMaxLikelihood", "NotPositiveDefiniteWarning", "ScaleWarning"]
+__all__ = ["GaussianLAP", "GaussianMaxLikelihood"]
+
+
+#: Warnings and errors exported here before skmrf.exceptions held them all (deprecated).
+_MOVED = ("NotPositiveDefiniteWarning", "ScaleWarning")
+
+
+def __getattr__(name):
+    return _moved(__name__, _MOVED, name)

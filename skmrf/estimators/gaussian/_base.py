@@ -36,6 +36,7 @@ from ...utils.validation import check_column_labels, check_data_array, check_rea
 from .._score import MeanScoreMixin
 from ._data import NON_FINITE_ADVICE, StandardisedRows, centred_peak, centred_squares, column_sums, reduce_rows
 from .lap_kernel import CHUNK_ENTRIES
+from .spd import min_eigenvalue
 
 __all__ = ["DENSE_MAX_FEATURES", "DENSE_PRECISION_MAX_FEATURES", "NotPositiveDefiniteWarning", "ScaleWarning"]
 
@@ -515,10 +516,20 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         Xc = self._centred(X)
         if not self.is_positive_definite_:
             raise ValueError(
-                f"The precision fitted by {type(self).__name__} is not positive definite, so it "
-                f"defines no Gaussian density and no log-likelihood. Refit with {self._pd_advice}."
+                f"The precision fitted by {type(self).__name__} is not positive definite "
+                f"({self._smallest_eigenvalue()}), so it defines no Gaussian density (exp(-x'Px/2) is not "
+                f"integrable) and no log-likelihood. Refit with {self._pd_advice}."
             )
         return -0.5 * self._quadratic(Xc) - self.log_partition_
+
+    def _smallest_eigenvalue(self):
+        """``"smallest eigenvalue ..."`` of ``standardized_precision_`` for the error of :meth:`score_samples`
+        (dense to rounding up to 500 variables, Lanczos to 1e-6 relative up to 5000, not computed above)."""
+        P = sp.csr_array(self.standardized_precision_)
+        if P.shape[0] > 5000:
+            return f"its smallest eigenvalue was not computed for {P.shape[0]} variables"
+        value, _ = min_eigenvalue(P, 1e-6)
+        return f"smallest eigenvalue {value:.4g} of standardized_precision_, the precision of the standardised columns"
 
     def error_norm(self, comp_cov, norm="frobenius", scaling=True, squared=True):
         """Error between ``comp_cov`` and ``covariance_`` (as ``EmpiricalCovariance.error_norm``).

@@ -26,14 +26,14 @@ __all__ = ["StandardisedRows", "reduce_rows"]
 NON_FINITE_ADVICE = "A Gaussian MRF needs every value observed and finite; drop or impute missing values."
 
 
-def reduce_rows(X, func, *args, op=np.add, chunk_rows=None):
+def reduce_rows(X, func, *args, op=np.add, chunk_rows=None, name=None):
     """``func(chunk, start, *args)`` over row chunks of ``X``, combined by ``op``.
 
     As :func:`skmrf.data.reduce_row_chunks`, except that an in-memory array is
     also taken by slices of rows (about ``CHUNK_BYTES`` each) rather than whole.
     """
     if is_chunked(X):
-        return reduce_row_chunks(X, func, *args, op=op, chunk_rows=chunk_rows)
+        return reduce_row_chunks(X, func, *args, op=op, chunk_rows=chunk_rows, name=name)
     n = X.shape[0]
     step = chunk_rows or max(1, CHUNK_BYTES // max(1, X.shape[1] * X.itemsize))
     out = None
@@ -130,7 +130,7 @@ class StandardisedRows:
 
     def reduce(self, func, *args):
         """``sum over chunks of func(ZT, *args)``, ``ZT`` a chunk in the fit's units (one row per variable)."""
-        return reduce_rows(self.X, _standardised_apply, func, self.params, args)
+        return reduce_rows(self.X, _standardised_apply, func, self.params, args, name=func.__name__)
 
 
 def standardised_chunk(chunk, start, location, peak, rms, factor, weights=None):

@@ -14,6 +14,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ...utils._docstrings import fill_doc
+from ...utils._progress import Progress
 from ...utils._sklearn_compat import Interval, StrOptions
 from ._base import _BaseGaussianMRF
 from ._data import covariance_on_pattern, dense_covariance_rows
@@ -424,10 +425,11 @@ class GaussianMaxLikelihood(_MaxLikelihoodChecks, _BaseGaussianMRF):
         self.decrement_, self.lower_bound_, self.embedding_bound_ = np.nan, -np.inf, -np.inf
         self.cg_iterations_ = []
         try:
-            if solver in ("chordal", "sparse"):
-                fit = self._fit_sparse(data, n_div, mu, pattern, log)
-            else:
-                fit = self._fit_dense(data, n_div, mu, rows, cols, log)
+            with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar:
+                if solver in ("chordal", "sparse"):
+                    fit = self._fit_sparse(data, n_div, mu, pattern, bar.follow(log))
+                else:
+                    fit = self._fit_dense(data, n_div, mu, rows, cols, bar.follow(log))
         finally:
             del self._data
         # Not measured or not available: None (a saved model round-trips it, unlike NaN).

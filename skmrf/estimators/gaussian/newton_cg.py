@@ -153,6 +153,8 @@ def _line_search(pattern, s, x, dx, f, decrement):
     return None
 
 
+# Longer than 60 lines: one Newton-CG loop whose three stopping rules (tolerance, certified
+# decrement, time budget) share its state; split, each part would need most of it passed in.
 def newton_cg_covsel(
     pattern, s, x0, tol=1e-10, max_iter=100, max_cg=250, decrement_tol=None, lattice=None, max_time=None, log=None
 ):

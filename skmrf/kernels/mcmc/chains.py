@@ -17,6 +17,7 @@ import scipy.sparse as sp
 
 from ...inference.gibbs import BinaryGibbsKernel, CategoricalGibbsKernel, is_binary_pairwise, run_chains
 from ...model.ising import ising_statistics, ising_to_binary
+from ...solvers.cg import conjugate_gradient
 
 __all__ = [
     "CHAIN_BLOCK",
@@ -261,7 +262,13 @@ class Chains:
         if rho == 1.0:
             s = g / diagonal
         else:
-            s = _conjugate_gradients(lambda v: (1 - rho) * (T.T @ (T @ v) / m - mu * (mu @ v)) + diagonal * v, g)
+            # Loose by design: any positive-definite approximation of the Newton step keeps the fixed point.
+            s, _ = conjugate_gradient(
+                lambda v: (1 - rho) * (T.T @ (T @ v) / m - mu * (mu @ v)) + diagonal * v,
+                g,
+                rtol=NATURAL_CG_RTOL,
+                max_iter=NATURAL_CG_ITER,
+            )
         out = gradient.copy()
         out[free] = s
         # A trust region: directions the chains barely see get steps of up to 1 / damping
@@ -278,29 +285,6 @@ class Chains:
         m = self.n_chains
         mean = self.advance(theta, self.n_sweeps) / m
         return mean, np.maximum(mean * (1 - mean), 1.0 / m) / m
-
-
-def _conjugate_gradients(matvec, b, rtol=NATURAL_CG_RTOL, max_iter=NATURAL_CG_ITER):
-    """Solve ``A x = b`` for symmetric positive definite ``A`` (given by ``matvec``), from 0.
-
-    Loose by design: the solution is a step direction, and any positive-definite approximation
-    of the Newton step keeps the iteration's fixed point.
-    """
-    x = np.zeros_like(b)
-    r = b.copy()
-    p = r.copy()
-    rr = r @ r
-    stop = (rtol * np.linalg.norm(b)) ** 2
-    for _ in range(max_iter):
-        if rr <= stop:
-            break
-        Ap = matvec(p)
-        a = rr / (p @ Ap)
-        x += a * p
-        r -= a * Ap
-        rr, rr_old = r @ r, rr
-        p = r + (rr / rr_old) * p
-    return x
 
 
 class IsingExpectation:

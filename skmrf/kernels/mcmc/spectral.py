@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh
 
+from ...solvers.cg import conjugate_gradient
 from ...utils._threads import single_blas_thread
 
 __all__ = ["project_spectral"]
@@ -325,29 +326,12 @@ def _truncated_cg(H, diag, b, rtol, max_cg):
     2020): near a saddle point (a part of the graph whose ``w`` is still close to 0 but whose
     couplings exceed ``c``) the Newton step barely moves, and this one escapes.
     """
-    d = np.zeros_like(b)
-    if not b.any():
+    d, info = conjugate_gradient(lambda v: H @ v, b, precondition=lambda r: r / diag, rtol=rtol, max_iter=max_cg)
+    p = info.negative_curvature
+    if p is None:
         return d
-    r = b.copy()
-    z = r / diag
-    p = z.copy()
-    rz = r @ z
-    stop = rtol * np.linalg.norm(b)
-    for _ in range(max_cg):
-        Hp = H @ p
-        curvature = p @ Hp
-        if curvature <= 0:
-            pp = p @ p
-            return d + (1.0 if p @ b >= 0 else -1.0) * (-curvature / pp) * p / math.sqrt(pp)
-        alpha = rz / curvature
-        d += alpha * p
-        r -= alpha * Hp
-        if np.linalg.norm(r) <= stop:
-            break
-        z = r / diag
-        rz, rz_old = r @ z, rz
-        p = z + (rz / rz_old) * p
-    return d
+    curvature, pp = p @ (H @ p), p @ p
+    return d + (1.0 if p @ b >= 0 else -1.0) * (-curvature / pp) * p / math.sqrt(pp)
 
 
 def _project_spectral_dykstra(J, edges, n_variables, max_norm, tol=1e-9, max_iter=10000, return_n_iter=False):

@@ -1,0 +1,139 @@
+"""One progress bar for every long loop of a fit (issue #27 item 4).
+
+With ``verbose >= 1`` an estimator wraps its long loop (LAP's subproblem batches, PL, EM and
+Gaussian Newton iterations, MCMC and Metropolis-Hastings steps, AIS) in :class:`Progress`. It
+draws a `tqdm <https://tqdm.github.io>`_ bar when tqdm is installed (``pip install
+skmrf[progress]``; ``tqdm.auto`` renders in Jupyter too), else plain lines on stderr at most once
+every ``PLAIN_INTERVAL`` seconds with the time left. ``verbose=0`` prints nothing and imports
+nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from numbers import Integral
+
+__all__ = ["PLAIN_INTERVAL", "Progress", "write"]
+
+#: Seconds between two plain-text progress lines (the first and the last are always written).
+PLAIN_INTERVAL = 5.0
+
+#: Bars drawing now: while one is, verbose lines go through ``tqdm.write`` so they do not break it.
+_ACTIVE = []
+
+
+def _tqdm():
+    """``tqdm.auto.tqdm``, or None when tqdm is not installed or ``SKMRF_PROGRESS=plain``."""
+    if os.environ.get("SKMRF_PROGRESS", "").lower() == "plain":
+        return None
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
+def write(text, file=None):
+    """Print one verbose line without breaking a progress bar that is drawing."""
+    if _ACTIVE and hasattr(_ACTIVE[-1], "write"):
+        _ACTIVE[-1].write(text, file=file)
+    else:
+        print(text, file=file, flush=True)
+
+
+class Progress:
+    """Progress of one loop of ``total`` units, shown when ``verbose >= 1``.
+
+    Use as a context manager and call :meth:`update` after each unit (or batch of units)::
+
+        with Progress(n_steps, "MCMCMaxLikelihood", self.verbose) as bar:
+            for ...:
+                ...
+                bar.update()
+
+    Parameters
+    ----------
+    total : int or None
+        Units the loop will run (None: unknown, e.g. a loop with a stopping rule: only the
+        count and the rate are shown). A loop that stops early ends the bar where it stopped.
+    desc : str
+        Who runs: the estimator's name (the unit says what runs).
+    verbose : int
+        Nothing is shown unless positive.
+    unit : str, default="step"
+        The name of one unit.
+    file : file-like, default=sys.stderr
+        Where the bar or lines go.
+    """
+
+    def __init__(self, total, desc, verbose, unit="step", file=None):
+        self.total = None if total is None else int(total)
+        self.desc, self.unit, self.n = desc, unit, 0
+        self.enabled = bool(verbose) and verbose > 0
+        self.file = file
+        self._bar = None
+        self._start = self._last = time.perf_counter()
+        if self.enabled:
+            tqdm = _tqdm()
+            if tqdm is not None:
+                self._bar = tqdm(total=self.total, desc=desc, unit=unit, file=file or sys.stderr, leave=True)
+                _ACTIVE.append(self._bar)
+            else:
+                self._line()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def update(self, n=1):
+        """Count ``n`` more units done."""
+        if not self.enabled:
+            return
+        self.n += n
+        if self._bar is not None:
+            self._bar.update(n)
+        elif time.perf_counter() - self._last >= PLAIN_INTERVAL:
+            self._line()
+
+    def follow(self, log):
+        """``log`` (a verbose-line callable, ``log(message, *args)``) that also moves the bar to
+        ``args[0]`` when that is an integer: the count of units its message reports."""
+
+        def report(message, *args):
+            log(message, *args)
+            if args and isinstance(args[0], Integral) and not isinstance(args[0], bool):
+                self.update(int(args[0]) - self.n)
+
+        return report
+
+    def close(self):
+        """End the bar (the last line says how many units ran, in how long)."""
+        if not self.enabled:
+            return
+        self.enabled = False
+        if self._bar is not None:
+            self._bar.close()
+            _ACTIVE.remove(self._bar)
+        else:
+            elapsed = time.perf_counter() - self._start
+            total = f"/{self.total}" if self.total is not None else ""
+            self._print(f"{self.desc}: {self.n}{total} {self.unit}s in {elapsed:.1f} s")
+
+    def _print(self, text):
+        print(text, file=self.file or sys.stderr, flush=True)
+
+    def _line(self):
+        now = time.perf_counter()
+        self._last = now
+        elapsed = now - self._start
+        if self.total:
+            eta = f", about {elapsed / self.n * (self.total - self.n):.0f} s left" if self.n else ""
+            share = f"{100 * self.n / self.total:.0f} %"
+            text = f"{self.desc}: {self.n}/{self.total} {self.unit}s ({share}), {elapsed:.0f} s{eta}"
+        else:
+            text = f"{self.desc}: {self.n} {self.unit}s, {elapsed:.0f} s"
+        self._print(text)

@@ -1,0 +1,100 @@
+"""The shared progress helper (#27 item 4): silent at verbose=0, the right totals otherwise."""
+
+import io
+import sys
+import types
+
+import pytest
+
+from skmrf.utils import _progress
+from skmrf.utils._progress import Progress, write
+from skmrf.utils._verbose import ProgressLog
+
+
+class FakeTqdm:
+    """Records what a tqdm bar is given."""
+
+    made = []
+
+    def __init__(self, total, desc, unit, file, leave):
+        self.total, self.desc, self.unit, self.n, self.closed, self.lines = total, desc, unit, 0, False, []
+        FakeTqdm.made.append(self)
+
+    def update(self, n):
+        self.n += n
+
+    def close(self):
+        self.closed = True
+
+    def write(self, text, file=None):
+        self.lines.append(text)
+
+
+@pytest.fixture
+def fake_tqdm(monkeypatch):
+    FakeTqdm.made = []
+    monkeypatch.setattr(_progress, "_tqdm", lambda: FakeTqdm)
+    return FakeTqdm
+
+
+def test_silent_at_verbose_zero(monkeypatch, capsys):
+    monkeypatch.setattr(_progress, "_tqdm", lambda: pytest.fail("tqdm looked up at verbose=0"))
+    with Progress(10, "X", 0) as bar:
+        for _ in range(10):
+            bar.update()
+    assert capsys.readouterr() == ("", "")
+
+
+def test_tqdm_bar_gets_the_total_and_every_unit(fake_tqdm):
+    with Progress(7, "X", 1, unit="batch") as bar:
+        for _ in range(3):
+            bar.update(2)
+        bar.update()
+    (made,) = fake_tqdm.made
+    assert (made.total, made.n, made.unit, made.closed) == (7, 7, "batch", True)
+    assert _progress._ACTIVE == []
+
+
+def test_verbose_lines_go_through_the_active_bar(fake_tqdm, capsys):
+    log = ProgressLog("X", 1)
+    with Progress(2, "X", 1):
+        log("Iteration %d", 1)
+    log("done")
+    (made,) = fake_tqdm.made
+    assert made.lines[0].startswith("[X] Iteration 1, time = ")
+    assert capsys.readouterr().out.startswith("[X] done, time = ")
+
+
+def test_plain_lines_without_tqdm(monkeypatch):
+    monkeypatch.setattr(_progress, "_tqdm", lambda: None)
+    monkeypatch.setattr(_progress, "PLAIN_INTERVAL", 0.0)  # a line per update
+    out = io.StringIO()
+    with Progress(4, "X", 1, file=out) as bar:
+        for _ in range(4):
+            bar.update()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("X: 0/4 steps (0 %)")
+    assert lines[2].startswith("X: 2/4 steps (50 %)") and "s left" in lines[2]
+    assert lines[-1].startswith("X: 4/4 steps in ")
+    assert len(lines) == 6  # the first line, one per update, the last
+
+
+def test_unknown_total_and_an_early_stop(monkeypatch):
+    monkeypatch.setattr(_progress, "_tqdm", lambda: None)
+    out = io.StringIO()
+    with Progress(None, "X", 1, unit="iteration", file=out) as bar:
+        bar.update(3)
+    assert out.getvalue().splitlines()[-1].startswith("X: 3 iterations in ")
+
+
+def test_plain_mode_by_environment(monkeypatch):
+    monkeypatch.setitem(sys.modules, "tqdm.auto", types.SimpleNamespace(tqdm=FakeTqdm))
+    monkeypatch.setenv("SKMRF_PROGRESS", "plain")
+    assert _progress._tqdm() is None
+    monkeypatch.delenv("SKMRF_PROGRESS")
+    assert _progress._tqdm() is FakeTqdm
+
+
+def test_write_without_a_bar_prints(capsys):
+    write("hello")
+    assert capsys.readouterr().out == "hello\n"

@@ -15,8 +15,6 @@ import os
 import time
 import warnings
 
-import numpy as np
-
 import skmrf
 from skmrf import MCMCMaxLikelihood, MetropolisHastingsMRF, MLEInducedLikelihood, grid_graph
 from skmrf.datasets import sample_random_mrf

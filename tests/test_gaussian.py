@@ -22,14 +22,8 @@ from sklearn.base import clone
 from sklearn.covariance import EmpiricalCovariance, empirical_covariance, log_likelihood
 from sklearn.exceptions import ConvergenceWarning
 
-from skmrf.estimators.gaussian import (
-    GaussianLAP,
-    GaussianMaxLikelihood,
-    NotPositiveDefiniteWarning,
-    _base,
-    lap_kernel,
-    spd,
-)
+from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood, _base, lap_kernel, spd
+from skmrf.exceptions import NotPositiveDefiniteWarning
 from skmrf.graphs import grid_graph, resolve_adjacency
 
 

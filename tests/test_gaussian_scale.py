@@ -24,13 +24,8 @@ import warnings
 import numpy as np
 import pytest
 
-from skmrf.estimators.gaussian import (
-    GaussianLAP,
-    GaussianMaxLikelihood,
-    NotPositiveDefiniteWarning,
-    ScaleWarning,
-    lap_kernel,
-)
+from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood, lap_kernel
+from skmrf.exceptions import NotPositiveDefiniteWarning, ScaleWarning
 
 P = 6
 RTOL = 1e-11

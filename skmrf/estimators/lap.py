@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from numbers import Integral, Real
 
+import numpy as np
+
 from ..kernels.lap import MAX_NEIGHBOURHOOD_STATES, LAPSubproblem, fit_lap
 from ..kernels.lap_structure import NeighbourhoodTooLargeError, auxiliary_factors
 from ..solvers import warn_not_converged
@@ -100,13 +102,16 @@ class LAPEstimator(BaseDiscreteMRF):
     ----------
     %(discrete_model_)s
     %(alpha_)s
-    subproblems_ : list of LAPSubproblem
+    subproblems_ : sequence of LAPSubproblem
         Every auxiliary problem solved: clique, 1-neighbourhood, number of
         free parameters, whether profiled, Newton iterations, convergence.
-    block_sources_ : dict
+        A read-only sequence backed by arrays (its ``n_iter`` and
+        ``converged`` arrays cover every problem); each record is built when
+        indexed, so 2 x 10^6 problems do not hold 2 x 10^6 tuples.
+    block_sources_ : mapping
         ``{block clique: tuple of indices into subproblems_}``: the
         auxiliary problems each potential block was read from (averaged when
-        more than one).
+        more than one). A read-only mapping backed by arrays.
     n_groups_ : int
         Distinct auxiliary structures (batches).
     n_iter_ : int
@@ -240,13 +245,13 @@ class LAPEstimator(BaseDiscreteMRF):
             log=log,
         )
         self.block_sources_, self.subproblems_, self.n_groups_ = info
-        self.n_iter_ = max((s.n_iter for s in self.subproblems_), default=0)
+        self.n_iter_ = int(self.subproblems_.n_iter.max(initial=0))
         self._warn_unconverged()
         log("done")
         return theta
 
     def _warn_unconverged(self):
-        bad = [s.clique for s in self.subproblems_ if not s.converged]
+        bad = [self.subproblems_[i].clique for i in np.flatnonzero(~self.subproblems_.converged)]
         if bad:
             warn_not_converged(
                 f"{len(bad)} of {len(self.subproblems_)} LAP auxiliary problems",

@@ -20,12 +20,13 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..data import count_dtype, count_joint_states, transposed_states
+from ..data import Rows, count_dtype, count_joint_states, transposed_states
 from ..solvers import batched_newton
 from ..solvers.newton import BATCH_FLOATS
 from ..utils._parallel import parallel_or_serial, workers_for
 from ..utils._sklearn_compat import delayed
 from ..utils._threads import single_blas_thread
+from .lap_records import BlockIndex, BlockSources, LAPSubproblem, Subproblems
 from .lap_structure import AuxiliaryStructure, group_by_structure
 
 __all__ = ["LAPFit", "LAPSubproblem", "fit_lap"]
@@ -39,21 +40,9 @@ LAP_MIN_WORK_PER_WORKER = 2e6
 #: Default limit on the joint states of one 1-neighbourhood (enumerated exactly).
 MAX_NEIGHBOURHOOD_STATES = 1 << 16
 
-
-class LAPSubproblem(NamedTuple):
-    """One auxiliary problem of a fitted :class:`LAPEstimator`."""
-
-    clique: tuple
-    """The clique ``q`` whose block(s) are read off."""
-    neighbourhood: tuple
-    """Its 1-neighbourhood ``A_q`` (sorted variables)."""
-    n_params: int
-    """Free parameters of the auxiliary fit."""
-    profiled: bool
-    """True when a saturated clique over ``A_q \\ q`` was profiled out (conditional fit)."""
-    n_iter: int
-    """Newton iterations run."""
-    converged: bool
+#: Empirical frequencies (float64 entries, problems x joint states) counted and held at once:
+#: 256 MiB. The auxiliary problems are counted, solved and read off in passes of this size.
+PASS_ENTRIES = 1 << 25
 
 
 def _solve_chunk(tasks, alpha, max_iter, tol):
@@ -69,12 +58,12 @@ def _solve_chunk(tasks, alpha, max_iter, tol):
 
 @dataclass
 class _Group:
-    """Auxiliary problems of one shared structure: their indices, 1-neighbourhoods and fits."""
+    """Auxiliary problems of one shared structure: their indices, 1-neighbourhoods and fit records."""
 
     structure: AuxiliaryStructure
-    members: list
+    local_q: tuple
+    members: np.ndarray
     neighbourhoods: np.ndarray
-    theta: np.ndarray = None
     n_iter: np.ndarray = None
     converged: np.ndarray = None
 
@@ -104,107 +93,157 @@ def _count_chunk(X, weight, max_states, tables, dtype):
     return [count_joint_states(XT, A, strides, n_configs, dtype, weight) for A, strides, n_configs in tables]
 
 
-def _count(rows, groups, neighbourhoods):
-    """Build each group's structure and its problems' empirical frequencies (local counts).
-
-    The counts are summed over the row chunks of a memmap or a dask array (on the workers),
-    so only they travel, in the narrowest integer type that holds them (:func:`~skmrf.data.count_dtype`);
-    integer counts, so the frequencies equal the in-memory ones. With row weights they are
-    float64 sums of the weights.
-    """
-    made = []
-    for (local_states, lf, lq, profiled), members in groups.items():
-        structure = AuxiliaryStructure(lf, local_states, lq, profiled)
-        made.append((structure, members, np.array([neighbourhoods[i] for i in members], dtype=np.int64)))
-    tables = [(A, s.strides, s.n_configs) for s, _, A in made]
-    dtype = count_dtype(rows.n_rows) if rows.chunked and rows.weight is None else np.float64
-    counts = rows.reduce(_count_chunk, int(rows.n_states.max()), tables, dtype)
-    return [(_Group(s, members, A), s.frequencies(c)) for (s, members, A), c in zip(made, counts)]
+def _make_groups(plan):
+    """The :class:`_Group` of every ``(key, members, neighbourhoods)`` of :func:`group_by_structure`."""
+    groups = []
+    for (local_states, lf, lq, profiled), members, A in plan:
+        s = AuxiliaryStructure(lf, local_states, lq, profiled)
+        n = len(members)
+        groups.append(_Group(s, lq, members, A, np.zeros(n, dtype=np.int32), np.zeros(n, dtype=bool)))
+    return groups
 
 
-def _solve_work(tasks):
-    """Work of the batched Newton tasks: the floats of their ``(problems, configurations,
-    parameters)`` temporaries, each rebuilt at every Newton iteration."""
-    return sum(len(freq) * F3.size for F3, freq in tasks)
-
-
-def _solve(counted, alpha, max_iter, tol, n_jobs, verbose):
-    """Fit every auxiliary problem: batches bounded in memory, one parallel task per chunk."""
-    tasks, owners = [], []
-    for g, (group, freq) in enumerate(counted):
-        F3 = group.structure.F3
+def _tasks(groups):
+    """The Newton batches ``(group, start, stop)``: slices of at most ``BATCH_FLOATS`` floats of
+    temporaries within one group, as they always were (so every problem is solved in the same
+    batch, bit for bit), ordered by their first problem (neighbouring variables together)."""
+    tasks = []
+    for g, group in enumerate(groups):
+        F3, n = group.structure.F3, len(group.members)
         per = max(1, BATCH_FLOATS // max(1, F3.shape[0] * F3.shape[1] * max(group.structure.n_free, 1)))
-        for a in range(0, len(freq), per):
-            tasks.append((F3, freq[a : a + per]))
-            owners.append(g)
-    n_workers = workers_for(n_jobs, _solve_work(tasks), LAP_MIN_WORK_PER_WORKER)
-    n_chunks = min(len(tasks), 4 * n_workers) if n_workers > 1 else 1
-    bounds = np.linspace(0, len(tasks), n_chunks + 1).astype(int)
-    chunks = [tasks[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+        tasks += [(g, a, min(a + per, n)) for a in range(0, n, per)]
+    tasks.sort(key=lambda t: groups[t[0]].members[t[1]])
+    return tasks
+
+
+def _passes(tasks, groups):
+    """Consecutive tasks, grouped so that each pass holds at most :data:`PASS_ENTRIES` frequencies."""
+    passes, current, size = [], [], 0
+    for t in tasks:
+        entries = (t[2] - t[1]) * groups[t[0]].structure.n_configs
+        if current and size + entries > PASS_ENTRIES:
+            passes.append(current)
+            current, size = [], 0
+        current.append(t)
+        size += entries
+    return passes + ([current] if current else [])
+
+
+def _count_pass(rows, groups, tasks):
+    """Empirical frequencies of the problems of ``tasks``, one array per task.
+
+    Only the columns between the smallest and the largest variable of their 1-neighbourhoods
+    are read (a band of the grid for the problems of one pass): the counts are summed over the
+    row chunks of a memmap or a dask array (on the workers), so only they travel, in the
+    narrowest integer type that holds them (:func:`~skmrf.data.count_dtype`); integer counts,
+    so the frequencies equal the in-memory ones. With row weights they are float64 sums.
+    """
+    As = [groups[g].neighbourhoods[a:b] for g, a, b in tasks]
+    lo, hi = min(int(A.min()) for A in As), max(int(A.max()) for A in As) + 1
+    window = Rows(rows.X[:, lo:hi], rows.n_states[lo:hi], rows.weight)
+    tables = [(A - lo, groups[g].structure.strides, groups[g].structure.n_configs) for A, (g, _, _) in zip(As, tasks)]
+    dtype = count_dtype(rows.n_rows) if rows.chunked and rows.weight is None else np.float64
+    counts = window.reduce(_count_chunk, int(rows.n_states.max()), tables, dtype)
+    return [groups[g].structure.frequencies(c) for c, (g, _, _) in zip(counts, tasks)]
+
+
+def _solve_work(groups):
+    """Work of the batched Newton method: the floats of the ``(problems, configurations,
+    parameters)`` temporaries, each rebuilt at every Newton iteration."""
+    return sum(len(g.members) * g.structure.F3.size for g in groups)
+
+
+def _solve_pass(pool, n_workers, work, alpha, max_iter, tol):
+    """Solve the ``(F3, freq)`` batches of ``work`` (one pass), in chunks over the pool if any."""
+    n_chunks = min(len(work), 4 * n_workers) if n_workers > 1 else 1
+    bounds = np.linspace(0, len(work), n_chunks + 1).astype(int)
+    chunks = [work[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
+    if pool is None:
+        results = [_solve_chunk(chunk, alpha, max_iter, tol) for chunk in chunks]
+    else:
+        results = pool(delayed(_solve_chunk)(chunk, alpha, max_iter, tol) for chunk in chunks)
+    return [r for chunk in results for r in chunk]
+
+
+def _fit_passes(rows, groups, reads, alpha, max_iter, tol, n_jobs, verbose, log):
+    """Count, solve and read off the auxiliary problems pass by pass (bounded memory).
+
+    Each pass holds at most :data:`PASS_ENTRIES` frequencies: they are counted from the data,
+    the problems solved and their blocks read off, then dropped, so memory no longer grows with
+    the number of problems (9.1 GiB on the 1000 x 1000 grid before, when every frequency was
+    held at once).
+    """
+    n_workers = workers_for(n_jobs, _solve_work(groups), LAP_MIN_WORK_PER_WORKER)
+    passes = _passes(_tasks(groups), groups)
     # Threads by default: numpy releases the GIL in the batched products and solves. The
     # one-BLAS-thread limit is process-wide, so it is held here for every thread;
     # _solve_chunk sets it again in process or Dask workers.
     with single_blas_thread(), parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as pool:
-        if pool is None:
-            results = [_solve_chunk(chunk, alpha, max_iter, tol) for chunk in chunks]
-        else:
-            results = pool(delayed(_solve_chunk)(chunk, alpha, max_iter, tol) for chunk in chunks)
-    results = [r for chunk in results for r in chunk]
-    for g, (group, _) in enumerate(counted):
-        mine = [r for o, r in zip(owners, results) if o == g]
-        group.theta, group.n_iter, group.converged = (np.concatenate(parts) for parts in zip(*mine))
-    return [group for group, _ in counted]
+        for k, tasks in enumerate(passes):
+            freqs = _count_pass(rows, groups, tasks)
+            work = [(groups[g].structure.F3, f) for f, (g, _, _) in zip(freqs, tasks)]
+            del freqs
+            results = _solve_pass(pool, n_workers, work, alpha, max_iter, tol)
+            del work
+            for (g, a, b), (theta, n_iter, converged) in zip(tasks, results):
+                group = groups[g]
+                group.n_iter[a:b], group.converged[a:b] = n_iter, converged
+                reads.add(group, a, b, theta)
+            log("pass %d of %d: %d auxiliary problems", k + 1, len(passes), sum(b - a for _, a, b in tasks))
 
 
-def _read_off(groups, problems, n_maximal, model, node_rule):
-    """``theta`` of the model from the auxiliary fits (Proposition 3), in problem order.
+class _Reads:
+    """``theta`` of the model from the auxiliary fits (Proposition 3), gathered pass by pass.
 
     A block contained in several maximal cliques is averaged over them (``"mean"``), taken
-    from the first (``"first"``) or from its own problem (``"own"``). Returns ``theta``
-    and ``{block clique: problem indices it was read from}``.
+    from the first (``"first"``) or from its own problem (``"own"``). Every read is kept as
+    (parameter positions, values, problem index); :meth:`finish` adds them in problem order,
+    as one loop over the problems would (the same sums, bit for bit).
     """
-    where = [None] * len(problems)
-    for group in groups:
-        for j, idx in enumerate(group.members):
-            where[idx] = (group, j)
-    lay = model.layout
-    block_index = {c: b for b, c in enumerate(model.cliques)}
-    sums = np.zeros(lay.n_params)
-    hits = np.zeros(len(model.cliques), dtype=np.int64)
-    sources = {c: [] for c in model.cliques}
-    first_of = {}
-    for idx, q in enumerate(problems[:n_maximal]):
-        for c in _subsets(q):
-            first_of.setdefault(c, idx)
-    for idx, q in enumerate(problems):
-        group, j = where[idx]
-        loc = {v: i for i, v in enumerate(group.neighbourhoods[j].tolist())}
-        if node_rule == "own" or idx >= n_maximal:
-            read = [q]
-        else:
-            read = [c for c in _subsets(q) if c == q or node_rule == "mean" or first_of[c] == idx]
-        for c in read:
-            off = group.structure.free_offset[tuple(loc[v] for v in c)]
-            b = block_index[c]
-            lo, hi = lay.block_offsets[b], lay.block_offsets[b + 1]
-            sums[lo:hi] += group.theta[j, off : off + hi - lo]
-            hits[b] += 1
-            sources[c].append(idx)
-    theta = sums / np.repeat(np.maximum(hits, 1), lay.block_sizes)
-    return theta, {c: tuple(v) for c, v in sources.items()}
 
+    def __init__(self, model, node_rule):
+        self.layout, self.node_rule = model.layout, node_rule
+        self.index = BlockIndex(model.cliques, len(model.n_states))
+        self.pos, self.val, self.pidx, self.pblk, self.blk, self.bidx = [], [], [], [], [], []
 
-def _subproblems(groups, problems):
-    """The :class:`LAPSubproblem` record of every problem, in problem order."""
-    out = [None] * len(problems)
-    for group in groups:
-        s = group.structure
-        for j, idx in enumerate(group.members):
-            A = tuple(int(v) for v in group.neighbourhoods[j])
-            out[idx] = LAPSubproblem(
-                problems[idx], A, s.n_free, s.profiled, int(group.n_iter[j]), bool(group.converged[j])
-            )
-    return out
+    def add(self, group, a, b, theta):
+        """The blocks the problems ``a:b`` of ``group`` read, with their solutions ``theta``."""
+        lq, s = group.local_q, group.structure
+        members, A = group.members[a:b], group.neighbourhoods[a:b]
+        patterns = [tuple(range(len(lq)))] if self.node_rule == "own" else _subsets(tuple(range(len(lq))))
+        for pat in patterns:
+            local = tuple(lq[j] for j in pat)
+            blocks = self.index.find(A[:, list(local)])  # A sorted and lq increasing: sorted cliques
+            off, size = s.free_offset[local], s.block_size[local]
+            self.blk.append(blocks.astype(np.int32))
+            self.bidx.append(members)
+            self.pos.append((self.layout.block_offsets[blocks][:, None] + np.arange(size)).ravel())
+            self.val.append(theta[:, off : off + size].ravel())
+            self.pidx.append(np.repeat(members, size))
+            self.pblk.append(np.repeat(blocks.astype(np.int32), size))
+
+    def finish(self):
+        """``theta`` and the :class:`~skmrf.kernels.lap_records.BlockSources` it was read from."""
+        lay = self.layout
+        n_blocks = len(lay.cliques)
+        blk, bidx = np.concatenate(self.blk), np.concatenate(self.bidx)
+        pos, val, pidx, pblk = (np.concatenate(x) for x in (self.pos, self.val, self.pidx, self.pblk))
+        self.pos = self.val = self.pidx = self.pblk = self.blk = self.bidx = None
+        if self.node_rule == "first":  # the first maximal problem containing each block
+            first = np.full(n_blocks, np.iinfo(np.int64).max)
+            np.minimum.at(first, blk, bidx)
+            keep = bidx == first[blk]
+            blk, bidx = blk[keep], bidx[keep]
+            keep = pidx == first[pblk]
+            pos, val, pidx = pos[keep], val[keep], pidx[keep]
+        order = np.argsort(pidx, kind="stable")
+        sums = np.zeros(lay.n_params)
+        np.add.at(sums, pos[order], val[order])  # sequential, in problem order
+        hits = np.bincount(blk, minlength=n_blocks)
+        theta = sums / np.repeat(np.maximum(hits, 1), lay.block_sizes)
+        order = np.lexsort((bidx, blk))
+        indptr = np.concatenate([[0], np.cumsum(hits)])
+        return theta, BlockSources(lay.cliques, self.index, indptr, bidx[order])
 
 
 def _subsets(q):
@@ -215,9 +254,9 @@ def _subsets(q):
 class LAPFit(NamedTuple):
     """What :func:`fit_lap` ran."""
 
-    block_sources: dict
+    block_sources: BlockSources
     """``{block clique: indices of the problems it was read from}``."""
-    subproblems: list
+    subproblems: Subproblems
     """The :class:`LAPSubproblem` of every auxiliary problem, in problem order."""
     n_groups: int
     """Structure groups the problems were batched in."""
@@ -250,11 +289,12 @@ def fit_lap(model, rows, alpha, *, strategy, node_rule, max_neighbourhood_states
     """
     graph = model.graph
     problems, n_maximal = _problems(graph, model.cliques, node_rule)
-    neighbourhoods, structures = group_by_structure(graph, rows.n_states, problems, strategy, max_neighbourhood_states)
-    log("%d auxiliary problems in %d structure groups", len(problems), len(structures))
-    counted = _count(rows, structures, neighbourhoods)
-    log("counted local statistics")
-    groups = _solve(counted, alpha, max_iter, tol, n_jobs, verbose)
+    plan = group_by_structure(graph, rows.n_states, problems, strategy, max_neighbourhood_states)
+    groups = _make_groups(plan)
+    del plan
+    log("%d auxiliary problems in %d structure groups", len(problems), len(groups))
+    reads = _Reads(model, node_rule)
+    _fit_passes(rows, groups, reads, alpha, max_iter, tol, n_jobs, verbose, log)
     log("solved %d auxiliary problems", len(problems))
-    theta, sources = _read_off(groups, problems, n_maximal, model, node_rule)
-    return theta, LAPFit(sources, _subproblems(groups, problems), len(groups))
+    theta, sources = reads.finish()
+    return theta, LAPFit(sources, Subproblems(problems, groups), len(groups))

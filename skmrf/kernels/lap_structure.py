@@ -9,6 +9,7 @@ order share one :class:`AuxiliaryStructure` (its enumerated features) and are so
 from __future__ import annotations
 
 import itertools
+from array import array
 
 import numpy as np
 
@@ -214,10 +215,12 @@ def group_by_structure(graph, n_states, problems, strategy, max_states):
 
     Returns
     -------
-    neighbourhoods : list of tuple of int
-        ``A_q`` of every problem.
-    groups : dict
-        ``{(local states, local factors, local q, profiled): [problem indices]}``.
+    groups : list of (key, members, neighbourhoods)
+        One entry per distinct ``key = (local states, local factors, local q, profiled)``, in
+        order of first appearance: ``members`` the problem indices (int64, increasing) and
+        ``neighbourhoods`` their ``A_q``, one sorted row each (int32 of shape
+        ``(len(members), |A_q|)``). Compact arrays, not tuples of Python integers: on a
+        1000 x 1000 grid the 2 x 10^6 neighbourhoods take 64 MB instead of 700 MB.
 
     Raises
     ------
@@ -228,7 +231,7 @@ def group_by_structure(graph, n_states, problems, strategy, max_states):
     for f in graph.factors:
         for v in f:
             factors_of[v].append(f)
-    groups, local_forms, neighbourhoods = {}, {}, []
+    groups, local_forms = {}, {}
     for idx, q in enumerate(problems):
         A = graph.one_neighbourhood(q)
         _check_size(q, A, n_states, strategy, max_states)
@@ -246,9 +249,15 @@ def group_by_structure(graph, n_states, problems, strategy, max_states):
         key = (tuple(n_states[list(A)].tolist()), lf, lq, profiled)
         if key not in groups:
             _check_features(q, key[0], lf)
-        groups.setdefault(key, []).append(idx)
-        neighbourhoods.append(A)
-    return neighbourhoods, groups
+            groups[key] = (array("q"), array("i"))
+        members, flat = groups[key]
+        members.append(idx)
+        flat.extend(A)
+    out = []
+    for key, (members, flat) in groups.items():
+        A = np.frombuffer(flat, dtype=np.int32).reshape(len(members), -1)
+        out.append((key, np.array(members, dtype=np.int64), A))
+    return out
 
 
 def _local_structure(form, m, strategy):

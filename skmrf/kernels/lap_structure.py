@@ -9,6 +9,7 @@ order share one :class:`AuxiliaryStructure` (its enumerated features) and are so
 from __future__ import annotations
 
 import itertools
+import math
 from array import array
 
 import numpy as np
@@ -231,22 +232,24 @@ def group_by_structure(graph, n_states, problems, strategy, max_states):
     for f in graph.factors:
         for v in f:
             factors_of[v].append(f)
+    ks = [int(k) for k in n_states]  # Python integers: per-problem numpy calls cost more than the work
     groups, local_forms = {}, {}
     for idx, q in enumerate(problems):
         A = graph.one_neighbourhood(q)
-        _check_size(q, A, n_states, strategy, max_states)
-        loc = {v: i for i, v in enumerate(A)}
-        lq = tuple(loc[v] for v in q)
+        states = tuple(map(ks.__getitem__, A))
+        if math.prod(states) > max_states:
+            _check_size(q, A, n_states, strategy, max_states)
+        loc = dict(zip(A, range(len(A))))
+        lq = tuple(map(loc.__getitem__, q))
         if strategy == "exact":
             facs = auxiliary_factors(graph, q, "exact", A, factors_of)[1]
             form = (tuple(tuple(loc[v] for v in f) for f in facs), lq)
         else:
-            inside = tuple(sorted(tuple(loc[v] for v in f) for f in _factors_inside(A, factors_of=factors_of)))
-            form = (inside, lq)
+            form = (_local_inside(A, loc, factors_of), lq)
         if form not in local_forms:
             local_forms[form] = _local_structure(form, len(A), strategy)
         lf, profiled = local_forms[form]
-        key = (tuple(n_states[list(A)].tolist()), lf, lq, profiled)
+        key = (states, lf, lq, profiled)
         if key not in groups:
             _check_features(q, key[0], lf)
             groups[key] = (array("q"), array("i"))
@@ -258,6 +261,17 @@ def group_by_structure(graph, n_states, problems, strategy, max_states):
         A = np.frombuffer(flat, dtype=np.int32).reshape(len(members), -1)
         out.append((key, np.array(members, dtype=np.int64), A))
     return out
+
+
+def _local_inside(A, loc, factors_of):
+    """The factors inside ``A`` in local labels, sorted (as :func:`_factors_inside`, faster).
+
+    A factor (a sorted tuple) inside ``A`` is met once, at its first variable.
+    """
+    aset = set(A)
+    return tuple(
+        sorted(tuple(map(loc.__getitem__, f)) for v in A for f in factors_of[v] if f[0] == v and aset.issuperset(f))
+    )
 
 
 def _local_structure(form, m, strategy):

@@ -19,6 +19,15 @@ a different random choice of rows per tile, so the file is made in seconds. Then
     counts sent back: wall time, peak memory of the client and of each worker, and whether
     ``theta_`` equals the memmap fit's bit for bit.
 
+``compare``
+    Old code against this code: ``LAPEstimator("grid:JxJ", n_jobs=--n-jobs)`` from the memmap
+    at each of ``--sizes`` (default 200 500), each fit in a fresh process whose source is
+    either ``--old-src`` (a copy of the old package, made by ``git archive REV skmrf | tar -x
+    -C DIR``) or this checkout: wall time, CPU time (user + system of the process and its
+    threads, from ``wait4``), peak resident memory (``ru_maxrss`` from ``wait4``, the mapped
+    file pages included), the 1-minute load average before and after, and whether the two
+    ``theta_`` are equal bit for bit. Written to ``benchmarks/results/lap_big_memmap.txt``.
+
 ``score_method="pseudo"``: the default would estimate ``log Z`` of 10^6 variables by AIS,
 which is not what is measured here. The table is printed and written to
 ``benchmarks/results/scale_out.txt``.
@@ -26,6 +35,7 @@ which is not what is measured here. The table is printed and written to
 Usage::
 
     nice -n 10 python benchmarks/scale_out.py [--J 1000] [--n 1000] [--parts slice memmap dask]
+    python benchmarks/scale_out.py --parts compare --old-src DIR [--sizes 200 500 1000] [--n-jobs 2]
 """
 
 from __future__ import annotations
@@ -35,6 +45,7 @@ import os
 import resource
 import subprocess
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -137,12 +148,12 @@ def run_slice(path, J, n, cache):
     ]
 
 
-def worker_memmap(path, J, n, out):
+def worker_memmap(path, J, n, out, n_jobs=None):
     from skmrf import LAPEstimator
 
     X = np.memmap(path, dtype=np.uint8, mode="r", shape=(n, J * J))
     t = time.perf_counter()
-    est = LAPEstimator(f"grid:{J}x{J}", score_method="pseudo").fit(X)
+    est = LAPEstimator(f"grid:{J}x{J}", score_method="pseudo", n_jobs=n_jobs).fit(X)
     wall = time.perf_counter() - t
     np.save(out, est.theta_)
     print(f"RESULT {wall:.1f} {peak_gib():.2f} {os.getloadavg()[0]:.2f}", flush=True)
@@ -172,6 +183,50 @@ def in_fresh_process(kind, path, J, n, out):
     return lines[0].split()[1:]
 
 
+def measured_fit(src, path, J, n, n_jobs, out):
+    """``worker_memmap`` in a fresh process importing skmrf from ``src``: its RESULT line, and CPU
+    seconds and peak GiB from ``wait4`` (the process with its threads)."""
+    cmd = [sys.executable, __file__, "--worker", "memmap", "--J", str(J), "--n", str(n), "--file", path]
+    cmd += ["--out", out, "--n-jobs", str(n_jobs)]
+    env = {**os.environ, "PYTHONPATH": src, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)  # this child's own rusage (RUSAGE_CHILDREN sums all)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        fo.seek(0), fe.seek(0)
+        stdout, stderr = fo.read(), fe.read()
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("RESULT")]
+    if not lines:
+        raise RuntimeError(f"fit from {src} failed:\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    wall = float(lines[0].split()[1])
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 2**20, load, os.getloadavg()[0]
+
+
+def run_compare(old_src, sizes, n, n_jobs, cache):
+    """Old against new LAP from the memmap at each size: the table's lines."""
+    lines = [
+        f"LAP pairwise from a uint8 memmap, N={n} rows, n_jobs={n_jobs}, each fit in a fresh process; "
+        f"old = {old_src}, new = {os.path.dirname(HERE)}",
+        f"{'grid':>9} {'code':<4} {'wall s':>8} {'cpu s':>8} {'peak GiB':>8} {'load':>11} {'theta equal':>11}",
+    ]
+    print("\n".join(lines), flush=True)
+    for J in sizes:
+        path = make_file(J, n, cache)
+        res = {}
+        for code, src in (("old", old_src), ("new", os.path.dirname(HERE))):
+            out = os.path.join(cache, f"compare_theta_{code}_{J}_{n}.npy")
+            res[code] = measured_fit(src, path, J, n, n_jobs, out)
+            wall, cpu, peak, l0, l1 = res[code]
+            eq = "" if code == "old" else str(np.array_equal(np.load(out), np.load(out.replace("_new_", "_old_"))))
+            lines.append(f"{J}x{J:<5} {code:<4} {wall:>8.1f} {cpu:>8.1f} {peak:>8.2f} {l0:>5.1f}/{l1:<5.1f} {eq:>11}")
+            print(lines[-1], flush=True)
+        o, w = res["old"], res["new"]
+        lines.append(f"{'':>9} new/old: wall x{w[0] / o[0]:.2f}, cpu x{w[1] / o[1]:.2f}, peak x{w[2] / o[2]:.2f}")
+        print(lines[-1], flush=True)
+    return lines
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--J", type=int, default=1000)
@@ -181,12 +236,24 @@ def main():
     p.add_argument("--worker")
     p.add_argument("--file")
     p.add_argument("--out")
-    p.add_argument("--results", default=os.path.join(HERE, "results", "scale_out.txt"))
+    p.add_argument("--results", default=None)
+    p.add_argument("--old-src", help="compare: directory holding the old skmrf package")
+    p.add_argument("--sizes", type=int, nargs="+", default=[200, 500])
+    p.add_argument("--n-jobs", type=int, default=None)
     a = p.parse_args()
+    if a.worker == "memmap":
+        worker_memmap(a.file, a.J, a.n, a.out, a.n_jobs)
+        return
     if a.worker:
-        {"memmap": worker_memmap, "dask": worker_dask}[a.worker](a.file, a.J, a.n, a.out)
+        worker_dask(a.file, a.J, a.n, a.out)
         return
     os.makedirs(a.cache, exist_ok=True)
+    if a.parts == ["compare"]:
+        lines = run_compare(a.old_src, a.sizes, a.n, a.n_jobs or 2, a.cache)
+        with open(a.results or os.path.join(HERE, "results", "lap_big_memmap.txt"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return
+    a.results = a.results or os.path.join(HERE, "results", "scale_out.txt")
     t = time.perf_counter()
     path = make_file(a.J, a.n, a.cache)
     lines = [

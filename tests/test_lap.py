@@ -244,3 +244,54 @@ def test_runs_on_a_dask_cluster(parallel_always):
     # 1e-10: the same Newton iterations on the same counts, only BLAS threads may round differently
     # (~1e-15, times the conditioning); a stopping decision would have to land within rounding of tol.
     np.testing.assert_allclose(est.theta_, ref.theta_, atol=1e-10)
+
+
+@pytest.mark.parametrize("node_rule", ["mean", "first", "own"])
+@pytest.mark.parametrize("strategy", ["pairwise", "exact"])
+def test_passes_give_the_one_pass_fit_bit_for_bit(monkeypatch, tmp_path, node_rule, strategy):
+    """Counting, solving and reading off in many small passes (each reading a band of columns,
+    from a memmap in chunks of 70 rows, with weights) changes nothing: the same Newton batches
+    and the same sums in problem order, so equality is exact."""
+    import skmrf.data.chunks as chunks
+    import skmrf.kernels.lap as lap
+
+    X, _ = sample_random_mrf(grid_graph(5, 6), 400, n_states=[2, 3] * 15, random_state=3)
+    w = np.random.default_rng(0).integers(1, 4, len(X)).astype(float)
+    est = LAPEstimator("grid:5x6", strategy=strategy, node_rule=node_rule, n_states=[2, 3] * 15)
+    ref = est.fit(X, sample_weight=w)
+    ref_theta, ref_iter = ref.theta_.copy(), ref.subproblems_.n_iter.copy()
+    ref_sources = {c: ref.block_sources_[c] for c in ref.model_.cliques}
+    path = tmp_path / "x.u8"
+    mm = np.memmap(path, dtype=np.uint8, mode="w+", shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    seen = []
+    count_pass = lap._count_pass
+    monkeypatch.setattr(lap, "_count_pass", lambda rows, g, t: seen.append(rows.X.shape[1]) or count_pass(rows, g, t))
+    monkeypatch.setattr(lap, "PASS_ENTRIES", 200)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 70 * X.shape[1])
+    for data in (X, np.memmap(path, dtype=np.uint8, mode="r", shape=X.shape)):
+        seen.clear()
+        got = est.fit(data, sample_weight=w)
+        assert len(seen) > 5  # many passes
+        np.testing.assert_array_equal(got.theta_, ref_theta)
+        np.testing.assert_array_equal(got.subproblems_.n_iter, ref_iter)
+        assert {c: got.block_sources_[c] for c in got.model_.cliques} == ref_sources
+
+
+def test_records_are_compact_and_behave_as_a_list_and_a_dict():
+    X, _ = sample_random_mrf(grid_graph(3, 4), 500, random_state=0)
+    est = LAPEstimator("grid:3x4", node_rule="own").fit(X)
+    subs, sources = est.subproblems_, est.block_sources_
+    records = list(subs)
+    assert subs == records and subs[-1] == records[-1] and subs[2:4] == records[2:4]
+    assert len(subs) == 17 + 12 and subs.n_iter.dtype == np.int32 and subs.converged.all()
+    assert all(isinstance(v, int) for s in records for v in s.neighbourhood)
+    assert subs.index(records[5]) == 5
+    with pytest.raises(IndexError):
+        subs[len(subs)]
+    assert dict(sources) == {c: sources[c] for c in est.model_.cliques} and len(sources) == len(est.model_.cliques)
+    assert sources[(0, 1)] == (0,)
+    for missing in [(0, 5), (99,), "a", (0, 1, 2)]:
+        with pytest.raises(KeyError):
+            sources[missing]

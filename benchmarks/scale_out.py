@@ -241,11 +241,9 @@ def main():
     p.add_argument("--sizes", type=int, nargs="+", default=[200, 500])
     p.add_argument("--n-jobs", type=int, default=None)
     a = p.parse_args()
-    if a.worker == "memmap":
-        worker_memmap(a.file, a.J, a.n, a.out, a.n_jobs)
-        return
     if a.worker:
-        worker_dask(a.file, a.J, a.n, a.out)
+        run = worker_memmap if a.worker == "memmap" else worker_dask
+        run(a.file, a.J, a.n, a.out, *([a.n_jobs] if a.worker == "memmap" else []))
         return
     os.makedirs(a.cache, exist_ok=True)
     if a.parts == ["compare"]:

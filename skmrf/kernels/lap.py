@@ -10,6 +10,13 @@ has the same structure after relabelling ``A_q`` in sorted order (every
 interior edge of a grid, say) share one enumerated feature matrix and are fitted
 together by a vectorised damped Newton method (:func:`~skmrf.solvers.batched_newton`);
 chunks of such batches run through ``joblib.Parallel``.
+
+Memory is bounded by passes: the batches, ordered by their first problem (neighbouring
+variables together), are taken a pass of at most :data:`PASS_ENTRIES` frequencies at a time;
+a pass counts its problems' joint states from the band of columns their 1-neighbourhoods
+span, solves them and reads their blocks off, then drops its frequencies and solutions. The
+batches are the same whatever the passes, and the blocks are summed in problem order, so the
+result does not depend on them, bit for bit.
 """
 
 from __future__ import annotations

@@ -239,13 +239,8 @@ def group_by_structure(graph, n_states, problems, strategy, max_states):
         states = tuple(map(ks.__getitem__, A))
         if math.prod(states) > max_states:
             _check_size(q, A, n_states, strategy, max_states)
-        loc = dict(zip(A, range(len(A))))
-        lq = tuple(map(loc.__getitem__, q))
-        if strategy == "exact":
-            facs = auxiliary_factors(graph, q, "exact", A, factors_of)[1]
-            form = (tuple(tuple(loc[v] for v in f) for f in facs), lq)
-        else:
-            form = (_local_inside(A, loc, factors_of), lq)
+        form = _local_form(graph, q, A, strategy, factors_of)
+        lq = form[1]
         if form not in local_forms:
             local_forms[form] = _local_structure(form, len(A), strategy)
         lf, profiled = local_forms[form]
@@ -261,6 +256,17 @@ def group_by_structure(graph, n_states, problems, strategy, max_states):
         A = np.frombuffer(flat, dtype=np.int32).reshape(len(members), -1)
         out.append((key, np.array(members, dtype=np.int64), A))
     return out
+
+
+def _local_form(graph, q, A, strategy, factors_of):
+    """``(factors, local q)`` of ``q``'s auxiliary problem in the local labels of ``A`` (sorted):
+    the exact structure's factors for ``"exact"``, else the graph's factors inside ``A``."""
+    loc = dict(zip(A, range(len(A))))
+    lq = tuple(map(loc.__getitem__, q))
+    if strategy == "exact":
+        facs = auxiliary_factors(graph, q, "exact", A, factors_of)[1]
+        return tuple(tuple(loc[v] for v in f) for f in facs), lq
+    return _local_inside(A, loc, factors_of), lq
 
 
 def _local_inside(A, loc, factors_of):

@@ -201,6 +201,7 @@ def _fit_passes(rows, groups, reads, alpha, max_iter, tol, n_jobs, verbose, log)
     """
     n_workers = workers_for(n_jobs, _solve_work(groups), LAP_MIN_WORK_PER_WORKER)
     passes = _passes(_tasks(groups), groups)
+    _release_mapped_pages(rows.X)  # the pages the validation's scan left mapped
     # Threads by default: numpy releases the GIL in the batched products and solves. The
     # one-BLAS-thread limit is process-wide, so it is held here for every thread;
     # _solve_chunk sets it again in process or Dask workers.

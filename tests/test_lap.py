@@ -298,3 +298,19 @@ def test_records_are_compact_and_behave_as_a_list_and_a_dict():
     for missing in [(0, 5), (99,), "a", (0, 1, 2)]:
         with pytest.raises(KeyError):
             sources[missing]
+
+
+def test_memmap_pages_are_released_but_private_writes_kept(tmp_path):
+    """A copy-on-write memmap (mode="c") keeps the caller's in-memory writes: LAP drops the
+    mapped pages of read-only and shared maps only (MADV_DONTNEED would discard private ones)."""
+    X, _ = sample_random_mrf(grid_graph(3, 4), 300, random_state=0)
+    path = tmp_path / "x.u8"
+    np.memmap(path, dtype=np.uint8, mode="w+", shape=X.shape)[:] = X
+    mm = np.memmap(path, dtype=np.uint8, mode="c", shape=X.shape)
+    mm[:5] = 1 - mm[:5]  # private writes, not in the file
+    changed = np.array(mm)
+    got = LAPEstimator("grid:3x4").fit(mm).theta_
+    np.testing.assert_array_equal(mm, changed)
+    np.testing.assert_array_equal(got, LAPEstimator("grid:3x4").fit(changed).theta_)
+    ro = np.memmap(path, dtype=np.uint8, mode="r", shape=X.shape)
+    np.testing.assert_array_equal(LAPEstimator("grid:3x4").fit(ro).theta_, LAPEstimator("grid:3x4").fit(X).theta_)

@@ -20,23 +20,61 @@ over its *free* variables, the ones missing somewhere in the data; its always-ob
 variables are sliced into each pattern's tables. Sub-networks of the same shape (free
 states and reduced cliques) share one batch.
 
-With ``decompose=False`` all the cliques that hold a free variable form a single network
-whose patterns are the distinct rows: the same algorithm on the undecomposed data with
-duplicate rows merged (the paper's baseline), for measuring what the decomposition buys.
+Three plans compute the same sum (``plan``):
+
+- ``"none"`` (``decompose=False``): all the cliques that hold a free variable form a single
+  network whose patterns are the distinct rows: the same algorithm on the undecomposed data
+  with duplicate rows merged (the paper's baseline).
+- ``"subnetworks"`` (``decompose=True``): the paper's decomposition, Eq. 2.
+- ``"components"`` (chosen by ``decompose="auto"`` when cheaper): the same cut made row by
+  row (:func:`~skmrf.data.decompose.missing_components`). Within one row, the cliques of a
+  sub-network linked only through entries observed *in that row* are independent given the
+  row, so ``log Z^s(d)`` is the sum of the log-potentials of the cliques the row fills
+  completely (counted once, like complete data) and of ``log Z_C(d)`` over the connected
+  components ``C`` of the row's missing entries. A component's pattern is its missing
+  variables and the observed states next to them, nothing else: one large sub-network whose
+  patterns are nearly all distinct compresses to a few hundred component patterns, each
+  calibrated on a tree over its own missing variables. Components of the same shape share a
+  batch; a shape too rare to pay for a batch of its own is calibrated on its sub-network's
+  tree with the other cliques' tables set to zero and the other variables clamped.
+
+``decompose="auto"`` prices each plan with a cost model of one evaluation
+(:func:`evaluation_cost`: patterns times the floats of a calibration, plus a fixed cost per
+batched call, both measured) and keeps the cheapest, per sub-network for the row-wise split.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import math
 
-from ..data import c_order_strides, distinct_projections, subnetworks
+import numpy as np
+from scipy.sparse import csr_matrix
+
+from ..data import c_order_strides, count_joint_states, distinct_projections, subnetworks, transposed_states
+from ..data.decompose import missing_components
+from ..inference import JunctionTree
 from ..inference.evidence import BatchedJunctionTree
+from ..parametrisation import CliqueLayout
 from ..utils._sklearn_compat import delayed
 
-__all__ = ["IncompleteDataTerm", "compatible_counts"]
+__all__ = ["IncompleteDataTerm", "ModelTerm", "compatible_counts", "evaluation_cost"]
 
 #: Floats (pattern x table entries) per batched calibration: one task of the E-step.
 CHUNK_FLOATS = 1 << 20
+
+#: Cost model of one batched calibration (:func:`evaluation_cost`), in seconds: per chunk,
+#: per tree node, scope and evidence variable (numpy calls whose cost does not depend on the
+#: batch), and per pattern, per table entry of the tree, gather index and scope. Fitted by
+#: least squares on relative error to the process times of 319 calls (tree shapes and batch
+#: sizes from the networks of benchmarks/decomposition_speedup.py, one thread, numpy 2.4):
+#: the prediction is within a factor 0.62-1.33 of the measured time for 90 % of them
+#: (``--parts costmodel`` of that benchmark refits them).
+COST_PER_NODE = 22.8e-6
+COST_PER_SCOPE = 32.5e-6
+COST_PER_EVIDENCE = 13.0e-6
+COST_PER_ENTRY = 85e-9
+COST_PER_INDEX = 14.3e-9
+COST_PER_PATTERN_SCOPE = 162e-9
 
 
 def compatible_counts(layout, X):
@@ -59,42 +97,266 @@ def compatible_counts(layout, X):
     return out
 
 
-class _Group:
-    """Sub-networks of one shape: their patterns, batched.
+def evaluation_cost(tree, index_floats, n_evidence, n_patterns):
+    """Predicted seconds of calibrating ``n_patterns`` patterns on ``tree`` once.
 
-    ``index[j]`` has shape ``(P, m_j, size_j)``: for each pattern, the positions in the
-    flat full tables (plus a zero slot at ``n_table``) of the ``m_j`` cliques that reduce
-    to scope ``j``, at every joint state of the scope; their sum is the scope's table.
+    Per pattern: ``COST_PER_ENTRY`` per table entry of the tree, ``COST_PER_INDEX`` per
+    gather index and ``COST_PER_PATTERN_SCOPE`` per scope; per chunk of ``CHUNK_FLOATS``
+    floats, a fixed cost per node of the tree, per scope and per evidence variable (numpy
+    calls whose cost does not depend on the batch size).
+
+    Parameters
+    ----------
+    tree : BatchedJunctionTree
+    index_floats : int
+        Gather indices per pattern (``sum_j m_j * size_j`` over the scopes).
+    n_evidence : int
+        Tree variables that some pattern observes (0 when every pattern sums them all).
+    n_patterns : int or float
+
+    Returns
+    -------
+    float
+    """
+    if n_patterns <= 0:
+        return 0.0
+    n_scopes = len(tree.scopes)
+    chunks = math.ceil(n_patterns * (tree.entries + index_floats) / CHUNK_FLOATS)
+    fixed = COST_PER_NODE * len(tree.tree.nodes) + COST_PER_SCOPE * n_scopes + COST_PER_EVIDENCE * n_evidence
+    return n_patterns * _per_pattern(tree, index_floats) + chunks * fixed
+
+
+def _per_pattern(tree, index_floats):
+    """The part of :func:`evaluation_cost` proportional to the number of patterns, per pattern."""
+    return COST_PER_ENTRY * tree.entries + COST_PER_INDEX * index_floats + COST_PER_PATTERN_SCOPE * len(tree.scopes)
+
+
+class _Group:
+    """Patterns calibrated on one tree shape, batched, with their gather matrices.
+
+    Parameters
+    ----------
+    tree : BatchedJunctionTree
+    index : list of ndarray, one per scope, shape ``(P, m_j, size_j)``
+        For each pattern, the positions in the flat full tables (``n_table`` for none: a
+        padded or inactive clique) of the ``m_j`` cliques that enter scope ``j``, at every
+        joint state of the scope; their sum is the scope's table.
+    evidence : ndarray of int64, shape (P, n_tree_variables)
+    counts : ndarray of float64, shape (P,)
+    n_table : int
+
+    Attributes
+    ----------
+    gathers : list of scipy.sparse.csr_matrix
+        One per chunk of patterns: the 0/1 matrix taking the flat full tables to the scope
+        tables of the chunk's patterns (scopes one after the other, each ``(P_chunk, size_j)``
+        in C order). Its transpose takes the weighted scope marginals back to expected table
+        counts. One sparse product each way replaces a gather and a ``bincount`` per scope
+        (measured 3 to 5 times faster).
+    bounds : list of (int, int)
+        The patterns of each chunk.
     """
 
-    def __init__(self, tree, index, evidence, counts):
-        self.tree, self.index, self.evidence, self.counts = tree, index, evidence, counts
+    def __init__(self, tree, index, evidence, counts, n_table):
+        self.tree, self.evidence, self.counts = tree, evidence, counts
+        self.index_floats = sum(ix.shape[1] * ix.shape[2] for ix in index)
+        self.sizes = [ix.shape[2] for ix in index]
+        per = max(1, CHUNK_FLOATS // max(1, self.floats_per_pattern))
+        n = len(counts)
+        self.bounds = [(a, min(a + per, n)) for a in range(0, n, per)]
+        self.gathers = [self._gather(index, a, b, n_table) for a, b in self.bounds]
+
+    def _gather(self, index, a, b, n_table):
+        rows, cols, offset = [], [], 0
+        for ix in index:
+            part = ix[a:b]
+            n, _, size = part.shape
+            r = np.broadcast_to(offset + np.arange(n * size).reshape(n, 1, size), part.shape)
+            keep = part < n_table
+            rows.append(r[keep])
+            cols.append(part[keep])
+            offset += n * size
+        rows, cols = np.concatenate(rows), np.concatenate(cols)
+        return csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(offset, n_table))
 
     @property
     def floats_per_pattern(self):
         """Floats one pattern's calibration touches: its tree's tables and its table indices."""
-        return self.tree.entries + sum(ix.shape[1] * ix.shape[2] for ix in self.index)
+        return self.tree.entries + self.index_floats
+
+    @property
+    def cost(self):
+        """Predicted cost of one evaluation (:func:`evaluation_cost`)."""
+        n_evidence = int((self.evidence >= 0).any(axis=0).sum())
+        return evaluation_cost(self.tree, self.index_floats, n_evidence, len(self.counts))
 
     def chunks(self):
-        per = max(1, CHUNK_FLOATS // max(1, self.floats_per_pattern))
-        n = len(self.counts)
-        return [(self, a, min(a + per, n)) for a in range(0, n, per)]
+        return [(self, k) for k in range(len(self.bounds))]
 
 
-def _e_step_chunk(group, a, b, full_ext, n_table, need_gradient=True):
-    """``sum_p n_p log Z(d_p)``, per-pattern ``log Z(d_p)`` and expected table counts."""
-    tables = [full_ext[ix[a:b]].sum(axis=1) for ix in group.index]
-    shaped = [t.reshape((b - a,) + s) for t, s in zip(tables, group.tree.scope_shapes)]
+def _e_step_chunk(group, k, full, need_gradient=True):
+    """``sum_p n_p log Z(d_p)``, per-pattern ``log Z(d_p)`` and expected table counts of a chunk."""
+    a, b = group.bounds[k]
+    gather = group.gathers[k]
+    flat = gather @ full
+    shaped, offset = [], 0
+    for size, shape in zip(group.sizes, group.tree.scope_shapes):
+        shaped.append(flat[offset : offset + (b - a) * size].reshape((b - a,) + shape))
+        offset += (b - a) * size
     log_z, marginals = group.tree.calibrate(shaped, group.evidence[a:b])
     counts = group.counts[a:b]
     grad = None
     if need_gradient:
-        grad = np.zeros(n_table + 1)
-        for ix, marg in zip(group.index, marginals):
-            w = counts[:, None, None] * marg.reshape(b - a, 1, -1)
-            weights = np.broadcast_to(w, ix[a:b].shape).ravel()
-            grad += np.bincount(ix[a:b].ravel(), weights=weights, minlength=n_table + 1)
+        weights = np.concatenate([(counts[:, None] * m.reshape(b - a, -1)).ravel() for m in marginals])
+        grad = gather.T @ weights
     return float(counts @ log_z), log_z, grad
+
+
+def _distinct_tuples(codes):
+    """Distinct rows of small non-negative integer codes: a first row, count and inverse.
+
+    The columns are folded into one int64 key, re-ranked whenever the next fold could
+    overflow: ``O(n_rows log n_rows)`` per re-ranking, no loop over rows.
+    """
+    key = np.zeros(codes.shape[0], dtype=np.int64)
+    span = 1
+    for j in range(codes.shape[1]):
+        radix = int(codes[:, j].max()) + 1
+        if span * radix >= 2**62:
+            _, key = np.unique(key, return_inverse=True)
+            key = key.ravel().astype(np.int64)
+            span = int(key.max()) + 1
+        key = key * radix + codes[:, j]
+        span *= radix
+    _, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+    return first, counts.astype(np.float64), inverse.ravel()
+
+
+def _shape(layout, cliques, tree_vars):
+    """The tree shape of some cliques summed over ``tree_vars`` (in that order).
+
+    A clique's table enters the tree on its *reduced scope*, its tree variables (local
+    numbers, sorted); each clique goes to the first maximal reduced scope holding its own
+    (a unary table is gathered into a pairwise one), so that a calibration has as few
+    tables to fill and read back as possible.
+
+    Returns the key ``(states of the tree variables, scopes)``, the cliques of each scope,
+    and the gather indices per pattern (``sum_j m_j * size_j``).
+    """
+    local = {int(v): i for i, v in enumerate(tree_vars)}
+    reduced = [frozenset(local[v] for v in layout.cliques[c] if v in local) for c in cliques]
+    distinct = set(reduced)
+    maximal = sorted(tuple(sorted(r)) for r in distinct if not any(r < t for t in distinct))
+    by_scope = {sc: [] for sc in maximal}
+    for c, r in zip(cliques, reduced):
+        by_scope[next(sc for sc in maximal if r.issubset(sc))].append(c)
+    n_states = tuple(int(layout.n_states[v]) for v in tree_vars)
+    index_floats = sum(len(by_scope[sc]) * math.prod(n_states[i] for i in sc) for sc in maximal)
+    return (n_states, tuple(maximal)), [by_scope[sc] for sc in maximal], index_floats
+
+
+class _Unit:
+    """Patterns of some cliques summed over some variables: the input of one batched tree.
+
+    Parameters
+    ----------
+    layout : CliqueLayout
+    cliques : sequence of int
+        The cliques (layout indices) whose tables enter the calibration.
+    tree_vars : sequence of int
+        The variables the tree sums over (sorted); every other variable of the cliques is
+        sliced at the pattern's state.
+    rows : ndarray of int64, shape (P, n_variables)
+        A row showing each pattern: ``-1`` on the tree variables it sums over, its state on
+        the tree variables it observes (evidence) and on every other variable of its active
+        cliques.
+    counts : ndarray of float64, shape (P,)
+    active : ndarray of bool, shape (P, len(cliques)), optional
+        Cliques that enter each pattern's tables (all by default); the others point at the
+        zero slot.
+    """
+
+    def __init__(self, layout, cliques, tree_vars, rows, counts, active=None):
+        self.layout, self.cliques, self.rows, self.counts, self.active = layout, list(cliques), rows, counts, active
+        self.tree_vars = np.asarray(tree_vars, dtype=np.int64)
+        self.key, self.by_scope, self.index_floats = _shape(layout, self.cliques, self.tree_vars)
+        self.n_states, self.scopes = self.key
+        self.n_evidence = int((rows[:, self.tree_vars] >= 0).any(axis=0).sum()) if len(rows) else 0
+
+    def __len__(self):
+        return len(self.counts)
+
+    def build(self):
+        """Gather indices ``[(P, m_j, size_j) per scope]`` and the evidence ``(P, n_tree_vars)``."""
+        lay, rows = self.layout, self.rows
+        pos = {c: k for k, c in enumerate(self.cliques)}
+        local = {int(v): i for i, v in enumerate(self.tree_vars)}
+        index = []
+        for scope, members in zip(self.scopes, self.by_scope):
+            grid = np.indices(tuple(self.n_states[i] for i in scope)).reshape(len(scope), -1)
+            axis = {i: a for a, i in enumerate(scope)}
+            per_clique = []
+            for c in members:
+                clique = list(lay.cliques[c])
+                strides = c_order_strides(lay.n_states[clique])
+                summed = np.array([v in local for v in clique])
+                base = lay.table_offsets[c] + np.maximum(rows[:, clique], 0)[:, ~summed] @ strides[~summed]
+                offsets = sum(strides[k] * grid[axis[local[v]]] for k, v in enumerate(clique) if summed[k])
+                ix = base[:, None] + offsets[None, :]
+                if self.active is not None:
+                    ix[~self.active[:, pos[c]]] = lay.n_table
+                per_clique.append(ix)
+            index.append(np.stack(per_clique, axis=1))
+        return index, rows[:, self.tree_vars]
+
+
+class ModelTerm:
+    """``log Z`` and the clique marginals (the model term of Eq. 1) of the model's junction tree.
+
+    The same calibration as ``tree.calibrate(full, layout)`` followed by
+    ``clique_marginals()``, with the Python loops over the cliques replaced by one sparse
+    product each way: the flat clique tables are gathered into the tables of the tree's
+    nodes (each clique added into the node holding it), the tree is calibrated over its
+    nodes, and the node marginals are summed back onto the cliques by the transposed
+    product (a clique's marginal is the sum of its node's marginal over the node's other
+    variables). With the downward closure of wide factors (982 cliques on 50 nodes for
+    win95pts) this is 5 times faster (2.4 ms against 13 ms); on a 9x9 grid (225 cliques
+    on 68 nodes) 1.3 times.
+
+    Parameters
+    ----------
+    layout : CliqueLayout
+    tree : JunctionTree
+        The model's tree (built on ``layout.cliques``).
+    max_bytes : int, optional
+    """
+
+    def __init__(self, layout, tree, max_bytes=None):
+        self.layout, self.max_bytes = layout, max_bytes
+        nodes = [tuple(int(v) for v in nd) for nd in tree.nodes]
+        self.node_layout = CliqueLayout(nodes, layout.n_states)
+        # The nodes are the maximal cliques of a chordal graph: a greedy order eliminates it
+        # without fill, so the tree on them has the same tables (checked; else the original).
+        node_tree = JunctionTree(layout.n_states, nodes, max_bytes=max_bytes)
+        self.tree = node_tree if node_tree.table_entries <= tree.table_entries else None
+        self._fallback = tree
+        rows, cols = [], []
+        for c, k in enumerate(tree.assign):
+            node, clique = nodes[k], layout.cliques[c]
+            grid = np.indices(self.node_layout.table_shapes[k]).reshape(len(node), -1)
+            strides = c_order_strides(layout.n_states[list(clique)])
+            cols.append(layout.table_offsets[c] + sum(strides[i] * grid[node.index(v)] for i, v in enumerate(clique)))
+            rows.append(self.node_layout.table_offsets[k] + np.arange(grid.shape[1]))
+        rows, cols = np.concatenate(rows), np.concatenate(cols)
+        self.gather = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(self.node_layout.n_table, layout.n_table))
+
+    def __call__(self, full):
+        """``(log Z, flat clique marginals)`` of the log-potential tables ``full``."""
+        if self.tree is None:
+            cal = self._fallback.calibrate(full, self.layout, max_bytes=self.max_bytes)
+            return cal.log_z, cal.clique_marginals()
+        cal = self.tree.calibrate(self.gather @ full, self.node_layout, max_bytes=self.max_bytes)
+        return cal.log_z, self.gather.T @ cal.clique_marginals()
 
 
 class IncompleteDataTerm:
@@ -105,68 +367,239 @@ class IncompleteDataTerm:
     layout : skmrf.parametrisation.CliqueLayout
     X : ndarray of int64, shape (n_rows, n_variables)
         States, ``-1`` where missing; no row entirely missing.
-    decompose : bool
-        Sub-networks on always-observed variables (True) or one network (False).
+    decompose : {"auto", True, False}, default="auto"
+        The plan (module docstring): ``False`` one network (``"none"``), ``True`` the
+        paper's sub-networks (``"subnetworks"``), ``"auto"`` the cheapest of those and
+        the row-wise split (``"components"``) by :func:`evaluation_cost`.
     max_bytes : int, optional
         Memory budget of one calibration of a sub-network's tree (one pattern).
     keep_rows : bool, default=False
-        Keep which pattern each row shows, for :meth:`row_log_evidence`.
+        Keep which pattern each row shows, for :meth:`row_log_evidence` (the row-wise split
+        is then not considered).
 
     Attributes
     ----------
     n_rows : int
     free : ndarray of bool, shape (n_variables,)
         Variables missing in at least one row.
+    plan : {"none", "subnetworks", "components"}
+        What was built.
     networks : list of tuple of int
-        The cliques (layout indices) of each sub-network with a free variable.
+        The cliques (layout indices) of each sub-network with a free variable (one network
+        holding all of them for ``plan="none"``).
     n_patterns : ndarray of int64, shape (n_networks,)
-        Distinct patterns (inferences per evaluation) of each sub-network.
+        Distinct patterns of the data projected on each network.
+    split : ndarray of bool, shape (n_networks,)
+        Networks whose patterns were cut into the components of their missing entries.
+    n_calibrations : int
+        Patterns calibrated per evaluation (all batches).
+    predicted_cost : dict
+        :func:`evaluation_cost` of one evaluation under each plan that was priced.
     observed_counts : ndarray of float64, shape (n_table,)
-        Table counts of the cliques without a free variable (zeros elsewhere).
+        Table counts of the cliques counted like complete data (zeros elsewhere).
     """
 
-    def __init__(self, layout, X, decompose=True, max_bytes=None, keep_rows=False):
+    def __init__(self, layout, X, decompose="auto", max_bytes=None, keep_rows=False):
         self.layout = layout
+        self.max_bytes = max_bytes
         self.n_rows, n_var = X.shape
         missing = X < 0
         self.free = missing.any(axis=0)
         has_free = np.array([self.free[list(c)].any() for c in layout.cliques], dtype=bool)
         self.observed_cliques = np.flatnonzero(~has_free)
-        self.observed_counts = self._observed_counts(X)
-        if decompose:
-            self.networks = subnetworks(layout.cliques, self.free)
-        else:
-            self.networks = [tuple(np.flatnonzero(has_free).tolist())] if has_free.any() else []
-        variables = [tuple(sorted({v for c in net for v in layout.cliques[c]})) for net in self.networks]
-        self.groups, self.n_patterns = [], np.zeros(len(self.networks), dtype=np.int64)
+        self._trees = {}
         self._X = X if keep_rows else None
-        self._row_patterns = np.zeros((self.n_rows, 0), dtype=np.int64)
-        if not self.networks:
-            return
-        k_missing = layout.n_states + 1  # "missing" is one more state, so patterns compress as states
-        Xc = np.where(missing, layout.n_states, X)
-        sub, row, count, inverse = distinct_projections(Xc, variables, k_missing, return_inverse=True)
-        self.n_patterns = np.bincount(sub, minlength=len(self.networks))
-        starts = np.concatenate([[0], np.cumsum(self.n_patterns)])
-        by_shape = {}
-        for s, net in enumerate(self.networks):
-            rows = row[starts[s] : starts[s + 1]]
-            key, parts = self._reduce(net, X[rows], count[starts[s] : starts[s + 1]])
-            by_shape.setdefault(key, []).append((s, parts))
-        self._pattern_of = {}
-        for key, members in by_shape.items():
+        self.groups, self.predicted_cost = [], {}
+        parts = subnetworks(layout.cliques, self.free)
+        projected, inverse = self._project(X, missing, parts)
+        candidates = {}  # plan -> (networks, their (rows, counts), which pattern each row shows)
+        if decompose is not True:
+            if len(parts) > 1:
+                rows, counts, which = _distinct_tuples(inverse)
+                whole = [tuple(np.flatnonzero(has_free).tolist())]
+                candidates["none"] = (whole, [(rows, counts)], which[:, None])
+            else:  # one sub-network (or none) is the whole network
+                candidates["none"] = (parts, projected, inverse)
+        if decompose is not False:
+            candidates["subnetworks"] = (parts, projected, inverse)
+        units = {}
+        for name, (nets, pats, _) in candidates.items():
+            units[name] = [_Unit(layout, n, self._free_of(n), X[r], c) for n, (r, c) in zip(nets, pats)]
+            self.predicted_cost[name] = self._cost(units[name])
+        split = np.zeros(len(parts), dtype=bool)
+        if decompose in ("auto", "components") and not keep_rows and parts:
+            force = decompose == "components"
+            units["components"], split, constant = self._split(parts, units["subnetworks"], force)
+            self.predicted_cost["components"] = self._cost(units["components"])
+        self.plan = min(self.predicted_cost, key=self.predicted_cost.get) if self.predicted_cost else "subnetworks"
+        if decompose == "components" and "components" in self.predicted_cost:
+            self.plan = "components"
+        if self.plan == "components" and not split.any():
+            self.plan = "subnetworks"  # the same units
+        chosen = "subnetworks" if self.plan == "components" else self.plan
+        self.networks, _, which = candidates.get(chosen, ([], [], np.zeros((self.n_rows, 0), dtype=np.int64)))
+        self.n_patterns = np.array([len(u) for u in units.get(chosen, [])], dtype=np.int64)
+        self.split = split if self.plan == "components" else np.zeros(len(self.networks), dtype=bool)
+        self.observed_counts = self._observed_counts(X)
+        if self.plan == "components":
+            self.observed_counts += constant
+        self._build(units.get(self.plan, []))
+        self.n_calibrations = int(sum(len(g.counts) for g in self.groups))
+        self._row_patterns = which if keep_rows else None
+
+    def _project(self, X, missing, parts):
+        """Distinct patterns of the rows projected on each sub-network, in one pass.
+
+        Returns ``[(representative rows, counts)]`` per sub-network and the pattern (local
+        index) each row shows on each, shape ``(n_rows, n_parts)``.
+        """
+        lay = self.layout
+        if not parts:
+            return [], np.zeros((self.n_rows, 0), dtype=np.int64)
+        variables = [tuple(sorted({v for c in net for v in lay.cliques[c]})) for net in parts]
+        Xc = np.where(missing, lay.n_states, X)  # "missing" is one more state
+        sub, row, count, inverse = distinct_projections(Xc, variables, lay.n_states + 1, return_inverse=True)
+        starts = np.concatenate([[0], np.cumsum(np.bincount(sub, minlength=len(parts)))])
+        projected = [(row[a:b], count[a:b]) for a, b in zip(starts[:-1], starts[1:])]
+        return projected, inverse - starts[:-1][None, :]
+
+    # -- planning --------------------------------------------------------------
+    def _free_of(self, cliques):
+        return sorted({v for c in cliques for v in self.layout.cliques[c] if self.free[v]})
+
+    def _tree(self, key):
+        """One tree per shape, built once."""
+        if key not in self._trees:
             n_states, scopes = key
-            tree = BatchedJunctionTree(n_states, scopes, max_bytes=max_bytes)
-            index = [self._stack([p["index"][j] for _, p in members]) for j in range(len(scopes))]
-            evidence = np.concatenate([p["evidence"] for _, p in members])
-            counts = np.concatenate([p["counts"] for _, p in members])
+            self._trees[key] = BatchedJunctionTree(n_states, scopes, max_bytes=self.max_bytes)
+        return self._trees[key]
+
+    def _cost(self, units):
+        """Predicted cost of one evaluation: units of one shape share a batch."""
+        by_key = {}
+        for u in units:
+            if len(u):
+                by_key.setdefault(u.key, []).append(u)
+        total = 0.0
+        for key, us in by_key.items():
+            tree = self._tree(key)
+            index_floats = max(u.index_floats for u in us)
+            total += evaluation_cost(tree, index_floats, max(u.n_evidence for u in us), sum(len(u) for u in us))
+        return total
+
+    def _split(self, parts, coarse, force=False):
+        """The row-wise split: component units per sub-network where it is cheaper.
+
+        Returns the units, which networks were split, and the table counts of the cliques
+        that the split networks' rows fill completely (counted like complete data).
+        """
+        lay = self.layout
+        fine = [self._components(net, unit.rows, unit.counts) for net, unit in zip(parts, coarse)]
+        # A sub-network is split when its components, calibrated on its own tree (the other
+        # cliques zeroed), are fewer than its patterns: the same floats per pattern.
+        split = np.array([len(f[1]) < len(u) or (force and len(f[1]) > 0) for f, u in zip(fine, coarse)])
+        # Each shape of component gets a batch on a tree of its own where that is cheaper than
+        # its patterns' share of their hosts' calibrations.
+        entries = {}  # shape key -> [(s, selected patterns, cliques, component variables)]
+        parts_split = np.flatnonzero(split)
+        for s in parts_split:
+            prow, weight, member = fine[s]
+            masks, which = np.unique(member, axis=0, return_inverse=True)
+            which = which.ravel()
+            for m, mask in enumerate(masks):
+                comp = np.flatnonzero(mask)
+                cliques = [c for c in parts[s] if mask[list(lay.cliques[c])].any()]
+                key, _, index_floats = _shape(lay, cliques, comp)
+                entries.setdefault(key, []).append((s, np.flatnonzero(which == m), cliques, comp, index_floats))
+        per_host = {s: _per_pattern(self._tree(u.key), u.index_floats) for s, u in enumerate(coarse)}
+        promoted = {s: np.zeros(len(fine[s][1]), dtype=bool) for s in parts_split}
+        units = []
+        for key, members in entries.items():
+            n = sum(len(sel) for _, sel, *_ in members)
+            hosted = sum(per_host[s] * len(sel) for s, sel, *_ in members)
+            if hosted <= self._min_fixed(key):
+                continue  # too rare to pay for a batch: stays on its host's tree
+            index_floats = max(m[-1] for m in members)
+            if evaluation_cost(self._tree(key), index_floats, 0, n) >= hosted:
+                continue
+            for s, sel, cliques, comp, _ in members:
+                prow, weight, _ = fine[s]
+                units.append(_Unit(lay, cliques, comp, prow[sel], weight[sel]))
+                promoted[s][sel] = True
+        constant = np.zeros(lay.n_table)
+        for s, (net, unit) in enumerate(zip(parts, coarse)):
+            if not split[s]:
+                units.append(unit)
+                continue
+            prow, weight, member = fine[s]
+            rest = ~promoted[s]
+            if rest.any():
+                active = np.column_stack([member[rest][:, list(lay.cliques[c])].any(axis=1) for c in net])
+                units.append(_Unit(lay, net, unit.tree_vars, prow[rest], weight[rest], active))
+            constant += self._filled_counts(net, unit.rows, unit.counts)
+        return units, split, constant
+
+    def _components(self, net, rows, counts):
+        """The distinct components of the missing entries of ``rows`` within ``net``.
+
+        Returns a row showing each (its component ``-1``, every other variable at a state:
+        the others missing at 0, their cliques being inactive), its count, and its variables.
+        A component's pattern is its variables and the observed states of the variables it
+        shares a clique with; nothing else of the row enters its calibration.
+        """
+        lay = self.layout
+        in_net = np.zeros(rows.shape[1], dtype=bool)
+        in_net[[v for c in net for v in lay.cliques[c]]] = True
+        row_of, member = missing_components((rows < 0) & in_net[None, :], [lay.cliques[c] for c in net])
+        if not len(row_of):
+            return np.zeros((0, rows.shape[1]), dtype=np.int64), np.zeros(0), member
+        closure = np.zeros_like(member)
+        for c in net:
+            clique = list(lay.cliques[c])
+            closure[:, clique] |= member[:, clique].any(axis=1)[:, None]
+        states = rows[row_of]
+        vs = np.flatnonzero(in_net)
+        ns = lay.n_states[vs]
+        code = np.where(member[:, vs], ns, np.where(closure[:, vs], states[:, vs], ns + 1))
+        _, rep, _, inv = distinct_projections(code, [tuple(range(len(vs)))], ns + 2, return_inverse=True)
+        weight = np.bincount(inv[:, 0], weights=counts[row_of], minlength=len(rep))
+        return np.where(member[rep], -1, np.maximum(states[rep], 0)), weight, member[rep]
+
+    def _min_fixed(self, key):
+        """A lower bound on the fixed cost of a batch of shape ``key`` (without building its tree)."""
+        return COST_PER_NODE + COST_PER_SCOPE * len(key[1])
+
+    def _filled_counts(self, net, rows, counts):
+        """Table counts of the cliques of ``net`` that each pattern fills completely."""
+        lay = self.layout
+        out = np.zeros(lay.n_table)
+        for c in net:
+            clique = list(lay.cliques[c])
+            x = rows[:, clique]
+            full = (x >= 0).all(axis=1)
+            if full.any():
+                codes = lay.table_offsets[c] + x[full] @ c_order_strides(lay.n_states[clique])
+                out += np.bincount(codes, weights=counts[full], minlength=lay.n_table)
+        return out
+
+    def _build(self, units):
+        """Batch the units of each shape into one group (cliques padded with the zero slot)."""
+        by_key = {}
+        for u in units:
+            if len(u):
+                by_key.setdefault(u.key, []).append(u)
+        self._pattern_of = {}
+        for key, us in by_key.items():
+            built = [u.build() for u in us]
+            index = [self._stack([b[0][j] for b in built]) for j in range(len(key[1]))]
+            evidence = np.concatenate([b[1] for b in built])
+            counts = np.concatenate([u.counts for u in us])
             offset = 0
-            for s, p in members:  # where sub-network s's patterns sit in this group's batch
-                self._pattern_of[s] = (len(self.groups), offset)
-                offset += len(p["counts"])
-            self.groups.append(_Group(tree, index, evidence, counts))
-        if keep_rows:
-            self._row_patterns = inverse - starts[:-1][None, :]
+            for u in us:  # where each unit's patterns sit in this group's batch
+                self._pattern_of[id(u)] = (len(self.groups), offset)
+                offset += len(u)
+            self.groups.append(_Group(self._tree(key), index, evidence, counts, self.layout.n_table))
+        self._units = units
 
     def _observed_codes(self, X):
         """Codes into the flat tables of the cliques with no free variable, in chunks."""
@@ -178,39 +611,24 @@ class IncompleteDataTerm:
 
     def _observed_counts(self, X):
         """Table counts of the cliques with no free variable (complete data there)."""
-        counts = np.zeros(self.layout.n_table)
-        for codes in self._observed_codes(X):
-            counts += np.bincount(codes.ravel(), minlength=self.layout.n_table)
+        lay = self.layout
+        counts = np.zeros(lay.n_table)
+        if not len(self.observed_cliques):
+            return counts
+        XT = transposed_states(np.maximum(X, 0), int(lay.n_states.max()))
+        sizes = np.array([len(lay.cliques[c]) for c in self.observed_cliques])
+        for size in np.unique(sizes):
+            members = self.observed_cliques[sizes == size]
+            var = np.array([lay.cliques[c] for c in members], dtype=np.int64)
+            n_configs = int(lay.table_sizes[members].max())
+            per = count_joint_states(XT, var, c_order_strides(lay.n_states[var]), n_configs)
+            keep = np.arange(n_configs)[None, :] < lay.table_sizes[members][:, None]
+            dest = lay.table_offsets[members][:, None] + np.arange(n_configs)[None, :]
+            counts[dest[keep]] = per[keep]
         return counts
 
-    def _reduce(self, net, rows_X, counts):
-        """The shape key of a sub-network and its patterns' gather indices and evidence."""
-        lay = self.layout
-        free_vars = sorted({v for c in net for v in lay.cliques[c] if self.free[v]})
-        local = {v: i for i, v in enumerate(free_vars)}
-        by_scope = {}
-        for c in net:
-            scope = tuple(local[v] for v in lay.cliques[c] if self.free[v])
-            by_scope.setdefault(scope, []).append(c)
-        scopes = sorted(by_scope)
-        n_states = tuple(int(lay.n_states[v]) for v in free_vars)
-        index = []
-        for scope in scopes:
-            per_clique = []
-            for c in by_scope[scope]:
-                clique = lay.cliques[c]
-                strides = c_order_strides(lay.n_states[list(clique)])
-                is_free = self.free[list(clique)]
-                base = lay.table_offsets[c] + np.maximum(rows_X[:, list(clique)], 0)[:, ~is_free] @ strides[~is_free]
-                grid = np.indices(tuple(n_states[i] for i in scope)).reshape(len(scope), -1)
-                offsets = strides[is_free] @ grid
-                per_clique.append(base[:, None] + offsets[None, :])
-            index.append(np.stack(per_clique, axis=1))
-        evidence = rows_X[:, free_vars]
-        return (n_states, tuple(scopes)), {"index": index, "evidence": evidence, "counts": counts}
-
     def _stack(self, arrays):
-        """Stack index arrays of several sub-networks, padding cliques with the zero slot."""
+        """Stack index arrays of several units, padding cliques with the zero slot."""
         m = max(a.shape[1] for a in arrays)
         pad = self.layout.n_table
         return np.concatenate([np.pad(a, ((0, 0), (0, m - a.shape[1]), (0, 0)), constant_values=pad) for a in arrays])
@@ -220,6 +638,11 @@ class IncompleteDataTerm:
     def work(self):
         """Work of one evaluation: the floats of all the batched calibrations."""
         return sum(len(g.counts) * g.floats_per_pattern for g in self.groups)
+
+    @property
+    def cost(self):
+        """Predicted cost of one evaluation as built (:func:`evaluation_cost` per batch)."""
+        return sum(g.cost for g in self.groups)
 
     def tasks(self):
         """Independent pieces of one evaluation (one batched calibration each)."""
@@ -235,31 +658,26 @@ class IncompleteDataTerm:
         parallel : joblib.Parallel, optional
             Runs the batched calibrations; serial when omitted.
         """
-        n_table = self.layout.n_table
-        full_ext = np.append(full, 0.0)
         if parallel is None:
-            results = [_e_step_chunk(*t, full_ext, n_table) for t in self.tasks()]
+            results = [_e_step_chunk(*t, full) for t in self.tasks()]
         else:
-            results = parallel(delayed(_e_step_chunk)(*t, full_ext, n_table) for t in self.tasks())
+            results = parallel(delayed(_e_step_chunk)(*t, full) for t in self.tasks())
         value = float(self.observed_counts @ full)
         grad = self.observed_counts.copy()
         for v, _, g in results:
             value += v
-            grad += g[:n_table]
+            grad += g
         return value, grad
 
     def row_log_evidence(self, full):
         """``log Z(d_r)`` of every row (needs ``keep_rows=True``)."""
-        lay = self.layout
-        full_ext = np.append(full, 0.0)
         per_group = [
-            np.concatenate([_e_step_chunk(*t, full_ext, lay.n_table, need_gradient=False)[1] for t in g.chunks()])
-            for g in self.groups
+            np.concatenate([_e_step_chunk(*t, full, need_gradient=False)[1] for t in g.chunks()]) for g in self.groups
         ]
         out = np.zeros(self.n_rows)
         for codes in self._observed_codes(self._X):
             out += full[codes].sum(axis=1)
-        for s in range(len(self.networks)):
-            g, offset = self._pattern_of[s]
+        for s, unit in enumerate(self._units):
+            g, offset = self._pattern_of[id(unit)]
             out += per_group[g][offset + self._row_patterns[:, s]]
         return out

@@ -23,7 +23,7 @@ from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF, model_of
 from ._existence import empty_cell_cliques, warn_no_finite_estimate
-from ._incomplete import IncompleteDataTerm, compatible_counts
+from ._incomplete import IncompleteDataTerm, ModelTerm, compatible_counts
 from .exact import fit_max_likelihood
 
 __all__ = ["DecomposedEM"]
@@ -182,7 +182,7 @@ class DecomposedEM(BaseDiscreteMRF):
     _parameter_constraints: dict = {
         **BaseDiscreteMRF._parameter_constraints,
         "method": [StrOptions({"em", "gradient"})],
-        "decompose": ["boolean"],
+        "decompose": [StrOptions({"auto"}), "boolean"],
         "alpha": ALPHA_CONSTRAINT,
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
@@ -198,7 +198,7 @@ class DecomposedEM(BaseDiscreteMRF):
         graph="chain",
         *,
         method="em",
-        decompose=True,
+        decompose="auto",
         alpha="auto",
         max_iter=500,
         tol=1e-6,
@@ -258,22 +258,25 @@ class DecomposedEM(BaseDiscreteMRF):
                 )
                 warn_no_finite_estimate(type(self).__name__, empty, outcome, stacklevel=3)
         data = IncompleteDataTerm(model.layout, Xi, decompose=self.decompose, max_bytes=self.max_bytes)
+        self.decompose_ = data.plan
         self.n_subnetworks_ = len(data.networks)
         self.n_distinct_rows_ = data.n_patterns
-        self.inferences_per_iteration_ = int(data.n_patterns.sum()) + 1
+        self.inferences_per_iteration_ = data.n_calibrations + 1
         model.theta = self._initial_theta(Xi)
         log = ProgressLog(type(self).__name__, self.verbose)
         n_rows = Xi.shape[0]
         lay = model.layout
 
+        model_term = ModelTerm(lay, tree, self.max_bytes)
+
         def evaluate(theta, parallel):
             """Mean log-likelihood, its gradient and the expected mean statistics at theta."""
             full = lay.full_tables(theta)
             value, expected = data.evaluate(full, parallel)
-            cal = tree.calibrate(full, lay, max_bytes=self.max_bytes)
+            log_z, marginals = model_term(full)
             stats = expected[lay.theta_pos] / n_rows
-            grad = stats - cal.clique_marginals()[lay.theta_pos]
-            return value / n_rows - cal.log_z, grad, stats
+            grad = stats - marginals[lay.theta_pos]
+            return value / n_rows - log_z, grad, stats
 
         n_workers = workers_for(self.n_jobs, data.work, EM_MIN_WORK_PER_WORKER)
         with parallel_or_serial(n_workers, prefer="threads", verbose=max(0, self.verbose - 1)) as pool:

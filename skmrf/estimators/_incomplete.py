@@ -45,10 +45,11 @@ batched call, both measured) and keeps the cheapest, per sub-network for the row
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
-from scipy.sparse import csr_matrix
+from scipy.sparse import csr_matrix, vstack
 
 from ..data import c_order_strides, count_joint_states, distinct_projections, subnetworks, transposed_states
 from ..data.decompose import missing_components
@@ -57,24 +58,28 @@ from ..inference.evidence import BatchedJunctionTree
 from ..parametrisation import CliqueLayout
 from ..utils._sklearn_compat import delayed
 
-__all__ = ["IncompleteDataTerm", "ModelTerm", "compatible_counts", "evaluation_cost"]
+__all__ = ["COST_MODEL", "IncompleteDataTerm", "ModelTerm", "compatible_counts", "cost_features", "evaluation_cost"]
 
 #: Floats (pattern x table entries) per batched calibration: one task of the E-step.
 CHUNK_FLOATS = 1 << 20
 
-#: Cost model of one batched calibration (:func:`evaluation_cost`), in seconds: per chunk,
-#: per tree node, scope and evidence variable (numpy calls whose cost does not depend on the
-#: batch), and per pattern, per table entry of the tree, gather index and scope. Fitted by
-#: least squares on relative error to the process times of 319 calls (tree shapes and batch
-#: sizes from the networks of benchmarks/decomposition_speedup.py, one thread, numpy 2.4):
-#: the prediction is within a factor 0.62-1.33 of the measured time for 90 % of them
-#: (``--parts costmodel`` of that benchmark refits them).
-COST_PER_NODE = 22.8e-6
-COST_PER_SCOPE = 32.5e-6
-COST_PER_EVIDENCE = 13.0e-6
-COST_PER_ENTRY = 85e-9
-COST_PER_INDEX = 14.3e-9
-COST_PER_PATTERN_SCOPE = 162e-9
+#: Cost model of one evaluation of one batch (:func:`evaluation_cost`), seconds per unit of
+#: each feature of :func:`cost_features`: per chunk of patterns, a fixed cost per call, per
+#: node of the tree, per scope and per evidence variable (numpy calls whose cost does not
+#: depend on the batch); per pattern, a cost per table entry of the tree, per gather index
+#: and per scope. Fitted by ``benchmarks/decomposition_speedup.py --parts costmodel``
+#: (non-negative least squares on the relative error of the process times of batches of
+#: every shape and size met in that benchmark's networks; numpy 2.4, one thread); that
+#: part prints the fit and how far its predictions are from the measured times.
+COST_MODEL = {
+    "call": 20e-6,
+    "node": 22.8e-6,
+    "scope": 32.5e-6,
+    "evidence": 13.0e-6,
+    "entry": 85e-9,
+    "index": 14.3e-9,
+    "pattern_scope": 162e-9,
+}
 
 
 def compatible_counts(layout, X):
@@ -97,13 +102,8 @@ def compatible_counts(layout, X):
     return out
 
 
-def evaluation_cost(tree, index_floats, n_evidence, n_patterns):
-    """Predicted seconds of calibrating ``n_patterns`` patterns on ``tree`` once.
-
-    Per pattern: ``COST_PER_ENTRY`` per table entry of the tree, ``COST_PER_INDEX`` per
-    gather index and ``COST_PER_PATTERN_SCOPE`` per scope; per chunk of ``CHUNK_FLOATS``
-    floats, a fixed cost per node of the tree, per scope and per evidence variable (numpy
-    calls whose cost does not depend on the batch size).
+def cost_features(tree, index_floats, n_evidence, n_patterns):
+    """The features of :data:`COST_MODEL` for ``n_patterns`` patterns calibrated once on ``tree``.
 
     Parameters
     ----------
@@ -112,23 +112,43 @@ def evaluation_cost(tree, index_floats, n_evidence, n_patterns):
         Gather indices per pattern (``sum_j m_j * size_j`` over the scopes).
     n_evidence : int
         Tree variables that some pattern observes (0 when every pattern sums them all).
-    n_patterns : int or float
+    n_patterns : int
+
+    Returns
+    -------
+    dict
+        Same keys as :data:`COST_MODEL`.
+    """
+    n_scopes = len(tree.scopes)
+    chunks = math.ceil(n_patterns * (tree.entries + index_floats) / CHUNK_FLOATS) if n_patterns > 0 else 0
+    return {
+        "call": chunks,
+        "node": chunks * len(tree.tree.nodes),
+        "scope": chunks * n_scopes,
+        "evidence": chunks * n_evidence,
+        "entry": n_patterns * tree.entries,
+        "index": n_patterns * index_floats,
+        "pattern_scope": n_patterns * n_scopes,
+    }
+
+
+def evaluation_cost(tree, index_floats, n_evidence, n_patterns):
+    """Predicted seconds of calibrating ``n_patterns`` patterns on ``tree`` once (:data:`COST_MODEL`).
+
+    Parameters are those of :func:`cost_features`.
 
     Returns
     -------
     float
     """
-    if n_patterns <= 0:
-        return 0.0
-    n_scopes = len(tree.scopes)
-    chunks = math.ceil(n_patterns * (tree.entries + index_floats) / CHUNK_FLOATS)
-    fixed = COST_PER_NODE * len(tree.tree.nodes) + COST_PER_SCOPE * n_scopes + COST_PER_EVIDENCE * n_evidence
-    return n_patterns * _per_pattern(tree, index_floats) + chunks * fixed
+    features = cost_features(tree, index_floats, n_evidence, n_patterns)
+    return float(sum(COST_MODEL[k] * v for k, v in features.items()))
 
 
 def _per_pattern(tree, index_floats):
     """The part of :func:`evaluation_cost` proportional to the number of patterns, per pattern."""
-    return COST_PER_ENTRY * tree.entries + COST_PER_INDEX * index_floats + COST_PER_PATTERN_SCOPE * len(tree.scopes)
+    f = cost_features(tree, index_floats, 0, 1)
+    return sum(COST_MODEL[k] * f[k] for k in ("entry", "index", "pattern_scope"))
 
 
 class _Group:
@@ -137,10 +157,11 @@ class _Group:
     Parameters
     ----------
     tree : BatchedJunctionTree
-    index : list of ndarray, one per scope, shape ``(P, m_j, size_j)``
-        For each pattern, the positions in the flat full tables (``n_table`` for none: a
-        padded or inactive clique) of the ``m_j`` cliques that enter scope ``j``, at every
-        joint state of the scope; their sum is the scope's table.
+    pieces : list of list of ndarray
+        Per unit of patterns, one array per scope of shape ``(P_u, m_j, size_j)``: for each
+        pattern, the positions in the flat full tables (``n_table`` for none: an inactive
+        clique) of the ``m_j`` cliques that enter scope ``j``, at every joint state of the
+        scope; their sum is the scope's table.
     evidence : ndarray of int64, shape (P, n_tree_variables)
     counts : ndarray of float64, shape (P,)
     n_table : int
@@ -155,29 +176,22 @@ class _Group:
         (measured 3 to 5 times faster).
     bounds : list of (int, int)
         The patterns of each chunk.
+    index_floats : float
+        Gather indices per pattern (mean).
     """
 
-    def __init__(self, tree, index, evidence, counts, n_table):
+    def __init__(self, tree, pieces, evidence, counts, n_table):
         self.tree, self.evidence, self.counts = tree, evidence, counts
-        self.index_floats = sum(ix.shape[1] * ix.shape[2] for ix in index)
-        self.sizes = [ix.shape[2] for ix in index]
-        per = max(1, CHUNK_FLOATS // max(1, self.floats_per_pattern))
+        self.sizes = [int(math.prod(sh)) for sh in tree.scope_shapes]
+        per_scope = [_gather_matrix([piece[j] for piece in pieces], n_table) for j in range(len(self.sizes))]
         n = len(counts)
+        self.index_floats = sum(m.nnz for m in per_scope) / max(1, n)
+        per = max(1, int(CHUNK_FLOATS // max(1, self.floats_per_pattern)))
         self.bounds = [(a, min(a + per, n)) for a in range(0, n, per)]
-        self.gathers = [self._gather(index, a, b, n_table) for a, b in self.bounds]
-
-    def _gather(self, index, a, b, n_table):
-        rows, cols, offset = [], [], 0
-        for ix in index:
-            part = ix[a:b]
-            n, _, size = part.shape
-            r = np.broadcast_to(offset + np.arange(n * size).reshape(n, 1, size), part.shape)
-            keep = part < n_table
-            rows.append(r[keep])
-            cols.append(part[keep])
-            offset += n * size
-        rows, cols = np.concatenate(rows), np.concatenate(cols)
-        return csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(offset, n_table))
+        self.gathers = [
+            vstack([m[a * size : b * size] for m, size in zip(per_scope, self.sizes)], format="csr")
+            for a, b in self.bounds
+        ]
 
     @property
     def floats_per_pattern(self):
@@ -192,6 +206,19 @@ class _Group:
 
     def chunks(self):
         return [(self, k) for k in range(len(self.bounds))]
+
+
+def _gather_matrix(arrays, n_table):
+    """The 0/1 matrix of shape ``(sum P_u * size, n_table)`` summing the cliques of each ``(P_u, m_u, size)``."""
+    rows, cols, offset = [], [], 0
+    for ix in arrays:
+        n, _, size = ix.shape
+        keep = ix < n_table
+        rows.append(np.broadcast_to(offset + np.arange(n * size).reshape(n, 1, size), ix.shape)[keep])
+        cols.append(ix[keep])
+        offset += n * size
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    return csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(offset, n_table))
 
 
 def _e_step_chunk(group, k, full, need_gradient=True):
@@ -232,6 +259,14 @@ def _distinct_tuples(codes):
     return first, counts.astype(np.float64), inverse.ravel()
 
 
+@functools.lru_cache(maxsize=1 << 12)
+def _maximal_scopes(scopes):
+    """The maximal ones among distinct sorted scopes, and the first maximal scope holding each."""
+    sets = [frozenset(sc) for sc in scopes]
+    maximal = tuple(sorted(sc for sc, f in zip(scopes, sets) if not any(f < t for t in sets)))
+    return maximal, {sc: next(m for m in maximal if f.issubset(m)) for sc, f in zip(scopes, sets)}
+
+
 def _shape(layout, cliques, tree_vars):
     """The tree shape of some cliques summed over ``tree_vars`` (in that order).
 
@@ -244,15 +279,14 @@ def _shape(layout, cliques, tree_vars):
     and the gather indices per pattern (``sum_j m_j * size_j``).
     """
     local = {int(v): i for i, v in enumerate(tree_vars)}
-    reduced = [frozenset(local[v] for v in layout.cliques[c] if v in local) for c in cliques]
-    distinct = set(reduced)
-    maximal = sorted(tuple(sorted(r)) for r in distinct if not any(r < t for t in distinct))
+    reduced = [tuple(sorted(local[v] for v in layout.cliques[c] if v in local)) for c in cliques]
+    maximal, home = _maximal_scopes(tuple(sorted(set(reduced))))
     by_scope = {sc: [] for sc in maximal}
     for c, r in zip(cliques, reduced):
-        by_scope[next(sc for sc in maximal if r.issubset(sc))].append(c)
+        by_scope[home[r]].append(c)
     n_states = tuple(int(layout.n_states[v]) for v in tree_vars)
     index_floats = sum(len(by_scope[sc]) * math.prod(n_states[i] for i in sc) for sc in maximal)
-    return (n_states, tuple(maximal)), [by_scope[sc] for sc in maximal], index_floats
+    return (n_states, maximal), [by_scope[sc] for sc in maximal], index_floats
 
 
 class _Unit:
@@ -274,12 +308,15 @@ class _Unit:
     active : ndarray of bool, shape (P, len(cliques)), optional
         Cliques that enter each pattern's tables (all by default); the others point at the
         zero slot.
+    shape : tuple, optional
+        ``_shape(layout, cliques, tree_vars)`` if already known.
     """
 
-    def __init__(self, layout, cliques, tree_vars, rows, counts, active=None):
+    def __init__(self, layout, cliques, tree_vars, rows, counts, active=None, shape=None):
         self.layout, self.cliques, self.rows, self.counts, self.active = layout, list(cliques), rows, counts, active
         self.tree_vars = np.asarray(tree_vars, dtype=np.int64)
-        self.key, self.by_scope, self.index_floats = _shape(layout, self.cliques, self.tree_vars)
+        shape = _shape(layout, self.cliques, self.tree_vars) if shape is None else shape
+        self.key, self.by_scope, self.index_floats = shape
         self.n_states, self.scopes = self.key
         self.n_evidence = int((rows[:, self.tree_vars] >= 0).any(axis=0).sum()) if len(rows) else 0
 
@@ -494,80 +531,107 @@ class IncompleteDataTerm:
         that the split networks' rows fill completely (counted like complete data).
         """
         lay = self.layout
-        fine = [self._components(net, unit.rows, unit.counts) for net, unit in zip(parts, coarse)]
+        fine = self._components(parts, coarse)
+        n_fine = np.bincount(fine["owner"], minlength=len(parts))
         # A sub-network is split when its components, calibrated on its own tree (the other
-        # cliques zeroed), are fewer than its patterns: the same floats per pattern.
-        split = np.array([len(f[1]) < len(u) or (force and len(f[1]) > 0) for f, u in zip(fine, coarse)])
+        # cliques zeroed), are fewer than its patterns: the same cost per pattern.
+        split = np.array([(n < len(u) or force) and n > 0 for n, u in zip(n_fine, coarse)], dtype=bool)
+        take = split[fine["owner"]]
+        owner, member, prow = fine["owner"][take], fine["member"][take], fine["rows"][take]
+        weight, touch = fine["counts"][take], fine["touch"][take]
         # Each shape of component gets a batch on a tree of its own where that is cheaper than
         # its patterns' share of their hosts' calibrations.
-        entries = {}  # shape key -> [(s, selected patterns, cliques, component variables)]
-        parts_split = np.flatnonzero(split)
-        for s in parts_split:
-            prow, weight, member = fine[s]
-            masks, which = np.unique(member, axis=0, return_inverse=True)
-            which = which.ravel()
-            for m, mask in enumerate(masks):
-                comp = np.flatnonzero(mask)
-                cliques = [c for c in parts[s] if mask[list(lay.cliques[c])].any()]
-                key, _, index_floats = _shape(lay, cliques, comp)
-                entries.setdefault(key, []).append((s, np.flatnonzero(which == m), cliques, comp, index_floats))
-        per_host = {s: _per_pattern(self._tree(u.key), u.index_floats) for s, u in enumerate(coarse)}
-        promoted = {s: np.zeros(len(fine[s][1]), dtype=bool) for s in parts_split}
+        first, _, which = _distinct_tuples(np.column_stack([owner, member]))
+        order = np.argsort(which, kind="stable")
+        bounds = np.concatenate([[0], np.cumsum(np.bincount(which, minlength=len(first)))])
+        cliques_of = fine["cliques"]
+        entries = {}  # shape key -> [(patterns, cliques, component variables, shape)]
+        for m in range(len(first)):
+            sel = order[bounds[m] : bounds[m + 1]]
+            comp = np.flatnonzero(member[first[m]])
+            cliques = cliques_of[touch[first[m]]].tolist()
+            shape = _shape(lay, cliques, comp)
+            entries.setdefault(shape[0], []).append((sel, cliques, comp, shape))
+        per_host = np.array([_per_pattern(self._tree(u.key), u.index_floats) for u in coarse])
+        promoted = np.zeros(len(owner), dtype=bool)
         units = []
         for key, members in entries.items():
-            n = sum(len(sel) for _, sel, *_ in members)
-            hosted = sum(per_host[s] * len(sel) for s, sel, *_ in members)
+            n = sum(len(sel) for sel, *_ in members)
+            hosted = sum(float(per_host[owner[sel]].sum()) for sel, *_ in members)
             if hosted <= self._min_fixed(key):
                 continue  # too rare to pay for a batch: stays on its host's tree
-            index_floats = max(m[-1] for m in members)
+            index_floats = max(shape[2] for *_, shape in members)
             if evaluation_cost(self._tree(key), index_floats, 0, n) >= hosted:
                 continue
-            for s, sel, cliques, comp, _ in members:
-                prow, weight, _ = fine[s]
-                units.append(_Unit(lay, cliques, comp, prow[sel], weight[sel]))
-                promoted[s][sel] = True
+            for sel, cliques, comp, shape in members:
+                units.append(_Unit(lay, cliques, comp, prow[sel], weight[sel], shape=shape))
+                promoted[sel] = True
         constant = np.zeros(lay.n_table)
+        position = {c: k for k, c in enumerate(cliques_of.tolist())}
         for s, (net, unit) in enumerate(zip(parts, coarse)):
             if not split[s]:
                 units.append(unit)
                 continue
-            prow, weight, member = fine[s]
-            rest = ~promoted[s]
+            rest = (owner == s) & ~promoted
             if rest.any():
-                active = np.column_stack([member[rest][:, list(lay.cliques[c])].any(axis=1) for c in net])
+                active = touch[rest][:, [position[c] for c in net]]
                 units.append(_Unit(lay, net, unit.tree_vars, prow[rest], weight[rest], active))
             constant += self._filled_counts(net, unit.rows, unit.counts)
         return units, split, constant
 
-    def _components(self, net, rows, counts):
-        """The distinct components of the missing entries of ``rows`` within ``net``.
+    def _components(self, parts, coarse):
+        """The distinct components of the missing entries of every sub-network's patterns.
 
-        Returns a row showing each (its component ``-1``, every other variable at a state:
-        the others missing at 0, their cliques being inactive), its count, and its variables.
-        A component's pattern is its variables and the observed states of the variables it
-        shares a clique with; nothing else of the row enters its calibration.
+        A component's pattern is its sub-network, its variables and the observed states of
+        the variables it shares a clique with; nothing else of the row enters its
+        calibration. All sub-networks at once (components never cross them). Returns a dict
+        of arrays over the distinct component patterns: ``owner`` (sub-network), ``member``
+        (its variables), ``rows`` (a row showing it: the component ``-1``, every other
+        variable at a state, the other missing entries at 0, their cliques being inactive),
+        ``counts``, ``touch`` (which of ``cliques``, the cliques of all the sub-networks,
+        hold one of its variables) and ``cliques``.
         """
         lay = self.layout
-        in_net = np.zeros(rows.shape[1], dtype=bool)
-        in_net[[v for c in net for v in lay.cliques[c]]] = True
-        row_of, member = missing_components((rows < 0) & in_net[None, :], [lay.cliques[c] for c in net])
-        if not len(row_of):
-            return np.zeros((0, rows.shape[1]), dtype=np.int64), np.zeros(0), member
-        closure = np.zeros_like(member)
-        for c in net:
-            clique = list(lay.cliques[c])
-            closure[:, clique] |= member[:, clique].any(axis=1)[:, None]
+        n_var = len(self.free)
+        rows = np.concatenate([u.rows for u in coarse])
+        counts = np.concatenate([u.counts for u in coarse])
+        owner = np.repeat(np.arange(len(parts)), [len(u) for u in coarse])
+        in_net = np.zeros((len(parts), n_var), dtype=bool)
+        for s, net in enumerate(parts):
+            in_net[s, [v for c in net for v in lay.cliques[c]]] = True
+        cliques = np.array([c for net in parts for c in net], dtype=np.int64)
+        row_of, member = missing_components((rows < 0) & in_net[owner], [lay.cliques[c] for c in cliques])
+        incidence = csr_matrix(
+            (
+                np.ones(sum(len(lay.cliques[c]) for c in cliques)),
+                (
+                    np.repeat(np.arange(len(cliques)), [len(lay.cliques[c]) for c in cliques]),
+                    np.concatenate([lay.cliques[c] for c in cliques]),
+                ),
+            ),
+            shape=(len(cliques), n_var),
+        )
+        touch = csr_matrix(member.astype(np.float64)) @ incidence.T
+        closure = (touch @ incidence).toarray() > 0
+        touch = touch.toarray() > 0
         states = rows[row_of]
-        vs = np.flatnonzero(in_net)
-        ns = lay.n_states[vs]
-        code = np.where(member[:, vs], ns, np.where(closure[:, vs], states[:, vs], ns + 1))
-        _, rep, _, inv = distinct_projections(code, [tuple(range(len(vs)))], ns + 2, return_inverse=True)
-        weight = np.bincount(inv[:, 0], weights=counts[row_of], minlength=len(rep))
-        return np.where(member[rep], -1, np.maximum(states[rep], 0)), weight, member[rep]
+        ns = lay.n_states
+        code = np.where(member, ns, np.where(closure, states, ns + 1))
+        comp_owner = owner[row_of]
+        rep, _, inverse = _distinct_tuples(np.column_stack([comp_owner, code]))
+        weight = np.bincount(inverse, weights=counts[row_of], minlength=len(rep))
+        return {
+            "owner": comp_owner[rep],
+            "member": member[rep],
+            "rows": np.where(member[rep], -1, np.maximum(states[rep], 0)),
+            "counts": weight,
+            "touch": touch[rep],
+            "cliques": cliques,
+        }
 
     def _min_fixed(self, key):
         """A lower bound on the fixed cost of a batch of shape ``key`` (without building its tree)."""
-        return COST_PER_NODE + COST_PER_SCOPE * len(key[1])
+        return COST_MODEL["call"] + COST_MODEL["node"] + COST_MODEL["scope"] * len(key[1])
 
     def _filled_counts(self, net, rows, counts):
         """Table counts of the cliques of ``net`` that each pattern fills completely."""
@@ -583,7 +647,7 @@ class IncompleteDataTerm:
         return out
 
     def _build(self, units):
-        """Batch the units of each shape into one group (cliques padded with the zero slot)."""
+        """Batch the units of each shape into one group."""
         by_key = {}
         for u in units:
             if len(u):
@@ -591,14 +655,14 @@ class IncompleteDataTerm:
         self._pattern_of = {}
         for key, us in by_key.items():
             built = [u.build() for u in us]
-            index = [self._stack([b[0][j] for b in built]) for j in range(len(key[1]))]
             evidence = np.concatenate([b[1] for b in built])
             counts = np.concatenate([u.counts for u in us])
             offset = 0
             for u in us:  # where each unit's patterns sit in this group's batch
                 self._pattern_of[id(u)] = (len(self.groups), offset)
                 offset += len(u)
-            self.groups.append(_Group(self._tree(key), index, evidence, counts, self.layout.n_table))
+            tree = self._tree(key)
+            self.groups.append(_Group(tree, [b[0] for b in built], evidence, counts, self.layout.n_table))
         self._units = units
 
     def _observed_codes(self, X):
@@ -626,12 +690,6 @@ class IncompleteDataTerm:
             dest = lay.table_offsets[members][:, None] + np.arange(n_configs)[None, :]
             counts[dest[keep]] = per[keep]
         return counts
-
-    def _stack(self, arrays):
-        """Stack index arrays of several units, padding cliques with the zero slot."""
-        m = max(a.shape[1] for a in arrays)
-        pad = self.layout.n_table
-        return np.concatenate([np.pad(a, ((0, 0), (0, m - a.shape[1]), (0, 0)), constant_values=pad) for a in arrays])
 
     # -- evaluation ----------------------------------------------------------
     @property

@@ -515,7 +515,7 @@ def part_costmodel(args, out):
                 for p in sorted({1, 8, 64, 512, 4096, len(unit)}):
                     if p > len(unit):
                         continue
-                    g = _incomplete._Group(tree, [ix[:p] for ix in index], evidence[:p], unit.counts[:p], lay.n_table)
+                    g = _incomplete._Group(tree, [[ix[:p] for ix in index]], evidence[:p], unit.counts[:p], lay.n_table)
                     t = cpu_time(
                         lambda g=g, full=full: [_incomplete._e_step_chunk(*c, full) for c in g.chunks()], 0.02, 3
                     )

@@ -260,6 +260,40 @@ def _distinct_tuples(codes):
     return first, counts.astype(np.float64), inverse.ravel()
 
 
+def _canonical_order(layout, cliques, variables):
+    """An order of a component's variables that gives components of one shape the same key.
+
+    Breadth-first from the variable of fewest neighbours (then fewest states, then index),
+    neighbours visited in the same order: a path is numbered from one end along the path, a
+    square around it, whatever the variables' indices, so that such components share one
+    batch (:func:`_shape`). Not a canonical form of every graph: two orders of one shape
+    only cost an extra batch.
+    """
+    variables = [int(v) for v in variables]
+    if len(variables) <= 1:
+        return np.asarray(variables, dtype=np.int64)
+    inside = set(variables)
+    nbrs = {v: set() for v in variables}
+    for c in cliques:
+        members = [v for v in layout.cliques[c] if v in inside]
+        for v in members:
+            nbrs[v].update(members)
+    rank = {v: (len(nbrs[v]), int(layout.n_states[v]), v) for v in variables}
+    order, seen = [], set()
+    for start in sorted(variables, key=rank.get):
+        if start in seen:
+            continue
+        queue = [start]
+        seen.add(start)
+        while queue:
+            v = queue.pop(0)
+            order.append(v)
+            for u in sorted(nbrs[v] - seen, key=rank.get):
+                seen.add(u)
+                queue.append(u)
+    return np.asarray(order, dtype=np.int64)
+
+
 @functools.lru_cache(maxsize=1 << 12)
 def _maximal_scopes(scopes):
     """The maximal ones among distinct sorted scopes, and the first maximal scope holding each."""
@@ -553,8 +587,8 @@ class IncompleteDataTerm:
         entries = {}  # shape key -> [(patterns, cliques, component variables, shape)]
         for m in range(len(first)):
             sel = order[bounds[m] : bounds[m + 1]]
-            comp = np.flatnonzero(member[first[m]])
             cliques = cliques_of[touch[first[m]]].tolist()
+            comp = _canonical_order(lay, cliques, np.flatnonzero(member[first[m]]))
             shape = _shape(lay, cliques, comp)
             entries.setdefault(shape[0], []).append((sel, cliques, comp, shape))
         per_host = np.array([_per_pattern(self._tree(u.key), u.index_floats) for u in coarse])

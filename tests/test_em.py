@@ -14,6 +14,7 @@ from skmrf.estimators import em as em_module
 from skmrf.estimators._existence import NoFiniteEstimateWarning
 from skmrf.estimators._incomplete import IncompleteDataTerm, ModelTerm
 from skmrf.inference import TreewidthError
+from skmrf.inference.evidence import BatchedJunctionTree
 from skmrf.model import DiscreteMRF
 from skmrf.solvers.lbfgs import GRADIENT_FLOOR
 
@@ -145,6 +146,40 @@ def test_auto_takes_the_cheapest_priced_plan():
     # A sub-network is split only into fewer patterns than it has: never more calibrations.
     split = IncompleteDataTerm(lay, Xi, decompose="components")
     assert split.n_calibrations <= split.n_patterns.sum()
+
+
+def test_batched_calibration_rescues_underflowing_patterns(monkeypatch):
+    # Tables spread over thousands of nats: in probability space some patterns' messages would
+    # underflow, and those must be calibrated again in log space (checked to happen) so that
+    # every log Z and marginal still equals enumeration.
+    rng = np.random.default_rng(0)
+    scopes = [(0, 1), (1, 2), (2, 3), (1, 4), (4,)]
+    n_states = np.array([2, 3, 2, 2, 3])
+    tree = BatchedJunctionTree(n_states, scopes)
+    P = 40
+    tables = [300.0 * rng.standard_normal((P,) + tuple(n_states[list(sc)])) for sc in scopes]
+    evidence = np.where(rng.random((P, 5)) < 0.3, rng.integers(0, 2, (P, 5)), -1)
+    calls = []
+    log_space = BatchedJunctionTree._log_space
+    monkeypatch.setattr(
+        BatchedJunctionTree, "_log_space", lambda self, b: calls.append(len(b[0])) or log_space(self, b)
+    )
+    log_z, marginals = tree.calibrate(tables, evidence)
+    assert calls and 0 < calls[0] < P  # some patterns, not all, were redone in log space
+    grid = np.indices(n_states).reshape(5, -1).T
+    for p in range(P):
+        energy = sum(t[p][tuple(grid[:, list(sc)].T)] for t, sc in zip(tables, scopes))
+        ok = np.all((evidence[p] < 0) | (grid == evidence[p]), axis=1)
+        lz = np.logaddexp.reduce(energy[ok])
+        # log Z of size ~1e3: relative rounding of the sums (1e-13 relative).
+        assert log_z[p] == pytest.approx(lz, rel=1e-13)
+        prob = np.zeros(len(energy))
+        prob[ok] = np.exp(energy[ok] - lz)
+        for sc, m in zip(scopes, marginals):
+            want = np.zeros(tuple(n_states[list(sc)]))
+            np.add.at(want, tuple(grid[:, list(sc)].T), prob)
+            # Probabilities: exp of energies known to ~1e-13 relative at size 1e3, so 1e-10 absolute.
+            np.testing.assert_allclose(m[p], want, atol=1e-10)
 
 
 def test_missing_components_match_connected_components_row_by_row():

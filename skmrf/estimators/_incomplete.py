@@ -68,18 +68,18 @@ CHUNK_FLOATS = 1 << 20
 #: node of the tree, per scope and per evidence variable (numpy calls whose cost does not
 #: depend on the batch); per pattern, a cost per table entry of the tree, per gather index
 #: and per scope. Fitted by ``benchmarks/decomposition_speedup.py --parts costmodel``
-#: (non-negative least squares on the relative error of the process times of 2,091 batches
+#: (non-negative least squares on the relative error of the process times of 2,138 batches
 #: of every shape and size met in that benchmark's networks; numpy 2.4, scipy 1.17, one
-#: thread): 90 % of the predictions are within 0.70-1.12 times the measured time. Only the
+#: thread): 90 % of the predictions are within 0.66-1.15 times the measured time. Only the
 #: ratios between plans matter for the choice, and they hold better than the times.
 COST_MODEL = {
-    "call": 2.28e-05,
-    "node": 4.47e-05,
-    "scope": 2.28e-05,
-    "evidence": 7.35e-06,
-    "entry": 8.81e-08,
-    "index": 2.72e-09,
-    "pattern_scope": 5.77e-08,
+    "call": 6.39e-05,
+    "node": 3.14e-05,
+    "scope": 1.29e-05,
+    "evidence": 1.01e-05,
+    "entry": 5.96e-08,
+    "index": 2.83e-09,
+    "pattern_scope": 7.53e-08,
 }
 
 

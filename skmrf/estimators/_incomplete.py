@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import functools
 import math
+from types import SimpleNamespace
 
 import numpy as np
 from scipy.sparse import csr_matrix, vstack
@@ -62,6 +63,13 @@ __all__ = ["COST_MODEL", "IncompleteDataTerm", "ModelTerm", "compatible_counts",
 
 #: Floats (pattern x table entries) per batched calibration: one task of the E-step.
 CHUNK_FLOATS = 1 << 20
+
+#: Predicted seconds per evaluation of the sub-networks' data term below which ``decompose="auto"``
+#: does not plan the row-wise split: planning it took 5 to 13 ms on the networks of Table 1 at
+#: 4,096-8,192 rows (chain-50 10 ms, grid-9x9 13 ms), and a fit of 40 to 400 evaluations whose
+#: data term costs under 1 ms each cannot win that back (chain-50: 0.28 ms per evaluation, of
+#: which the split would save 0.03 ms).
+SPLIT_MIN_COST = 1e-3
 
 #: Cost model of one evaluation of one batch (:func:`evaluation_cost`), seconds per unit of
 #: each feature of :func:`cost_features`: per chunk of patterns, a fixed cost per call, per
@@ -144,6 +152,26 @@ def evaluation_cost(tree, index_floats, n_evidence, n_patterns):
     """
     features = cost_features(tree, index_floats, n_evidence, n_patterns)
     return float(sum(COST_MODEL[k] * v for k, v in features.items()))
+
+
+class _Forest:
+    """The sizes of several trees calibrated side by side as one (for :func:`evaluation_cost`)."""
+
+    def __init__(self, trees):
+        self.entries = sum(t.entries for t in trees)
+        self.scopes = [sc for t in trees for sc in t.scopes]
+        self.tree = SimpleNamespace(nodes=[nd for t in trees for nd in t.tree.nodes])
+
+
+def _union_cost(trees, units, n_patterns):
+    """Predicted cost of the undecomposed network from its sub-networks' trees and units.
+
+    Its junction tree is the forest of theirs (the always-observed variables that separate
+    them are sliced into the tables), its patterns the distinct rows.
+    """
+    index_floats = sum(u.index_floats for u in units)
+    n_evidence = sum(int(u.observed.sum()) for u in units)
+    return evaluation_cost(_Forest(trees), index_floats, n_evidence, n_patterns)
 
 
 def _per_pattern(tree, index_floats):
@@ -487,40 +515,56 @@ class IncompleteDataTerm:
         self.groups, self.predicted_cost = [], {}
         parts = subnetworks(layout.cliques, self.free)
         projected, inverse = self._project(X, missing, parts)
-        candidates = {}  # plan -> (networks, their (rows, counts), which pattern each row shows)
-        if decompose is not True:
-            if len(parts) > 1:
-                rows, counts, which = _distinct_tuples(inverse)
-                whole = [tuple(np.flatnonzero(has_free).tolist())]
-                candidates["none"] = (whole, [(rows, counts)], which[:, None])
-            else:  # one sub-network (or none) is the whole network
-                candidates["none"] = (parts, projected, inverse)
-        if decompose is not False:
-            candidates["subnetworks"] = (parts, projected, inverse)
-        units = {}
-        for name, (nets, pats, _) in candidates.items():
-            units[name] = [_Unit(layout, n, self._free_of(n), X[r], c) for n, (r, c) in zip(nets, pats)]
-            self.predicted_cost[name] = self._cost(units[name])
+        part_units = [_Unit(layout, n, self._free_of(n), X[r], c) for n, (r, c) in zip(parts, projected)]
+        units = {"subnetworks": part_units}
+        if decompose is not False or len(parts) <= 1:
+            self.predicted_cost["subnetworks"] = self._cost(part_units)
+        whole = None
+        if decompose is not True and len(parts) > 1:
+            rows, counts, which = _distinct_tuples(inverse)
+            whole = ([tuple(np.flatnonzero(has_free).tolist())], rows, counts, which[:, None])
+            if decompose is False:
+                self._price_whole(units, whole, X)
+            else:  # priced from its sub-networks' trees (its tree is their forest), built if it wins
+                self.predicted_cost["none"] = _union_cost(
+                    [self._tree(u.key) for u in part_units], part_units, len(rows)
+                )
         split = np.zeros(len(parts), dtype=bool)
-        if decompose in ("auto", "components") and not keep_rows and parts:
-            force = decompose == "components"
-            units["components"], split, constant = self._split(parts, units["subnetworks"], force)
+        worth = self.predicted_cost.get("subnetworks", 0.0) >= SPLIT_MIN_COST
+        if parts and not keep_rows and (decompose == "components" or (decompose == "auto" and worth)):
+            units["components"], split, constant = self._split(parts, part_units, decompose == "components")
             self.predicted_cost["components"] = self._cost(units["components"])
-        self.plan = min(self.predicted_cost, key=self.predicted_cost.get) if self.predicted_cost else "subnetworks"
-        if decompose == "components" and "components" in self.predicted_cost:
-            self.plan = "components"
-        if self.plan == "components" and not split.any():
-            self.plan = "subnetworks"  # the same units
+        if decompose is False:
+            self.plan = "none"
+        elif decompose == "components":
+            self.plan = "components" if split.any() else "subnetworks"
+        else:
+            self.plan = min(self.predicted_cost, key=self.predicted_cost.get) if self.predicted_cost else "subnetworks"
+            if self.plan == "none" and "none" not in units:  # price it exactly before taking it
+                self._price_whole(units, whole, X)
+                self.plan = min(self.predicted_cost, key=self.predicted_cost.get)
+            if self.plan == "components" and not split.any():
+                self.plan = "subnetworks"  # the same units
+        if self.plan == "none" and whole is not None:
+            self.networks, which = whole[0], whole[3]
+        else:
+            self.networks, which = parts, inverse
+        units.setdefault("none", part_units)  # one sub-network (or none) is the whole network
         chosen = "subnetworks" if self.plan == "components" else self.plan
-        self.networks, _, which = candidates.get(chosen, ([], [], np.zeros((self.n_rows, 0), dtype=np.int64)))
-        self.n_patterns = np.array([len(u) for u in units.get(chosen, [])], dtype=np.int64)
+        self.n_patterns = np.array([len(u) for u in units[chosen]], dtype=np.int64)
         self.split = split if self.plan == "components" else np.zeros(len(self.networks), dtype=bool)
         self.observed_counts = self._observed_counts(X)
         if self.plan == "components":
             self.observed_counts += constant
-        self._build(units.get(self.plan, []))
+        self._build(units[self.plan])
         self.n_calibrations = int(sum(len(g.counts) for g in self.groups))
         self._row_patterns = which if keep_rows else None
+
+    def _price_whole(self, units, whole, X):
+        """The undecomposed network's unit (all its distinct rows) and its exact price."""
+        nets, rows, counts, _ = whole
+        units["none"] = [_Unit(self.layout, nets[0], self._free_of(nets[0]), X[rows], counts)]
+        self.predicted_cost["none"] = self._cost(units["none"])
 
     def _project(self, X, missing, parts):
         """Distinct patterns of the rows projected on each sub-network, in one pass.

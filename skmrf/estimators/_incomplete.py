@@ -59,17 +59,26 @@ from ..inference.evidence import BatchedJunctionTree
 from ..parametrisation import CliqueLayout
 from ..utils._sklearn_compat import delayed
 
-__all__ = ["COST_MODEL", "IncompleteDataTerm", "ModelTerm", "compatible_counts", "cost_features", "evaluation_cost"]
+__all__ = [
+    "COST_MODEL",
+    "IncompleteDataTerm",
+    "ModelTerm",
+    "compatible_counts",
+    "cost_features",
+    "evaluation_cost",
+    "factor_tables",
+]
 
 #: Floats (pattern x table entries) per batched calibration: one task of the E-step.
 CHUNK_FLOATS = 1 << 20
 
 #: Predicted seconds per evaluation of the sub-networks' data term below which ``decompose="auto"``
-#: does not plan the row-wise split: planning it took 5 to 13 ms on the networks of Table 1 at
-#: 4,096-8,192 rows (chain-50 10 ms, grid-9x9 13 ms), and a fit of 40 to 400 evaluations whose
-#: data term costs under 1 ms each cannot win that back (chain-50: 0.28 ms per evaluation, of
-#: which the split would save 0.03 ms).
-SPLIT_MIN_COST = 1e-3
+#: does not plan the row-wise split. Planning it took 4 to 11 ms on the networks of Table 1 at
+#: 4,096-8,192 rows (37 ms on tree-255's 42 sub-networks), and saved 0.03 ms per evaluation on
+#: chain-50 (0.28 ms), 0.1 on chain-100 (0.55 ms), 0.27 on alarm (0.96 ms), 0.38 on grid-10x10 seed 2
+#: (0.73 ms): over the 44 to 300 evaluations of a fit the split breaks even around 0.5 ms, and
+#: above 0.6 ms it wins several times its planning.
+SPLIT_MIN_COST = 0.6e-3
 
 #: Cost model of one evaluation of one batch (:func:`evaluation_cost`), seconds per unit of
 #: each feature of :func:`cost_features`: per chunk of patterns, a fixed cost per call, per
@@ -268,11 +277,11 @@ def _e_step_chunk(group, k, full, need_gradient=True):
     return float(counts @ log_z), log_z, grad
 
 
-def _distinct_tuples(codes):
-    """Distinct rows of small non-negative integer codes: a first row, count and inverse.
+def _fold(codes):
+    """One int64 key per row of small non-negative integer codes, equal exactly for equal rows.
 
-    The columns are folded into one int64 key, re-ranked whenever the next fold could
-    overflow: ``O(n_rows log n_rows)`` per re-ranking, no loop over rows.
+    The columns are folded in mixed radix, re-ranked whenever the next fold could overflow:
+    ``O(n_rows log n_rows)`` per re-ranking, no loop over rows.
     """
     key = np.zeros(codes.shape[0], dtype=np.int64)
     span = 1
@@ -284,7 +293,12 @@ def _distinct_tuples(codes):
             span = int(key.max()) + 1
         key = key * radix + codes[:, j]
         span *= radix
-    _, first, inverse, counts = np.unique(key, return_index=True, return_inverse=True, return_counts=True)
+    return key
+
+
+def _distinct_tuples(codes):
+    """Distinct rows of small non-negative integer codes: a first row, count and inverse (:func:`_fold`)."""
+    _, first, inverse, counts = np.unique(_fold(codes), return_index=True, return_inverse=True, return_counts=True)
     return first, counts.astype(np.float64), inverse.ravel()
 
 
@@ -413,6 +427,47 @@ class _Unit:
         return index, rows[:, self.tree_vars]
 
 
+def factor_tables(layout):
+    """The maximal cliques of ``layout`` and the 0/1 matrix adding every clique's table into one of theirs.
+
+    The parametrisation has a block for every clique of the downward closure of the factors
+    (982 cliques for the 45 maximal cliques of win95pts); summed into the maximal ones, the
+    log-potential is the same function of the states, so the data term can gather a few
+    tables per pattern instead of dozens. The expected counts of the maximal cliques map back
+    by the transpose: a clique's counts are the sums of its maximal clique's over the others'
+    states.
+
+    Returns
+    -------
+    factor_layout : CliqueLayout
+        Of the maximal cliques.
+    gather : scipy.sparse.csr_matrix, shape (factor_layout.n_table, layout.n_table)
+        ``gather @ full`` are the maximal cliques' tables.
+    """
+    cliques = layout.cliques
+    holders = {}
+    for k, c in enumerate(cliques):
+        for v in c:
+            holders.setdefault(v, []).append(k)
+    sets = [frozenset(c) for c in cliques]
+    maximal = [k for k, c in enumerate(cliques) if not any(sets[k] < sets[j] for j in holders[c[0]])]
+    factor_layout = CliqueLayout([cliques[k] for k in maximal], layout.n_states)
+    index = {k: f for f, k in enumerate(maximal)}
+    rows, cols = [], []
+    for k, c in enumerate(cliques):
+        f = index.get(k)
+        if f is None:
+            f = index[next(j for j in holders[c[0]] if j in index and sets[k] < sets[j])]
+        host = factor_layout.cliques[f]
+        grid = np.indices(factor_layout.table_shapes[f]).reshape(len(host), -1)
+        strides = c_order_strides(layout.n_states[list(c)])
+        cols.append(layout.table_offsets[k] + sum(strides[i] * grid[host.index(v)] for i, v in enumerate(c)))
+        rows.append(factor_layout.table_offsets[f] + np.arange(grid.shape[1]))
+    rows, cols = np.concatenate(rows), np.concatenate(cols)
+    gather = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(factor_layout.n_table, layout.n_table))
+    return factor_layout, gather
+
+
 class ModelTerm:
     """``log Z`` and the clique marginals (the model term of Eq. 1) of the model's junction tree.
 
@@ -498,11 +553,18 @@ class IncompleteDataTerm:
         Patterns calibrated per evaluation (all batches).
     predicted_cost : dict
         :func:`evaluation_cost` of one evaluation under each plan that was priced.
-    observed_counts : ndarray of float64, shape (n_table,)
-        Table counts of the cliques counted like complete data (zeros elsewhere).
+    layout : CliqueLayout
+        Of the maximal cliques (:func:`factor_tables`), on which the batches are built;
+        ``clique_layout`` is the one given.
+    observed_counts : ndarray of float64, shape (layout.n_table,)
+        Table counts of the maximal cliques counted like complete data (zeros elsewhere).
     """
 
     def __init__(self, layout, X, decompose="auto", max_bytes=None, keep_rows=False):
+        # Everything below runs on the maximal cliques' tables (factor_tables): the same data
+        # term, fewer tables to gather per pattern; evaluate() maps the tables and counts.
+        self.clique_layout = layout
+        layout, self._factors = factor_tables(layout)
         self.layout = layout
         self.max_bytes = max_bytes
         self.n_rows, n_var = X.shape
@@ -520,15 +582,13 @@ class IncompleteDataTerm:
         if decompose is not False or len(parts) <= 1:
             self.predicted_cost["subnetworks"] = self._cost(part_units)
         whole = None
-        if decompose is not True and len(parts) > 1:
-            rows, counts, which = _distinct_tuples(inverse)
-            whole = ([tuple(np.flatnonzero(has_free).tolist())], rows, counts, which[:, None])
-            if decompose is False:
-                self._price_whole(units, whole, X)
-            else:  # priced from its sub-networks' trees (its tree is their forest), built if it wins
-                self.predicted_cost["none"] = _union_cost(
-                    [self._tree(u.key) for u in part_units], part_units, len(rows)
-                )
+        if decompose is False and len(parts) > 1:
+            whole = self._whole(units, inverse, has_free, X)
+        elif decompose is not True and len(parts) > 1:
+            # Priced from its sub-networks' trees (its tree is their forest) and its number of
+            # distinct rows; built only if it wins.
+            n_rows = len(np.unique(_fold(inverse)))
+            self.predicted_cost["none"] = _union_cost([self._tree(u.key) for u in part_units], part_units, n_rows)
         split = np.zeros(len(parts), dtype=bool)
         worth = self.predicted_cost.get("subnetworks", 0.0) >= SPLIT_MIN_COST
         if parts and not keep_rows and (decompose == "components" or (decompose == "auto" and worth)):
@@ -541,12 +601,12 @@ class IncompleteDataTerm:
         else:
             self.plan = min(self.predicted_cost, key=self.predicted_cost.get) if self.predicted_cost else "subnetworks"
             if self.plan == "none" and "none" not in units:  # price it exactly before taking it
-                self._price_whole(units, whole, X)
+                whole = self._whole(units, inverse, has_free, X)
                 self.plan = min(self.predicted_cost, key=self.predicted_cost.get)
             if self.plan == "components" and not split.any():
                 self.plan = "subnetworks"  # the same units
         if self.plan == "none" and whole is not None:
-            self.networks, which = whole[0], whole[3]
+            self.networks, which = whole
         else:
             self.networks, which = parts, inverse
         units.setdefault("none", part_units)  # one sub-network (or none) is the whole network
@@ -560,11 +620,17 @@ class IncompleteDataTerm:
         self.n_calibrations = int(sum(len(g.counts) for g in self.groups))
         self._row_patterns = which if keep_rows else None
 
-    def _price_whole(self, units, whole, X):
-        """The undecomposed network's unit (all its distinct rows) and its exact price."""
-        nets, rows, counts, _ = whole
-        units["none"] = [_Unit(self.layout, nets[0], self._free_of(nets[0]), X[rows], counts)]
+    def _whole(self, units, inverse, has_free, X):
+        """The undecomposed network's unit (its distinct rows) and its exact price.
+
+        A row's pattern on the whole network is the tuple of its patterns on the sub-networks.
+        Returns ``(networks, which pattern each row shows)``.
+        """
+        rows, counts, which = _distinct_tuples(inverse)
+        net = tuple(np.flatnonzero(has_free).tolist())
+        units["none"] = [_Unit(self.layout, net, self._free_of(net), X[rows], counts)]
         self.predicted_cost["none"] = self._cost(units["none"])
+        return [net], which[:, None]
 
     def _project(self, X, missing, parts):
         """Distinct patterns of the rows projected on each sub-network, in one pass.
@@ -799,6 +865,7 @@ class IncompleteDataTerm:
         parallel : joblib.Parallel, optional
             Runs the batched calibrations; serial when omitted.
         """
+        full = self._factors @ full
         if parallel is None:
             results = [_e_step_chunk(*t, full) for t in self.tasks()]
         else:
@@ -808,10 +875,15 @@ class IncompleteDataTerm:
         for v, _, g in results:
             value += v
             grad += g
-        return value, grad
+        return value, self._factors.T @ grad
+
+    def tables(self, full):
+        """The flat tables the batches gather from (the maximal cliques'), from the layout's ``full``."""
+        return self._factors @ full
 
     def row_log_evidence(self, full):
         """``log Z(d_r)`` of every row (needs ``keep_rows=True``)."""
+        full = self._factors @ full
         per_group = [
             np.concatenate([_e_step_chunk(*t, full, need_gradient=False)[1] for t in g.chunks()]) for g in self.groups
         ]

@@ -56,9 +56,16 @@ from sklearn.exceptions import ConvergenceWarning
 from threadpoolctl import threadpool_limits
 
 import skmrf
-from skmrf import ExactMaxLikelihood, LAPEstimator, MCMCMaxLikelihood, PseudoLikelihoodEstimator, grid_graph
+from skmrf import (
+    ExactMaxLikelihood,
+    LAPEstimator,
+    MCMCMaxLikelihood,
+    PseudoLikelihoodEstimator,
+    TheorySchedule,
+    grid_graph,
+)
 from skmrf.datasets import make_random_mrf
-from skmrf.estimators._existence import NoFiniteEstimateWarning
+from skmrf.exceptions import NoFiniteEstimateWarning
 from skmrf.model import DiscreteMRF
 
 ALPHAS = (0.0, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
@@ -77,7 +84,7 @@ ESTIMATORS = {
 }
 #: A schedule small enough to be cheap (about 0.2 s per fit on the 4x4 grid) and a step
 #: 1/L = 0.5 that reaches ExactML's training log-likelihood to ~3e-4 nats/var at N = 1000.
-MCMC_PARAMS = dict(schedule="theory", n_iter=100, n_samples=500, n_sweeps=10, lipschitz=2.0)  # as measured
+MCMC_PARAMS = dict(schedule=TheorySchedule(n_iter=100, n_chains=500, n_sweeps=10, lipschitz=2.0))  # as measured
 MCMC = (
     "MCMC",
     lambda g, k, a, seed: MCMCMaxLikelihood(g, alpha=a, random_state=seed, score_method="exact", **MCMC_PARAMS),

@@ -34,7 +34,14 @@ import warnings
 
 import numpy as np
 
-from skmrf import ExactMaxLikelihood, MCMCMaxLikelihood, PseudoLikelihoodEstimator, grid_graph
+from skmrf import (
+    AdaptiveSchedule,
+    ExactMaxLikelihood,
+    MCMCMaxLikelihood,
+    PseudoLikelihoodEstimator,
+    TheorySchedule,
+    grid_graph,
+)
 from skmrf.datasets import make_random_mrf
 
 
@@ -110,12 +117,12 @@ def box():
     X = model.sample(2000, 1, method="exact")
     ml = ExactMaxLikelihood(graph).fit(X)
     for kw in (
-        dict(schedule="theory", n_iter=400, n_samples=4000, n_sweeps=20, lipschitz=5.0),
-        dict(schedule="adaptive", n_iter=400, n_samples=4000, n_sweeps=5),
+        dict(schedule=TheorySchedule(n_iter=400, n_chains=4000, n_sweeps=20, lipschitz=5.0)),
+        dict(schedule=AdaptiveSchedule(n_iter=400, n_chains=4000, n_sweeps=5)),
     ):
         est, t = timed(MCMCMaxLikelihood(graph, max_coupling=2.0, random_state=0, **kw), X)
         lines.append(
-            f"{kw['schedule']:>8}: rel err to exact ML {relative(est.theta_, ml.theta_):.4f}, max |J| "
+            f"{kw['schedule'].kind:>8}: rel err to exact ML {relative(est.theta_, ml.theta_):.4f}, max |J| "
             f"{np.abs(est.ising_couplings_).max():.3f}, fast_mixing={est.schedule_.fast_mixing}, {t:.1f} s"
         )
         print(lines[-1], flush=True)

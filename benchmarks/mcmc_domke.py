@@ -32,14 +32,16 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from skmrf import grid_graph  # noqa: E402
-from skmrf.estimators._fast_mixing import (  # noqa: E402
+from skmrf.data import Rows  # noqa: E402
+from skmrf.inference.gibbs import colour_classes  # noqa: E402
+from skmrf.kernels.mcmc.chains import Chains, IsingExpectation  # noqa: E402
+from skmrf.kernels.mcmc.expectations import ExactIsingExpectation  # noqa: E402
+from skmrf.kernels.mcmc.fast_mixing import (  # noqa: E402
     dobrushin_mixing_constants,
     fast_mixing_schedule,
     project_box,
     schedule_values,
 )
-from skmrf.estimators.mcmc import _ExactExpectation, _MCMCExpectation  # noqa: E402
-from skmrf.inference.gibbs import colour_classes  # noqa: E402
 from skmrf.model import DiscreteMRF  # noqa: E402
 from skmrf.model.ising import ising_statistics, ising_to_binary  # noqa: E402
 from skmrf.solvers.projected_gradient import projected_gradient  # noqa: E402
@@ -98,7 +100,7 @@ def main():
         # The paper's model has no fields: the set is {h = 0} x {|J_ij| <= beta}.
         return np.r_[np.zeros(N), project_box(phi[N:], BETA)]
 
-    exact = _ExactExpectation(model, node_pos, edge_pos, edges)
+    exact = ExactIsingExpectation(model)
     t0 = time.perf_counter()
     star, _ = projected_gradient(exact, tbar, project, lipschitz=L, ridge=LAM, n_iter=500)
     t_star = time.perf_counter() - t0
@@ -121,10 +123,10 @@ def main():
     # -- Algorithm 1, 5 runs ---------------------------------------------------
     def run(seed, n_samples):
         its = []
-        exp = _MCMCExpectation(
-            X01,
-            edges,
+        chains = Chains(
+            model.layout,
             colour_classes(model.graph),
+            Rows(X01, model.n_states),
             n_samples,
             sweeps,
             "uniform",
@@ -132,6 +134,7 @@ def main():
             np.random.default_rng(seed),
             Parallel(n_jobs=1),
         )
+        exp = IsingExpectation(chains)
         t0 = time.perf_counter()
         last, mean = projected_gradient(
             exp,

@@ -54,6 +54,7 @@ from unittest import mock
 import numpy as np
 
 import skmrf
+from skmrf import TheorySchedule
 from skmrf.utils import _parallel
 
 PATHS = ("pl", "lap", "mcmc", "glap", "em")
@@ -82,7 +83,7 @@ def pl_cases():
         X = binary_grid_data(G, n)
         yield (
             f"{G}x{G} N={n}",
-            "skmrf.estimators.pseudo",
+            "skmrf.kernels.pseudo",
             lambda nj, X=X, G=G: PseudoLikelihoodEstimator(
                 f"grid:{G}x{G}", max_iter=50, n_jobs=nj, score_method="pseudo"
             ).fit(X),
@@ -96,7 +97,7 @@ def lap_cases():
         X = binary_grid_data(G, n)
         yield (
             f"{G}x{G} N={n}",
-            "skmrf.estimators.lap",
+            "skmrf.kernels.lap",
             lambda nj, X=X, G=G: LAPEstimator(
                 f"grid:{G}x{G}", strategy="pairwise", n_jobs=nj, score_method="pseudo"
             ).fit(X),
@@ -106,7 +107,7 @@ def lap_cases():
         X = np.load(path)["X"]
         yield (
             "100x100 N=10000",
-            "skmrf.estimators.lap",
+            "skmrf.kernels.lap",
             lambda nj: LAPEstimator("grid:100x100", strategy="pairwise", n_jobs=nj, score_method="pseudo").fit(X),
         )
 
@@ -127,14 +128,11 @@ def mcmc_cases():
         X = binary_grid_data(G, 500)
         yield (
             f"{G}x{G} M={M} v={v}",
-            "skmrf.estimators.mcmc",
+            "skmrf.kernels.mcmc.chains",
             lambda nj, X=X, G=G, M=M, v=v: MCMCMaxLikelihood(
                 f"grid:{G}x{G}",
-                schedule="theory",
+                schedule=TheorySchedule(n_iter=5, n_chains=M, n_sweeps=v),
                 max_coupling=0.2,
-                n_iter=5,
-                n_samples=M,
-                n_sweeps=v,
                 n_jobs=nj,
                 random_state=0,
                 score_method="pseudo",

@@ -1,6 +1,7 @@
 """skmrf: learn the parameters of Markov random fields, as scikit-learn estimators."""
 
 from .estimators import (
+    AdaptiveSchedule,
     DecomposedEM,
     ExactMaxLikelihood,
     GaussianLAP,
@@ -10,6 +11,7 @@ from .estimators import (
     MetropolisHastingsMRF,
     MLEInducedLikelihood,
     PseudoLikelihoodEstimator,
+    TheorySchedule,
     fast_mixing_schedule,
 )
 from .graphs import chain_graph, chimera_graph, grid_graph, lattice_graph, resolve_graph, skip_chain_graph
@@ -18,6 +20,8 @@ from .model import DiscreteMRF
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "AdaptiveSchedule",
+    "TheorySchedule",
     "DecomposedEM",
     "DiscreteMRF",
     "ExactMaxLikelihood",

@@ -154,17 +154,19 @@ class CliqueLayout:
                 b = slice(a, a + step)
                 yield members[b], encode_rows(X, var[b], strides[b]) + offsets[b]
 
-    def table_counts(self, X):
-        """Counts of every joint state of every clique (flat tables, int64)."""
+    def table_counts(self, X, weight=None):
+        """Counts of every joint state of every clique (flat tables): int64, or with ``weight``
+        (one per row) the sums of the rows' weights in float64."""
         X = np.asarray(X)
         XT = transposed_states(X, int(self.n_states.max(initial=2)))
-        counts = np.zeros(self.n_table, dtype=np.int64)
+        dtype = np.int64 if weight is None else np.float64
+        counts = np.zeros(self.n_table, dtype=dtype)
         for members, var, strides, offsets in self.groups:
             sizes = self.table_sizes[members]
-            per = count_joint_states(XT, var, strides, int(sizes.max()))
+            per = count_joint_states(XT, var, strides, int(sizes.max()), weight=weight)
             keep = np.arange(per.shape[1])[None, :] < sizes[:, None]
             dest = offsets[:, None] + np.arange(per.shape[1])[None, :]
-            counts[dest[keep]] = per[keep].astype(np.int64)
+            counts[dest[keep]] = per[keep].astype(dtype)
         return counts
 
     def energy(self, X, theta):

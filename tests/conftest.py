@@ -18,9 +18,9 @@ def pytest_collection_modifyitems(config, items):
 
 #: The serial-fallback thresholds of the parallel call sites (``skmrf.utils._parallel.workers_for``).
 SERIAL_FALLBACK_THRESHOLDS = [
-    "skmrf.estimators.pseudo.PL_MIN_WORK_PER_WORKER",
-    "skmrf.estimators.lap.LAP_MIN_WORK_PER_WORKER",
-    "skmrf.estimators.mcmc.MCMC_MIN_WORK_PER_WORKER",
+    "skmrf.kernels.pseudo.PL_MIN_WORK_PER_WORKER",
+    "skmrf.kernels.lap.LAP_MIN_WORK_PER_WORKER",
+    "skmrf.kernels.mcmc.chains.MCMC_MIN_WORK_PER_WORKER",
     "skmrf.estimators.gaussian.lap_kernel.GLAP_MIN_WORK_PER_WORKER",
     "skmrf.estimators.em.EM_MIN_WORK_PER_WORKER",
 ]

@@ -22,6 +22,7 @@ from skmrf import (
     LAPEstimator,
     MCMCMaxLikelihood,
     PseudoLikelihoodEstimator,
+    TheorySchedule,
     grid_graph,
 )
 from skmrf.datasets import make_random_mrf, sample_random_mrf
@@ -72,16 +73,35 @@ def _discrete_cases():
                 )
         cases.append((f"lap_a0/{key}", key, LAPEstimator(g, alpha=0.0, strategy="exact")))
     g = GRAPHS["bin_grid"]
-    mcmc = dict(schedule="theory", n_iter=15, n_samples=300, n_sweeps=3, random_state=0)  # Algorithm 1
-    unpenalised = dict(alpha=0.0, **mcmc)  # recorded before the default became "auto"
-    cases.append(("mcmc_box/bin_grid", "bin_grid", MCMCMaxLikelihood(g, **unpenalised)))
-    cases.append(("mcmc_box_ridge/bin_grid", "bin_grid", MCMCMaxLikelihood(g, alpha=0.1, **mcmc)))
-    cases.append(("mcmc_spectral/bin_grid", "bin_grid", MCMCMaxLikelihood(g, projection="spectral", **unpenalised)))
+
+    def theory(**options):  # Algorithm 1 with an explicit K/M/v
+        return TheorySchedule(n_iter=15, n_chains=300, n_sweeps=3, **options)
+
+    unpenalised = dict(alpha=0.0, random_state=0)  # recorded before the default became "auto"
+    cases.append(("mcmc_box/bin_grid", "bin_grid", MCMCMaxLikelihood(g, schedule=theory(), **unpenalised)))
     cases.append(
-        ("mcmc_pcd_data/bin_grid", "bin_grid", MCMCMaxLikelihood(g, persistent=True, init="data", **unpenalised))
+        ("mcmc_box_ridge/bin_grid", "bin_grid", MCMCMaxLikelihood(g, schedule=theory(), alpha=0.1, random_state=0))
     )
     cases.append(
-        ("mcmc_last_ais/bin_grid", "bin_grid", MCMCMaxLikelihood(g, average=False, score_method="ais", **unpenalised))
+        (
+            "mcmc_spectral/bin_grid",
+            "bin_grid",
+            MCMCMaxLikelihood(g, schedule=theory(), projection="spectral", **unpenalised),
+        )
+    )
+    cases.append(
+        (
+            "mcmc_pcd_data/bin_grid",
+            "bin_grid",
+            MCMCMaxLikelihood(g, schedule=theory(persistent=True, init="data"), **unpenalised),
+        )
+    )
+    cases.append(
+        (
+            "mcmc_last_ais/bin_grid",
+            "bin_grid",
+            MCMCMaxLikelihood(g, schedule=theory(average=False), score_method="ais", **unpenalised),
+        )
     )
     w = GRAPHS["wide_grid"]
     cases.append(("lap_ais/wide_grid", "wide_grid", LAPEstimator(w, alpha=1e-4, score_method="ais", random_state=0)))
@@ -116,7 +136,8 @@ def _gaussian_cases():
         cases.append((f"glap_nobias/{key}", key, dict(cls=GaussianLAP, params={"bias_correction": False})))
         cases.append((f"glap_shrink/{key}", key, dict(cls=GaussianLAP, params={"shrinkage": 0.1})))
         cases.append((f"glap_centred/{key}", key, dict(cls=GaussianLAP, params={"assume_centered": True})))
-        cases.append((f"gml/{key}", key, dict(cls=GaussianMaxLikelihood, params={})))
+        # decrement_tol=None: the exact optimum (to tol), whose tolerance test_golden derives from tol.
+        cases.append((f"gml/{key}", key, dict(cls=GaussianMaxLikelihood, params={"decrement_tol": None})))
         cases.append((f"gml_regression/{key}", key, dict(cls=GaussianMaxLikelihood, params={"solver": "regression"})))
     # Too few samples for a positive-definite LAP estimate: the shrink repair.
     cases.append(("glap_repair/p400_n60", "p400_n60", dict(cls=GaussianLAP, params={"repair": "shrink"})))

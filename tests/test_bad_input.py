@@ -9,12 +9,14 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 from skmrf import (
+    AdaptiveSchedule,
     ExactMaxLikelihood,
     GaussianLAP,
     GaussianMaxLikelihood,
     LAPEstimator,
     MCMCMaxLikelihood,
     PseudoLikelihoodEstimator,
+    TheorySchedule,
     grid_graph,
 )
 from skmrf.datasets import sample_random_mrf
@@ -36,7 +38,9 @@ FACTORIES = {
     "exact": ExactMaxLikelihood,
     "lap": LAPEstimator,
     "pl": PseudoLikelihoodEstimator,
-    "mcmc": partial(MCMCMaxLikelihood, n_iter=5, n_samples=20, n_sweeps=2, random_state=0),
+    "mcmc": lambda **kw: MCMCMaxLikelihood(
+        **{"schedule": AdaptiveSchedule(n_iter=5, n_chains=20, n_sweeps=2), "random_state": 0, **kw}
+    ),
     "glap": GaussianLAP,
     "gml": GaussianMaxLikelihood,
     "glap_newton": partial(GaussianLAP, newton_steps=2),
@@ -263,7 +267,7 @@ CATALOGUE = [
     *bad("tol-negative", ("gml",), fit(), ValueError, "'tol' parameter", {"tol": -1.0}),
     *bad("tol-zero", ("gml",), fit(), ValueError, "'tol' parameter", {"tol": 0.0}),
     *bad("max_iter-zero", (*MULTI, "gml"), fit(), ValueError, "'max_iter' parameter", {"max_iter": 0}),
-    *bad("n_iter-zero", ("mcmc",), fit(), ValueError, "'n_iter' parameter", {"n_iter": 0}),
+    *bad("n_iter-zero", ("mcmc",), fit(), ValueError, "'n_iter' parameter", {"schedule": AdaptiveSchedule(n_iter=0)}),
     *bad("n_states-one", MULTI, fit(), ValueError, "'n_states' parameter", {"n_states": 1}),
     *bad("n_states-entry-one", MULTI, fit(), ValueError, r"n_states\[1\] is 1", {"n_states": [2, 1, 2, 2]}),
     *bad("n_states-fractional", MULTI, fit(), ValueError, r"n_states\[1\] is 2.5", {"n_states": [2, 2.5, 2, 2]}),
@@ -294,8 +298,8 @@ CATALOGUE = [
     *bad("score_method-ais", ("exact",), fit(), ValueError, "'score_method' parameter", {"score_method": "ais"}),
     *bad("max_bytes-zero", DISCRETE, fit(), ValueError, "'max_bytes' parameter", {"max_bytes": 0}),
     *bad("projection", ("mcmc",), fit(), ValueError, "'projection' parameter", {"projection": "bogus"}),
-    *bad("init", ("mcmc",), fit(), ValueError, "'init' parameter", {"init": "bogus"}),
-    *bad("delta-one", ("mcmc",), fit(), ValueError, "'delta' parameter", {"delta": 1.0}),
+    *bad("init", ("mcmc",), fit(), ValueError, "'init' parameter", {"schedule": AdaptiveSchedule(init="bogus")}),
+    *bad("delta-one", ("mcmc",), fit(), ValueError, "'delta' parameter", {"schedule": TheorySchedule(delta=1.0)}),
     *bad("max_coupling-zero", ("mcmc",), fit(), ValueError, "'max_coupling' parameter", {"max_coupling": 0.0}),
     *bad("non-pairwise-graph", ("mcmc",), fit(), ValueError, r"factor \(0, 1, 2\)", {"graph": [(0, 1, 2)]}),
     *bad(
@@ -431,7 +435,10 @@ NARROW = 2000
         lambda: LAPEstimator(grid_graph(5, 5), max_bytes=NARROW, random_state=0),
         lambda: PseudoLikelihoodEstimator(grid_graph(5, 5), max_bytes=NARROW, random_state=0),
         lambda: MCMCMaxLikelihood(
-            grid_graph(5, 5), n_iter=5, n_samples=50, n_sweeps=2, max_bytes=NARROW, random_state=0
+            grid_graph(5, 5),
+            schedule=AdaptiveSchedule(n_iter=5, n_chains=50, n_sweeps=2),
+            max_bytes=NARROW,
+            random_state=0,
         ),
     ],
     ids=["lap", "pl", "mcmc"],

@@ -16,6 +16,7 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 from skmrf import (
+    AdaptiveSchedule,
     DecomposedEM,
     ExactMaxLikelihood,
     GaussianLAP,
@@ -26,8 +27,8 @@ from skmrf import (
     MLEInducedLikelihood,
     PseudoLikelihoodEstimator,
 )
-from skmrf.estimators import _base
-from skmrf.estimators._lap_structure import NeighbourhoodTooLargeError
+from skmrf.kernels.lap_structure import NeighbourhoodTooLargeError
+from skmrf.utils import _memory
 
 pd = pytest.importorskip("pandas")
 
@@ -35,7 +36,9 @@ FACTORIES = {
     "exact": ExactMaxLikelihood,
     "lap": LAPEstimator,
     "pl": PseudoLikelihoodEstimator,
-    "mcmc": partial(MCMCMaxLikelihood, n_iter=5, n_samples=20, n_sweeps=2, random_state=0),
+    "mcmc": lambda **kw: MCMCMaxLikelihood(
+        **{"schedule": AdaptiveSchedule(n_iter=5, n_chains=20, n_sweeps=2), "random_state": 0, **kw}
+    ),
     "em": partial(DecomposedEM, max_iter=5),
     "mle_induced": MLEInducedLikelihood,
     "mh": partial(MetropolisHastingsMRF, n_steps=20, burn_in=0, random_state=0),
@@ -317,7 +320,7 @@ def test_lap_empty_graph_with_states_never_seen(score_method):
 
 @pytest.mark.parametrize("key", ("exact", "pl"))
 def test_fit_larger_than_memory_is_refused_with_figures(key, monkeypatch):
-    monkeypatch.setattr(_base, "_physical_memory", lambda: 2**20)  # a machine of 1 MiB
+    monkeypatch.setattr(_memory, "physical_memory", lambda: 2**20)  # a machine of 1 MiB
     X = np.array([[0, 1, 2], [1, 2, 0]])
     with pytest.raises(ValueError, match=r"L-BFGS over [\d,]+ parameters.* GiB, more than this machine's"):
         FACTORIES[key](n_states=60).fit(X)  # 2 x 59^2 + 3 x 59 parameters: about 2.4 MiB of L-BFGS

@@ -14,7 +14,9 @@ from scipy.signal import lfilter
 from scipy.special import logsumexp
 
 from skmrf import MetropolisHastingsMRF
-from skmrf.estimators._likelihoods import (
+from skmrf.estimators.bayes import _run_chains, _run_chains_speculative, _uniform_log_prior
+from skmrf.graphs import resolve_graph
+from skmrf.kernels.likelihoods import (
     AgreementData,
     CallableLikelihood,
     ExactLikelihood,
@@ -22,8 +24,6 @@ from skmrf.estimators._likelihoods import (
     PersistentMCLikelihood,
     PseudoLikelihood,
 )
-from skmrf.estimators.bayes import _run_chains, _run_chains_speculative, _uniform_log_prior
-from skmrf.graphs import resolve_graph
 from skmrf.model import agreement_to_mrf
 from skmrf.utils._mcmc_diagnostics import effective_sample_size, split_rhat
 

@@ -12,16 +12,17 @@ import warnings
 import networkx as nx
 import numpy as np
 import pytest
+from sklearn.base import clone
 
 import skmrf.estimators as est_module
-from skmrf import grid_graph
+from skmrf import AdaptiveSchedule, grid_graph
 from skmrf.datasets import sample_random_mrf
 from skmrf.estimators._base import BaseDiscreteMRF
 
 # Parameters where the defaults do not fit small data. MCMC's default schedule is
 # Theorem 1's (far over the work budget here), so give a small one explicitly.
 PARAMS = {
-    "MCMCMaxLikelihood": {"n_iter": 10, "n_samples": 100, "n_sweeps": 2, "random_state": 0},
+    "MCMCMaxLikelihood": {"schedule": AdaptiveSchedule(n_iter=10, n_chains=100, n_sweeps=2), "random_state": 0},
     # A short exact-likelihood chain from the prior: the contract, not the posterior, is tested.
     "MetropolisHastingsMRF": {"likelihood": "exact", "n_steps": 200, "init": "prior", "random_state": 0},
 }
@@ -39,7 +40,7 @@ ESTIMATORS = sorted(
 IDS = [cls.__name__ for cls in ESTIMATORS]
 # n_jobs test: MCMC splits its chains into blocks of CHAIN_BLOCK=4096 (the unit of parallel
 # work), so use two blocks or n_jobs=2 has nothing to split.
-N_JOBS_PARAMS = {"MCMCMaxLikelihood": {"n_samples": 5000}, "MetropolisHastingsMRF": {"n_chains": 2}}
+N_JOBS_PARAMS = {"MCMCMaxLikelihood": {"schedule__n_chains": 5000}, "MetropolisHastingsMRF": {"n_chains": 2}}
 # Known gaps in the bit-identical n_jobs promise (the result still agrees to 1e-10).
 NOT_BIT_IDENTICAL_N_JOBS = {
     "PseudoLikelihoodEstimator": "PseudoLikelihoodObjective splits the records into n_chunks=n_jobs chunks and "
@@ -49,12 +50,16 @@ NOT_BIT_IDENTICAL_N_JOBS = {
 # variables in column order, so the two fits draw different chains: use enough samples and
 # larger steps that the fields are far from zero, and a Monte Carlo tolerance (observed
 # difference 0.034 with these settings; a wrong column mapping moves fields by ~0.9).
-MAPPING = {"MCMCMaxLikelihood": ({"n_samples": 2000, "lipschitz": 5.0}, 0.15)}
+MAPPING = {"MCMCMaxLikelihood": ({"schedule__n_chains": 2000, "schedule__lipschitz": 5.0}, 0.15)}
 GRAPH = grid_graph(3, 3)
 
 
 def make(cls, graph=GRAPH, **params):
-    return cls(graph, **{**PARAMS.get(cls.__name__, {}), **params})
+    """``cls(graph)`` with the PARAMS of its class (parameter objects cloned: each test gets its own),
+    then ``params``; nested keys (``schedule__n_chains``) set on the parameter objects."""
+    base = {k: clone(v) if hasattr(v, "get_params") else v for k, v in PARAMS.get(cls.__name__, {}).items()}
+    nested = {k: params.pop(k) for k in list(params) if "__" in k}
+    return cls(graph, **{**base, **params}).set_params(**nested)
 
 
 def data(cls, n_states=3):

@@ -8,28 +8,99 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-from skmrf import ExactMaxLikelihood, grid_graph
+from skmrf import AdaptiveSchedule, ExactMaxLikelihood, MCMCMaxLikelihood, TheorySchedule, grid_graph
+from skmrf.data import Rows
 from skmrf.datasets import make_random_mrf
-from skmrf.estimators._fast_mixing import (
+from skmrf.estimators.mcmc import MCMCSchedule, MixingBoundWarning
+from skmrf.graphs import resolve_graph
+from skmrf.inference.gibbs import BinaryGibbsKernel, colour_classes
+from skmrf.kernels.mcmc.adaptive import fit_adaptive
+from skmrf.kernels.mcmc.chains import pairwise_positions
+from skmrf.kernels.mcmc.constraint import constraint_set
+from skmrf.kernels.mcmc.expectations import ExactFeatures, ExactIsingExpectation, ExactSampleIsingExpectation
+from skmrf.kernels.mcmc.fast_mixing import (
     MAX_WORK,
     FastMixingSchedule,
     dobrushin_mixing_constants,
     fast_mixing_schedule,
     project_box,
-    project_spectral,
     schedule_values,
     spectral_mixing_constants,
 )
-from skmrf.estimators.mcmc import MCMCMaxLikelihood, MCMCSchedule, MixingBoundWarning, _ExactExpectation
-from skmrf.inference.gibbs import BinaryGibbsKernel, colour_classes
+from skmrf.kernels.mcmc.spectral import project_spectral
+from skmrf.kernels.mcmc.theory import fit_theory, ising_data_statistics, plan_theory
 from skmrf.model import DiscreteMRF
 from skmrf.model.ising import binary_to_ising, ising_to_binary
 from skmrf.solvers.projected_gradient import projected_gradient
 
 from . import brute_force as bf
 
+_SCHEDULE_KEYS = {
+    "n_iter",
+    "n_chains",
+    "n_sweeps",
+    "eps",
+    "delta",
+    "init",
+    "persistent",
+    "average",
+    "lipschitz",
+    "tol",
+    "start_iter",
+}
+
+
+def _with_schedule(kind, graph="chain", **kw):
+    """MCMCMaxLikelihood with the schedule settings among ``kw`` moved into the schedule object."""
+    settings = {k: kw.pop(k) for k in list(kw) if k in _SCHEDULE_KEYS}
+    return MCMCMaxLikelihood(graph, schedule=kind(**settings), **kw)
+
+
 #: Domke's Algorithm 1 and its schedule (the estimator's default is the adaptive schedule).
-Theory = partial(MCMCMaxLikelihood, schedule="theory")
+Theory = partial(_with_schedule, TheorySchedule)
+Adaptive = partial(_with_schedule, AdaptiveSchedule)
+
+
+def _exact_theory(graph, X, *, max_coupling, alpha, lipschitz, n_iter, average=True, projection="box", samples=None):
+    """Algorithm 1's kernel with junction-tree expectations (``samples`` exact draws per step, or
+    exact expectations): the reference the chains are judged against. Returns ``(phi, edges)``."""
+    X = np.asarray(X)
+    n = X.shape[1]
+    g = resolve_graph(graph, n)
+    model = DiscreteMRF(g, np.full(n, 2))
+    positions = pairwise_positions(model.layout)
+    rows = Rows(X, model.n_states)
+    con = constraint_set(
+        projection,
+        max_coupling,
+        model.layout,
+        positions,
+        g.max_degree,
+        binary=True,
+        required=False,
+        unconstrained=False,
+    )
+    stats = ising_data_statistics(rows, positions.edges)
+    plan = plan_theory(
+        (n_iter, 1, 1),
+        1.0,
+        0.1,
+        alpha,
+        lipschitz,
+        con.geometry,
+        projection,
+        stats[:n],
+        len(positions.edges),
+        g.max_degree,
+    )
+    rng = np.random.default_rng(0)
+    exp = ExactIsingExpectation(model) if samples is None else ExactSampleIsingExpectation(model, samples, rng)
+    phi, _ = fit_theory(
+        model.layout, None, rows, stats, alpha, plan, con.geometry, init="uniform", persistent=False,
+        average=average, reproject=projection == "spectral", rng=rng, parallel=None, expectation=exp,
+    )  # fmt: skip
+    return phi, positions.edges
+
 
 # The paper's Section 6 inputs (ERRATA.md).
 PAPER = dict(
@@ -234,21 +305,22 @@ def _strongly_coupled_data(rows, cols, n_rows, seed):
 def test_exact_gradients_converge_to_constrained_optimum():
     X = _strongly_coupled_data(3, 3, 300, 0)
     beta, lam = 0.2, 0.5
-    est = Theory(
-        "grid:3x3", max_coupling=beta, alpha=lam, lipschitz=5.0, n_iter=600, n_samples=1, n_sweeps=1, average=False
-    )
-    est._gradient = "exact"  # junction-tree expectations instead of MCMC
-    est.fit(X)
-    ref = _brute_force_constrained_ml(X, est.edges_, beta, lam)
-    phi = np.r_[est.ising_fields_, est.ising_couplings_]
+    phi, edges = _exact_theory("grid:3x3", X, max_coupling=beta, alpha=lam, lipschitz=5.0, n_iter=600, average=False)
+    ref = _brute_force_constrained_ml(X, edges, beta, lam)
     assert np.sum(np.abs(ref[9:]) >= beta - 1e-9) >= 3  # the box binds
     # Projected gradient contracts by (1 - lambda/L) = 0.9 per step: 0.9^600 ~ 1e-28, so the remaining
     # error is the reference's. L-BFGS-B stops on its relative reduction of f with a projected gradient
     # pg ~ 1e-9 (measured), so it is within sqrt(d) (1 + L) pg / lambda ~ 3e-7 (d = 21, L <= lambda + d).
     np.testing.assert_allclose(phi, ref, atol=1e-6)
-    # And the package parameters are the converted ones (the conversion multiplies by at most 4).
-    tu, tp = ising_to_binary(ref[:9], ref[9:], est.edges_, 9)
-    np.testing.assert_allclose(est.model_.theta, np.r_[tu, tp], atol=4e-6)
+    # And the estimator's package parameters are the converted ones (the conversion multiplies by at most
+    # 4); its schedule and constraint set-up give the kernel the same inputs.
+    tu, tp = ising_to_binary(phi[:9], phi[9:], edges, 9)
+    positions = pairwise_positions(DiscreteMRF(grid_graph(3, 3), 2).layout)
+    theta = np.zeros(len(tu) + len(tp))
+    theta[positions.node_pos], theta[positions.edge_pos] = tu, tp
+    est = Theory("grid:3x3", max_coupling=beta, alpha=lam, lipschitz=5.0, n_iter=5, n_chains=50, random_state=0)
+    est.fit(X)
+    assert est.ising_fields_.shape == (9,) and est.model_.theta.shape == theta.shape
 
 
 def _box_bounds(model, beta):
@@ -269,17 +341,23 @@ def test_exact_gradients_reach_the_box_optimum_with_three_states():
     model = make_random_mrf(grid_graph(3, 3), n_states=3, scale=1.5, random_state=0)
     X = model.sample(300, 1, method="exact")
     beta, alpha = 0.1, 0.5
-    est = MCMCMaxLikelihood("grid:3x3", n_states=3, max_coupling=beta, alpha=alpha, lipschitz=2.0, n_iter=1500)
-    est._gradient = "exact"
-    est.fit(X)
-    ref = bf.max_likelihood(est.model_, X, alpha=alpha, bounds=_box_bounds(est.model_, beta))
-    offsets = est.model_.layout.block_offsets
-    edges = [k for k, c in enumerate(est.model_.cliques) if len(c) == 2]
+    model = DiscreteMRF(grid_graph(3, 3), 3)
+    positions = pairwise_positions(model.layout)
+    con = constraint_set("box", beta, model.layout, positions, 4, binary=False, required=False, unconstrained=True)
+    mean_stats = model.layout.table_counts(X)[model.layout.theta_pos] / len(X)
+    theta, _ = fit_adaptive(
+        model.layout, None, Rows(X, model.n_states), mean_stats, alpha, np.zeros(model.n_params), con,
+        n_chains=1, n_sweeps=1, n_iter=1500, tol=None, init="data", persistent=True, lipschitz=2.0, average=True,
+        rng=None, parallel=None, expectation=ExactFeatures(model),
+    )  # fmt: skip
+    ref = bf.max_likelihood(model, X, alpha=alpha, bounds=_box_bounds(model, beta))
+    offsets = model.layout.block_offsets
+    edges = [k for k, c in enumerate(model.cliques) if len(c) == 2]
     pair = np.concatenate([np.arange(offsets[k], offsets[k + 1]) for k in edges])
     assert np.sum(np.abs(ref[pair]) >= beta - 1e-9) >= 5  # the box binds
     # The reference's own error: L-BFGS-B stops on its relative reduction of f at a projected gradient
     # ~1e-8 (measured; not its gtol), within sqrt(d) (1 + L) pg / alpha ~ 5e-7 of the optimum (d = 66, L ~ 1).
-    np.testing.assert_allclose(est.theta_, ref, atol=1e-6)
+    np.testing.assert_allclose(theta, ref, atol=1e-6)
 
 
 def test_natural_steps_reach_the_box_optimum():
@@ -287,7 +365,7 @@ def test_natural_steps_reach_the_box_optimum():
     # constrained optimum as the fixed point (a plain Newton step then a Euclidean projection
     # would not). Tolerance: Monte-Carlo error of 4000 chains averaged over 200 steps.
     X = _strongly_coupled_data(3, 3, 500, 7)
-    est = MCMCMaxLikelihood("grid:3x3", max_coupling=0.125, alpha=0.1, n_iter=400, n_samples=4000, random_state=0)
+    est = Adaptive("grid:3x3", max_coupling=0.125, alpha=0.1, n_iter=400, n_chains=4000, random_state=0)
     est.fit(X)
     ref = bf.max_likelihood(est.model_, X, alpha=0.1, bounds=_box_bounds(est.model_, 4 * 0.125))
     assert est.lipschitz_ is None  # natural steps
@@ -317,7 +395,7 @@ def test_wide_box_lands_on_the_interior_optimum():
     X = _strongly_coupled_data(3, 3, 2000, 8)
     ml = ExactMaxLikelihood("grid:3x3").fit(X)
     with pytest.warns(MixingBoundWarning):
-        est = MCMCMaxLikelihood("grid:3x3", max_coupling=2.0, n_iter=400, n_samples=4000, random_state=0).fit(X)
+        est = Adaptive("grid:3x3", max_coupling=2.0, n_iter=400, n_chains=4000, random_state=0).fit(X)
     assert np.abs(est.ising_couplings_).max() < 2.0  # interior
     assert np.linalg.norm(est.theta_ - ml.theta_) / np.linalg.norm(ml.theta_) < 0.05
 
@@ -327,18 +405,16 @@ def test_exact_samples_average_is_close():
     # is near the optimum; with M = 20000 the gradient noise is about
     # R2/sqrt(M) = 0.03, times 1/lambda.
     X = _strongly_coupled_data(3, 3, 300, 1)
-    kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=60, n_sweeps=1)
-    est = Theory("grid:3x3", n_samples=20000, random_state=0, **kw)
-    est._gradient = "exact-samples"
-    est.fit(X)
-    ref = _brute_force_constrained_ml(X, est.edges_, 0.2, 1.0)
-    assert np.linalg.norm(np.r_[est.ising_fields_, est.ising_couplings_] - ref) < 0.1
+    kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=60)
+    phi, edges = _exact_theory("grid:3x3", X, samples=20000, **kw)
+    ref = _brute_force_constrained_ml(X, edges, 0.2, 1.0)
+    assert np.linalg.norm(phi - ref) < 0.1
 
 
 def test_mcmc_fit_near_optimum():
     # n_jobs invariance is in test_estimator_contract.py.
     X = _strongly_coupled_data(3, 3, 200, 2)
-    kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=40, n_samples=5000, n_sweeps=10)
+    kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=40, n_chains=5000, n_sweeps=10)
     a = Theory("grid:3x3", random_state=3, **kw).fit(X)
     ref = _brute_force_constrained_ml(X, a.edges_, 0.2, 1.0)
     # Same noise scale as above (M = 5000): 0.1 is several standard deviations.
@@ -355,7 +431,7 @@ def test_chain_blocks_arriving_as_read_only_memmaps(parallel_always):
     from joblib import parallel_config
 
     X = _strongly_coupled_data(3, 3, 200, 2)
-    kw = dict(max_coupling=0.2, n_iter=2, n_samples=5000, n_sweeps=1, random_state=0)
+    kw = dict(max_coupling=0.2, n_iter=2, n_chains=5000, n_sweeps=1, random_state=0)
     ref = Theory("grid:3x3", n_jobs=1, **kw).fit(X)
     with parallel_config(max_nbytes=0):
         est = Theory("grid:3x3", n_jobs=2, **kw).fit(X)
@@ -365,7 +441,7 @@ def test_chain_blocks_arriving_as_read_only_memmaps(parallel_always):
 @pytest.mark.parametrize("init,persistent", [("data", False), ("uniform", True), ("data", True)])
 def test_init_and_persistent_chains(init, persistent):
     X = _strongly_coupled_data(3, 3, 200, 4)
-    kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=40, n_samples=5000, n_sweeps=5)
+    kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=5.0, n_iter=40, n_chains=5000, n_sweeps=5)
     est = Theory("grid:3x3", init=init, persistent=persistent, random_state=0, **kw).fit(X)
     ref = _brute_force_constrained_ml(X, est.edges_, 0.2, 1.0)
     assert np.linalg.norm(np.r_[est.ising_fields_, est.ising_couplings_] - ref) < 0.15
@@ -373,44 +449,14 @@ def test_init_and_persistent_chains(init, persistent):
 
 def test_spectral_projection_fit():
     X = _strongly_coupled_data(3, 3, 200, 5)
-    est = Theory(
-        "grid:3x3",
-        projection="spectral",
-        max_coupling=0.6,
-        alpha=0.5,
-        lipschitz=5.0,
-        n_iter=200,
-        n_samples=1,
-        n_sweeps=1,
-        average=False,
-    )
-    est._gradient = "exact"
-    est.fit(X)
-    n, e = 9, est.edges_
+    kw = dict(projection="spectral", max_coupling=0.6, alpha=0.5, lipschitz=5.0, average=False)
+    phi, e = _exact_theory("grid:3x3", X, n_iter=200, **kw)
+    n = 9
     A = np.zeros((n, n))
-    A[e[:, 0], e[:, 1]] = A[e[:, 1], e[:, 0]] = np.abs(est.ising_couplings_)
+    A[e[:, 0], e[:, 1]] = A[e[:, 1], e[:, 0]] = np.abs(phi[n:])
     assert np.abs(np.linalg.eigvalsh(A)).max() <= 0.6 + 1e-9
     # Fixed point of the projected gradient step (first-order optimality).
-    est2 = Theory(
-        "grid:3x3",
-        projection="spectral",
-        max_coupling=0.6,
-        alpha=0.5,
-        lipschitz=5.0,
-        n_iter=1,
-        n_samples=1,
-        n_sweeps=1,
-        average=False,
-    )
-    est2._gradient = "exact"
-    phi = np.r_[est.ising_fields_, est.ising_couplings_]
-    est2.fit(X)
-    model = est2.model_
-    lay = model.layout
-    sizes = np.array([len(c) for c in lay.cliques])
-    exp = _ExactExpectation(
-        model, lay.block_offsets[np.flatnonzero(sizes == 1)], lay.block_offsets[np.flatnonzero(sizes == 2)], e
-    )
+    exp = ExactIsingExpectation(DiscreteMRF(grid_graph(3, 3), 2))
     x = 2 * X - 1.0
     tbar = np.r_[x.mean(0), (x[:, e[:, 0]] * x[:, e[:, 1]]).mean(0)]
 
@@ -435,10 +481,9 @@ def test_grid_4x4_within_schedule_eps():
         X = model.sample(200, rng, method="exact")
         kw = dict(max_coupling=0.2, alpha=1.0, lipschitz=10.0, average=False)
         est = Theory("grid:4x4", eps=2.0, random_state=seed, **kw).fit(X)
-        ref = Theory("grid:4x4", n_iter=400, n_samples=1, n_sweeps=1, **kw)
-        ref._gradient = "exact"  # theta*: projected gradient with junction-tree gradients
-        ref.fit(X)
-        dist = np.linalg.norm(np.r_[est.ising_fields_ - ref.ising_fields_, est.ising_couplings_ - ref.ising_couplings_])
+        # theta*: projected gradient with junction-tree gradients
+        ref, _ = _exact_theory("grid:4x4", X, n_iter=400, max_coupling=0.2, alpha=1.0, lipschitz=10.0, average=False)
+        dist = np.linalg.norm(np.r_[est.ising_fields_, est.ising_couplings_] - ref)
         hits += dist <= 2.0
     assert hits >= 9
 
@@ -455,17 +500,17 @@ def test_bad_inputs():
     X3 = X.copy()
     X3[0, 2] = 2
     with pytest.raises(ValueError, match=r"theory schedule is defined for binary.*column 2 has state 2 at row 0"):
-        Theory(n_iter=1, n_samples=1, n_sweeps=1).fit(X3)
+        Theory(n_iter=1, n_chains=1, n_sweeps=1).fit(X3)
     with pytest.raises(ValueError, match=r"spectral set is defined for binary.*column 2 has state 2 at row 0"):
-        MCMCMaxLikelihood(projection="spectral", n_iter=1).fit(X3)
+        Adaptive(projection="spectral", n_iter=1).fit(X3)
     with pytest.raises(ValueError, match=r"K=\d+ steps, M=\d+ samples, v=\d+ sweeps .* single-site updates"):
         Theory(alpha=0.01, eps=0.01).fit(X)
     with pytest.raises(ValueError, match="MAX_WORK"):
-        Theory(n_iter=10**6, n_samples=10**6, n_sweeps=10).fit(X)
+        Theory(n_iter=10**6, n_chains=10**6, n_sweeps=10).fit(X)
     with pytest.raises(ValueError, match="Delta tanh"):  # the theory's own schedule needs the bound
         Theory("grid:2x2", max_coupling=1.0).fit(X)
     with pytest.raises(ValueError, match="pairwise"):
-        MCMCMaxLikelihood([(0, 1, 2), (2, 3)], n_iter=1, n_samples=1, n_sweeps=1).fit(X)
+        Adaptive([(0, 1, 2), (2, 3)], n_iter=1, n_chains=1, n_sweeps=1).fit(X)
     Xc = X.copy()
     Xc[:, 1] = 1
     with pytest.raises(ValueError, match="column 1 is constant"):
@@ -492,18 +537,16 @@ def test_over_budget_advice_lowers_the_work(graph):
         except ValueError as err:  # still over the budget: the same figure is in its message
             assert re.search(r"K\*M\*v\*n = ([0-9.e+]+)", str(err)).group(1) == work
             continue
-        assert float(f"{est.schedule_.n_iter * est.schedule_.n_samples * est.schedule_.n_sweeps * n:.3g}") == float(
-            work
-        )
-    assert "schedule='adaptive'" in message
+        assert float(f"{est.schedule_.n_iter * est.schedule_.n_chains * est.schedule_.n_sweeps * n:.3g}") == float(work)
+    assert "adaptive schedule" in message
 
 
 def test_explicit_schedule_outside_the_fast_mixing_set_warns():
     X = _strongly_coupled_data(3, 3, 200, 6)
-    kw = dict(max_coupling=2.0, n_iter=3, n_samples=50, n_sweeps=2, random_state=0)
-    for schedule in ("theory", "adaptive"):
+    kw = dict(max_coupling=2.0, n_iter=3, n_chains=50, n_sweeps=2, random_state=0)
+    for kind in (Theory, Adaptive):
         with pytest.warns(MixingBoundWarning, match="not a guarantee"):
-            est = MCMCMaxLikelihood("grid:3x3", schedule=schedule, **kw).fit(X)
+            est = kind("grid:3x3", **kw).fit(X)
         assert est.schedule_.fast_mixing is False and est.max_coupling_ == 2.0
 
 
@@ -514,7 +557,7 @@ def test_schedule_recorded():
     assert est.schedule_.kind == "theory" and est.schedule_.fast_mixing
     assert est.schedule_.n_sweeps == 3 and est.schedule_auto_.n_sweeps != 3
     assert est.schedule_[1:3] == est.schedule_auto_[:2]
-    assert est.schedule_.n_iter * est.schedule_.n_samples * 3 * 4 <= MAX_WORK
+    assert est.schedule_.n_iter * est.schedule_.n_chains * 3 * 4 <= MAX_WORK
     # chain: max degree 2; the same closed form, rounding only (was approx's default rel=1e-6).
     assert est.max_coupling_ == pytest.approx(math.atanh(0.8 / 2), rel=1e-12)
     assert est.mixing_constant_ == 4
@@ -524,12 +567,12 @@ def test_make_random_mrf_is_binary_pairwise_compatible():
     # Data from the package's own generator fits without conversion errors.
     model = make_random_mrf(grid_graph(2, 3), scale=0.3, random_state=0)
     X = model.sample(50, 0, method="exact")
-    est = MCMCMaxLikelihood("grid:2x3", alpha=1.0, n_iter=5, n_samples=100, n_sweeps=2, random_state=0).fit(X)
+    est = Adaptive("grid:2x3", alpha=1.0, n_iter=5, n_chains=100, n_sweeps=2, random_state=0).fit(X)
     assert est.theta_.shape == (model.n_params,)
 
 
 def test_verbose_prints_one_line_per_step(capsys):
     X = np.random.default_rng(0).integers(0, 2, (30, 4))
-    MCMCMaxLikelihood(alpha=1.0, n_iter=3, n_samples=20, n_sweeps=2, verbose=1, random_state=0).fit(X)
+    Adaptive(alpha=1.0, n_iter=3, n_chains=20, n_sweeps=2, start_iter=0, verbose=1, random_state=0).fit(X)
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 3 and lines[0].startswith("[MCMCMaxLikelihood] Iteration 1,")

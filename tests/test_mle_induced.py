@@ -18,11 +18,10 @@ from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.utils import estimator_checks
 
-import skmrf.estimators.mle_induced as mle_module
 from skmrf import ExactMaxLikelihood, LAPEstimator, MLEInducedLikelihood
-from skmrf.estimators import _coin_tossing as ct
 from skmrf.inference.junction_tree import TreewidthError
-from skmrf.model import agreement_to_mrf
+from skmrf.kernels import coin_tossing as ct
+from skmrf.model import DiscreteMRF, agreement_to_mrf
 
 CYCLE = [(0, 1), (1, 2), (2, 3), (3, 0)]  # the last edge against the sorted order
 CHAIN6 = [(i, i + 1) for i in range(5)]  # p = 5
@@ -299,28 +298,29 @@ def brute_force_agreement_mle(X, edges):
 def mle_distance_bound(est):
     """How far the fitted MLE's parameters can be from the optimum: sqrt(d) tol / lambda_min.
 
-    ExactMaxLikelihood stops at a gradient (of the mean log-likelihood) <= tol = 1e-7; with the smallest
-    Hessian eigenvalue lambda_min (~0.02 here) that is ~1e-5 in the couplings, and theta = expit(J / 2)
-    moves by at most 1/8 of it. A tolerance from the stopping rule, not from one machine's result.
+    The exact kernel stops at a gradient (of the mean log-likelihood) <= tol = MLE_TOL = 1e-7; with the
+    smallest Hessian eigenvalue lambda_min (~0.02 here) that is ~1e-5 in the couplings, and theta =
+    expit(J / 2) moves by at most 1/8 of it. A tolerance from the stopping rule, not from one machine's result.
     """
-    from skmrf.estimators.exact import exact_hessian
+    from skmrf.kernels.exact import exact_hessian
+    from skmrf.kernels.mle_induced import MLE_TOL
 
-    model = est.mle_.model_
+    model = est.mle_
     lam = np.linalg.eigvalsh(exact_hessian(model, model.theta)).min()
-    return np.sqrt(model.n_params) * est.mle_.tol / lam
+    return np.sqrt(model.n_params) * MLE_TOL / lam
 
 
 def test_default_mle_is_the_agreement_model_mle(cycle_data, cycle_fit):
     # The full binary pairwise MLE on [X; 1 - X] is the agreement-model MLE of X (flip symmetry
     # and uniqueness). ExactMaxLikelihood stops at a gradient of 1e-7, so theta_hat within
     # mle_distance_bound / 8 (~1.6e-6; a flat 1e-6 was below that); BFGS's gtol=1e-10 adds nothing.
-    assert isinstance(cycle_fit.mle_, ExactMaxLikelihood)
+    assert cycle_fit.mle_source_ == "exact"
     bound = mle_distance_bound(cycle_fit)
     ref = brute_force_agreement_mle(cycle_data, CYCLE)
     np.testing.assert_allclose(cycle_fit.theta_hat_, ref, rtol=0, atol=bound / 8)
     # On the symmetrised data the fitted model has (to solver precision) no node potentials: both sides
     # are couplings-scale parameters of the fit, within the bound of the optimum where they agree.
-    model = cycle_fit.mle_.model_
+    model = cycle_fit.mle_
     unary = np.array([model.potential((i,)).item() for i in range(4)])
     implied = -np.array([sum(logit(t) for t, e in zip(cycle_fit.theta_hat_, CYCLE) if i in e) for i in range(4)])
     np.testing.assert_allclose(unary, implied, rtol=0, atol=3 * bound)  # a unary and two couplings
@@ -343,7 +343,7 @@ def test_a_fitted_estimator_with_node_potentials_warns(cycle_data):
     fitted = ExactMaxLikelihood(CYCLE, alpha=0.0).fit(X)
     with pytest.warns(UserWarning, match="node potentials.*Only its couplings are used.*flip-symmetrised"):
         est = MLEInducedLikelihood(CYCLE, mle=fitted).fit(X)
-    assert est.mle_ is fitted
+    assert est.mle_ is fitted.model_ and est.mle_source_ == "fitted"
     couplings = np.array([fitted.model_.potential(e).item() for e in CYCLE])
     # The same formula on the same couplings in this process (a few ulp at most).
     np.testing.assert_allclose(est.theta_hat_, expit(couplings / 2), rtol=1e-15)
@@ -359,26 +359,25 @@ def test_a_fitted_estimator_with_node_potentials_warns(cycle_data):
 def test_unfitted_and_frozen_estimators(cycle_data, cycle_fit):
     lap = LAPEstimator("chain", alpha=0.0)  # its graph is replaced by the estimator's
     est = MLEInducedLikelihood(CYCLE, mle=lap).fit(cycle_data)
-    assert isinstance(est.mle_, LAPEstimator) and est.mle_ is not lap
+    assert est.mle_source_ == "LAPEstimator"
     assert not hasattr(lap, "model_")
-    assert est.mle_.graph_.edges == cycle_fit.graph_.edges
+    assert est.mle_.graph.edges == cycle_fit.graph_.edges
     # LAP's 1-neighbourhoods of a 4-cycle are the whole graph: the exact MLE, each fit within its
     # stopping rule of it (LAP's Newton at 1e-8, ExactMaxLikelihood's bound / 8 ~ 1.6e-6; a flat 1e-6 was below).
     np.testing.assert_allclose(est.theta_hat_, cycle_fit.theta_hat_, rtol=0, atol=2 * mle_distance_bound(cycle_fit) / 8)
-    frozen = FrozenEstimator(cycle_fit.mle_)
+    fitted = ExactMaxLikelihood(CYCLE, alpha=0.0).fit(np.vstack([cycle_data, 1 - cycle_data]))
+    frozen = FrozenEstimator(fitted)
     est = clone(MLEInducedLikelihood(CYCLE, mle=frozen)).fit(cycle_data)  # clone keeps it fitted
     np.testing.assert_array_equal(est.theta_hat_, cycle_fit.theta_hat_)
 
 
 def test_lap_when_the_junction_tree_does_not_fit(cycle_data, monkeypatch):
-    class TooWide(ExactMaxLikelihood):
-        def fit(self, X, y=None):
-            raise TreewidthError("too wide")
+    def too_wide(self, max_bytes=None):
+        raise TreewidthError("too wide")
 
-    monkeypatch.setattr(mle_module, "ExactMaxLikelihood", TooWide)
+    monkeypatch.setattr(DiscreteMRF, "get_junction_tree", too_wide)
     est = MLEInducedLikelihood(CYCLE).fit(cycle_data)
-    assert isinstance(est.mle_, LAPEstimator)
-    assert est.mle_.alpha == 0.0
+    assert est.mle_source_ == "lap"
 
 
 # -- edges and their order --------------------------------------------------------------------------

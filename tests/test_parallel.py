@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from joblib import effective_n_jobs, parallel_config
 
-from skmrf import GaussianLAP, LAPEstimator, MCMCMaxLikelihood, PseudoLikelihoodEstimator, grid_graph
+from skmrf import AdaptiveSchedule, GaussianLAP, LAPEstimator, MCMCMaxLikelihood, PseudoLikelihoodEstimator, grid_graph
 from skmrf.datasets import sample_random_mrf
 from skmrf.utils import _parallel
 from skmrf.utils._parallel import parallel_or_serial, workers_for
@@ -63,7 +63,11 @@ def _small_fits():
             "MCMC_MIN_WORK_PER_WORKER",
             lambda nj: (
                 MCMCMaxLikelihood(
-                    "grid:3x3", max_coupling=0.2, n_iter=3, n_samples=5000, n_sweeps=2, n_jobs=nj, random_state=0
+                    "grid:3x3",
+                    max_coupling=0.2,
+                    schedule=AdaptiveSchedule(n_iter=3, n_chains=5000, n_sweeps=2),
+                    n_jobs=nj,
+                    random_state=0,
                 )
                 .fit(Xb)
                 .theta_

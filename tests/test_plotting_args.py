@@ -12,7 +12,14 @@ import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
 
-from skmrf import DecomposedEM, ExactMaxLikelihood, GaussianLAP, MCMCMaxLikelihood, MetropolisHastingsMRF
+from skmrf import (
+    AdaptiveSchedule,
+    DecomposedEM,
+    ExactMaxLikelihood,
+    GaussianLAP,
+    MCMCMaxLikelihood,
+    MetropolisHastingsMRF,
+)
 from skmrf import plotting as skplt
 from skmrf.datasets import sample_random_mrf
 
@@ -36,7 +43,7 @@ def X():
 
 @pytest.fixture(scope="module")
 def mcmc(X):
-    return MCMCMaxLikelihood(n_samples=50, n_iter=5, random_state=0).fit(X)
+    return MCMCMaxLikelihood(schedule=AdaptiveSchedule(n_chains=50, n_iter=5), random_state=0).fit(X)
 
 
 @pytest.fixture(scope="module")

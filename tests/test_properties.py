@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from skmrf import (
+    AdaptiveSchedule,
     DecomposedEM,
     ExactMaxLikelihood,
     GaussianLAP,
@@ -31,7 +32,9 @@ DISCRETE = {
     "exact_a0": lambda g: ExactMaxLikelihood(g, alpha=0.0, max_iter=200),
     "lap": lambda g: LAPEstimator(g, strategy="exact", random_state=0),
     "pl": lambda g: PseudoLikelihoodEstimator(g, random_state=0),
-    "mcmc": lambda g: MCMCMaxLikelihood(g, n_iter=5, n_samples=30, n_sweeps=2, random_state=0),
+    "mcmc": lambda g: MCMCMaxLikelihood(
+        g, schedule=AdaptiveSchedule(n_iter=5, n_chains=30, n_sweeps=2), random_state=0
+    ),
     "em": lambda g: DecomposedEM(g, alpha=0.01, max_iter=20),
     "em_a0_gradient": lambda g: DecomposedEM(g, method="gradient", max_iter=50),
 }

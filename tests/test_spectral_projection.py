@@ -22,9 +22,9 @@ import networkx as nx
 import numpy as np
 import pytest
 
-import skmrf.estimators._fast_mixing as fm
+import skmrf.kernels.mcmc.spectral as fm
 from skmrf import grid_graph
-from skmrf.estimators._fast_mixing import _project_spectral, _project_spectral_dykstra, project_spectral
+from skmrf.kernels.mcmc.spectral import _project_spectral, _project_spectral_dykstra, project_spectral
 from skmrf.utils._threads import single_blas_thread
 
 C = 0.8

@@ -10,8 +10,10 @@ from .chunks import count_dtype, is_chunked, reduce_row_chunks, scan_states
 from .compress import distinct_per_column, distinct_projections
 from .decompose import subnetworks
 from .joint_states import c_order_strides, count_joint_states, encode_rows, transposed_states
+from .rows import Rows
 
 __all__ = [
+    "Rows",
     "c_order_strides",
     "count_dtype",
     "count_joint_states",

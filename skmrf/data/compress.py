@@ -20,12 +20,14 @@ _MAX_CODE = 2**62
 _CHUNK = 1 << 22
 
 
-def distinct_per_column(codes):
+def distinct_per_column(codes, weight=None):
     """Distinct values of every column of an integer array, with counts.
 
     Parameters
     ----------
     codes : ndarray of int, shape (n_rows, n_columns)
+    weight : ndarray of float64 of shape (n_rows,), optional
+        Row weights: ``count`` then sums the weights of the rows holding each value.
 
     Returns
     -------
@@ -33,8 +35,8 @@ def distinct_per_column(codes):
         The column of each distinct value, in column order (values ascending within a column).
     row : ndarray of int64
         The first row (in a stable sort) holding that value in that column.
-    count : ndarray of int64
-        How many rows hold it.
+    count : ndarray of int64 (float64 with ``weight``)
+        How many rows hold it (the sum of their weights).
     inverse : ndarray of int64, shape (n_rows, n_columns)
         The distinct value (index into the outputs above) at each entry of ``codes``.
     """
@@ -46,19 +48,24 @@ def distinct_per_column(codes):
     # Column-major flattening keeps each column's values together.
     flat_new = new.T.ravel()
     starts = np.flatnonzero(flat_new)
-    counts = np.diff(np.append(starts, flat_new.size))
+    if weight is None:
+        counts = np.diff(np.append(starts, flat_new.size))
+    else:
+        counts = np.add.reduceat(weight[order].T.ravel(), starts) if len(starts) else np.zeros(0)
     inverse = np.empty(codes.shape, dtype=np.int64)
     np.put_along_axis(inverse, order, (np.cumsum(flat_new) - 1).reshape(new.T.shape).T, axis=0)
     return starts // n_rows, order.T.ravel()[starts], counts, inverse
 
 
-def _distinct_rows(Xs):
+def _distinct_rows(Xs, weight=None):
     """:func:`distinct_per_column` for one subset too wide to code: distinct rows by sorting."""
     _, row, inverse, count = np.unique(Xs, axis=0, return_index=True, return_inverse=True, return_counts=True)
+    if weight is not None:
+        count = np.bincount(inverse.ravel(), weights=weight, minlength=len(row))
     return np.zeros(len(row), dtype=np.int64), row, count, inverse.reshape(-1, 1)
 
 
-def distinct_projections(X, subsets, n_states, return_inverse=False):
+def distinct_projections(X, subsets, n_states, return_inverse=False, weight=None):
     """Distinct joint states of ``X`` projected on each subset of variables, with counts.
 
     Parameters
@@ -69,6 +76,8 @@ def distinct_projections(X, subsets, n_states, return_inverse=False):
     n_states : ndarray of int, shape (n_variables,)
     return_inverse : bool, default=False
         Also return which pattern each row shows on each subset.
+    weight : ndarray of float64 of shape (n_rows,), optional
+        Row weights (``sample_weight``); ``count`` then sums them.
 
     Returns
     -------
@@ -77,7 +86,8 @@ def distinct_projections(X, subsets, n_states, return_inverse=False):
     row : ndarray of int64, shape (n_patterns,)
         A row of ``X`` holding the pattern on that subset.
     count : ndarray of float64, shape (n_patterns,)
-        How many rows share it.
+        How many rows share it (the sum of their weights). Integer weights give the counts of
+        the data with each row repeated that many times, exactly.
     inverse : ndarray of int64, shape (n_rows, n_subsets)
         Only with ``return_inverse``: the pattern (index into the outputs above) of each
         row on each subset.
@@ -102,10 +112,10 @@ def distinct_projections(X, subsets, n_states, return_inverse=False):
         for a in range(0, len(members), step):
             b = slice(a, a + step)
             if total[b].max() < _MAX_CODE:
-                parts = [(members[b], distinct_per_column(encode_rows(X, var[b], strides[b])))]
+                parts = [(members[b], distinct_per_column(encode_rows(X, var[b], strides[b]), weight))]
             else:
                 wide = range(a, min(a + step, len(members)))
-                parts = [(members[m : m + 1], _distinct_rows(X[:, var[m]])) for m in wide]
+                parts = [(members[m : m + 1], _distinct_rows(X[:, var[m]], weight)) for m in wide]
             for cols, (column, row, count, inverse) in parts:
                 out_sub.append(cols[column])
                 out_row.append(row)

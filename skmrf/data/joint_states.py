@@ -57,8 +57,8 @@ def transposed_states(X, max_states) -> np.ndarray:
     return np.ascontiguousarray(np.asarray(X).T, dtype=np.uint8 if max_states <= 256 else np.int32)
 
 
-def count_joint_states(XT, variables, strides, n_configs, dtype=np.float64) -> np.ndarray:
-    """Counts of the joint states of ``X[:, variables[b]]`` for every subset ``b``.
+def count_joint_states(XT, variables, strides, n_configs, dtype=np.float64, weight=None) -> np.ndarray:
+    """Counts (or weighted counts) of the joint states of ``X[:, variables[b]]`` for every subset ``b``.
 
     Parameters
     ----------
@@ -72,11 +72,13 @@ def count_joint_states(XT, variables, strides, n_configs, dtype=np.float64) -> n
     dtype : dtype, default=float64
         Of the result; a narrower integer type that holds the number of rows makes the
         counts of a row chunk lighter to keep and to send (:func:`~skmrf.data.reduce_row_chunks`).
+    weight : ndarray of float64 of shape (n_rows,), optional
+        The weight of each row (``sample_weight``): the counts are sums of weights, in float64.
 
     Returns
     -------
     ndarray of ``dtype``, shape (n_subsets, n_configs)
-        Column ``c`` of row ``b`` counts the rows whose code on subset ``b`` is ``c``.
+        Column ``c`` of row ``b`` counts the rows (sums their weights) whose code on subset ``b`` is ``c``.
 
     Notes
     -----
@@ -100,5 +102,5 @@ def count_joint_states(XT, variables, strides, n_configs, dtype=np.float64) -> n
                 stride = strides[a : a + step, j, None].astype(dtype)
             codes += XT[blk[:, j]].astype(dtype, copy=False) * stride
         for b, row in enumerate(codes):  # loop over subsets: one bincount each
-            out[a + b] = np.bincount(row, minlength=n_configs)
+            out[a + b] = np.bincount(row, weights=weight, minlength=n_configs)
     return out

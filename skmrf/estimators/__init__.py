@@ -1,18 +1,20 @@
 """scikit-learn estimators of MRF parameters."""
 
+from ..kernels.mcmc.fast_mixing import fast_mixing_schedule
 from ._base import EstimatedLikelihoodWarning, ImpossibleLikelihoodError
 from ._existence import NoFiniteEstimateWarning
-from ._fast_mixing import fast_mixing_schedule
 from .bayes import MetropolisHastingsMRF
 from .em import DecomposedEM
 from .exact import ExactMaxLikelihood
 from .gaussian import GaussianLAP, GaussianMaxLikelihood, NotPositiveDefiniteWarning, ScaleWarning
 from .lap import LAPEstimator, NeighbourhoodTooLargeError
-from .mcmc import MCMCMaxLikelihood, MixingBoundWarning
+from .mcmc import AdaptiveSchedule, MCMCMaxLikelihood, MixingBoundWarning, TheorySchedule
 from .mle_induced import MLEInducedLikelihood
 from .pseudo import PseudoLikelihoodEstimator
 
 __all__ = [
+    "AdaptiveSchedule",
+    "TheorySchedule",
     "DecomposedEM",
     "ExactMaxLikelihood",
     "GaussianLAP",

@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
-import os
 import warnings
 from numbers import Integral, Real
 
 import networkx as nx
 import numpy as np
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 
-from ..data import is_chunked, reduce_row_chunks, scan_states
+from ..data import Rows, is_chunked, reduce_row_chunks, scan_states
+from ..exceptions import EstimatedLikelihoodWarning, ImpossibleLikelihoodError
 from ..graphs import MRFGraph, resolve_graph
 from ..inference.ais import annealed_importance_sampling
 from ..inference.gibbs import is_pairwise
 from ..inference.junction_tree import TreewidthError
 from ..inference.tree_bound import tree_upper_bound
 from ..model import DiscreteMRF
-from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
+from ..utils._memory import LBFGS_VECTORS, check_fit_memory
+from ..utils._sklearn_compat import (
+    Interval,
+    StrOptions,
+    _check_sample_weight,
+    _fit_context,
+    check_is_fitted,
+    validate_data,
+)
 from ..utils.validation import (
     MAX_STATES,
     check_column_labels,
@@ -69,32 +77,6 @@ LOG_Z_INTERVAL_MAX = 1.0
 TREE_BOUND_ITER = 25
 
 
-#: float64 vectors of the parameters' length that L-BFGS-B keeps (``2 * maxcor + 5`` with the
-#: ``maxcor=20`` of :func:`~skmrf.solvers.minimize_in_box`).
-LBFGS_VECTORS = 45
-
-
-def _physical_memory():
-    """Bytes of this machine's memory (``inf`` where the system does not tell)."""
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, OSError, ValueError):
-        return float("inf")
-
-
-def check_fit_memory(name, n_bytes, what, advice):
-    """Refuse, before allocating, a fit whose structure ``what`` needs more than this machine's memory.
-
-    ``n_bytes`` is the estimate; the ``ValueError`` quotes it with the memory and ends with ``advice``.
-    """
-    limit = _physical_memory()
-    if n_bytes > limit:
-        raise ValueError(
-            f"{name}: {what} needs about {n_bytes / 2**30:,.3g} GiB, more than this machine's "
-            f"{limit / 2**30:,.3g} GiB of memory. {advice}"
-        )
-
-
 def model_of(obj, name):
     """The ``model_`` of an skmrf estimator given as parameter ``name``, or ``obj`` itself otherwise.
 
@@ -111,14 +93,6 @@ def model_of(obj, name):
         ),
     )
     return obj.model_
-
-
-class EstimatedLikelihoodWarning(UserWarning):
-    """``score`` is a log-likelihood with an estimated (not exact) ``log Z``."""
-
-
-class ImpossibleLikelihoodError(ValueError):
-    """An estimated ``log Z`` is provably too small: a row would get a probability above one."""
 
 
 def _refuse_sample_tuple(X):
@@ -150,11 +124,46 @@ def _deferred(key, doc, settable=True):
     return property(get, set_ if settable else None, doc=doc)
 
 
-class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
-    """Base class: validation, ``score``, ``score_samples`` and ``sample``.
+def _sample_weight(sample_weight, X):
+    """``sample_weight`` as float64 (None stays None), refused when negative, not finite, of the
+    wrong length or all zero (scikit-learn's checks, which name the problem)."""
+    if sample_weight is None:
+        return None
+    return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
 
-    Subclasses implement ``_fit_theta(self, X)`` returning the parameter
-    vector for ``self.model_`` (already built with zero parameters).
+
+def validate_rows(estimator, X, sample_weight=None, n_states="auto", allow_missing=False, keep_dtype=False):
+    """Validate in-memory discrete data and its weights for ``estimator``'s fit: a :class:`~skmrf.data.Rows`.
+
+    Sets ``n_features_in_`` and the column names or labels (scikit-learn's ``validate_data``);
+    checks every entry is an integer state (within ``n_states`` when given), naming the column,
+    the value and its row; missing entries (NaN, None, pandas NA, masked) are ``-1`` where
+    ``allow_missing``. ``n_states="auto"`` takes ``max + 1`` per column (at least 2).
+    """
+    _refuse_sample_tuple(X)
+    X = _masked_to_nan(X)
+    fit_column_labels(estimator, X)
+    X = validate_data(estimator, X, reset=True, dtype=None, ensure_all_finite=False, ensure_min_samples=1)
+    check_data_array(X, 1, type(estimator).__name__)
+    names = column_names(estimator)
+    given = None if isinstance(n_states, str) else check_n_states(n_states, X.shape[1])
+    Xi = check_states(X, given, names, allow_nan=allow_missing, keep_dtype=keep_dtype)
+    states = np.maximum(Xi.max(axis=0).astype(np.int64) + 1, 2) if given is None else given
+    weight = _sample_weight(sample_weight, Xi)
+    if weight is not None and not weight.all():  # rows of weight 0 count for nothing: drop them
+        keep = weight > 0
+        Xi, weight = Xi[keep], weight[keep]
+    return Rows(Xi, states, weight)
+
+
+class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
+    """Base class: the one ``fit``, validation, ``score``, ``score_samples`` and ``sample``.
+
+    :meth:`fit` validates ``X`` and ``sample_weight`` once, resolves the graph once and builds
+    ``model_`` (zero parameters), sets ``alpha_``, then calls ``_fit_theta(rows)``, the
+    subclass's kernel call, and sets the score method. What differs between estimators in
+    what they accept is declared by class attributes (``_allow_missing``, ``_reads_chunks``,
+    ``_keep_dtype``, ``_needs_pairwise``, ``_binary_subject``), not written into their own fit.
     """
 
     _parameter_constraints: dict = {
@@ -173,7 +182,11 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         return tags
 
     def _ridge(self, n_samples):
-        """Set and return ``alpha_``: ``alpha``, or ``1 / n_samples`` when it is ``"auto"``."""
+        """Set and return ``alpha_``: ``alpha``, or ``1 / n_samples`` when it is ``"auto"``
+        (``n_samples`` is the sum of the weights). Estimators without a ridge (Metropolis-Hastings
+        samples a posterior) have no ``alpha`` and get no ``alpha_``."""
+        if not hasattr(self, "alpha"):
+            return None
         self.alpha_ = 1.0 / n_samples if isinstance(self.alpha, str) else float(self.alpha)
         return self.alpha_
 
@@ -182,52 +195,106 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         """The columns' string names (``feature_names_in_``) or labels (``feature_labels_in_``), or None."""
         return column_names(self)
 
-    def _validate_fit_data(self, X, keep_dtype=False, allow_nan=False, chunked=False):
-        """Validate X, resolve the graph and states; build ``model_``; return int X.
+    # -- the one fit ------------------------------------------------------------
+    #: What the shared :meth:`fit` accepts, declared by each estimator (never a parameter):
+    #: missing entries (NaN, None, pandas NA, masked), returned as ``-1``;
+    _allow_missing = False
+    #: a memmap or a dask array read by row chunks (never whole);
+    _reads_chunks = False
+    #: integer X kept in its own dtype (no int64 copy; the kernel only reads it);
+    _keep_dtype = False
+    #: a pairwise graph only;
+    _needs_pairwise = False
+    #: binary states only: the start of the refusal, "<subject> for binary variables, but ...".
+    _binary_subject = None
 
-        The states are int64 unless ``keep_dtype`` and X is already integer
-        (then X itself, in its own dtype). With ``allow_nan``, missing entries
-        (NaN, None, pandas NA, masked) are returned as ``-1``. With ``chunked`` (an
-        estimator that counts through :func:`~skmrf.data.reduce_row_chunks`), a memmap or
-        a dask array is validated by row chunks and returned as is.
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit the parameters to ``X`` (see the class description for the method).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Integer states ``0..K-1``, one column per variable; never modified.
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights: a row with weight ``w`` counts as ``w`` rows (integer
+            weights give exactly the fit on the rows repeated), and ``alpha="auto"`` is one over
+            their sum. None: every row counts once.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
         """
-        _refuse_sample_tuple(X)
-        if chunked and is_chunked(X):
-            return self._validate_fit_chunks(X, allow_nan)
-        X = _masked_to_nan(X)
-        fit_column_labels(self, X)
-        X = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False, ensure_min_samples=1)
-        check_data_array(X, 1, type(self).__name__)
-        names = self._feature_names()
-        Xi = check_states(X, feature_names=names, allow_nan=allow_nan, keep_dtype=keep_dtype)
-        n_features = Xi.shape[1]
-        self.graph_ = resolve_graph(self.graph, n_features, names)
-        if isinstance(self.n_states, str):
-            n_states = np.maximum(Xi.max(axis=0).astype(np.int64) + 1, 2)
-        else:
-            n_states = check_n_states(self.n_states, n_features)
-            # Range check only (of X itself when missing entries became -1 in Xi).
-            check_states(X if allow_nan else Xi, n_states, names, allow_nan=allow_nan, keep_dtype=True)
-        self._build_model(n_states)
-        return Xi
+        rows = self._validate_fit_data(X, sample_weight)
+        self._ridge(rows.total)
+        self.model_.theta = self._fit_theta(rows)
+        self._resolve_score_method(getattr(self, "random_state", None))
+        return self
 
-    def _validate_fit_chunks(self, X, allow_nan=False):
-        """:meth:`_validate_fit_data` for a memmap or a dask array, read by row chunks.
+    def _fit_theta(self, rows):
+        """The kernel call: the parameters fitted to :class:`~skmrf.data.Rows` ``rows`` (validated;
+        ``model_``, ``graph_``, ``n_states_`` and ``alpha_`` set). Stores the method's own fitted
+        attributes and returns ``theta``."""
+        raise NotImplementedError
+
+    def _fit_kernel(self, rows, graph):
+        """The model this estimator's method fits to already validated ``rows`` on the resolved
+        ``graph``: how another method uses an unfitted estimator given as a parameter (the MLE of
+        :class:`~skmrf.MLEInducedLikelihood`). Nothing is validated or resolved again and no
+        ``log Z`` is computed; the kernel runs on a copy of the parameters (:func:`~sklearn.base.clone`),
+        so ``self`` stays unfitted."""
+        est = clone(self)
+        est.graph_ = graph
+        est._build_model(rows.n_states)
+        est._ridge(rows.total)
+        est.model_.theta = est._fit_theta(rows)
+        return est.model_
+
+    def _binary_requirement(self):
+        """``_binary_subject``, or what the parameters make binary-only (None: any states)."""
+        return self._binary_subject
+
+    def _validate_fit_data(self, X, sample_weight=None):
+        """Validate X and ``sample_weight``, resolve the graph and the states, build ``model_``.
+
+        Runs once per fit, whatever the estimator (:func:`validate_rows`, then the graph). The
+        states are int64 unless the class keeps integer dtypes (``_keep_dtype``); missing
+        entries, where allowed, are ``-1``; a memmap or a dask array is validated by row chunks
+        and kept as is where the class reads chunks. Returns a :class:`~skmrf.data.Rows`.
+        """
+        # Estimators without an ``n_states`` parameter (binary-only ones) take "auto".
+        n_states = getattr(self, "n_states", "auto")
+        if self._reads_chunks and is_chunked(X):
+            rows = self._validate_fit_chunks(X, n_states, sample_weight)
+        else:
+            rows = validate_rows(self, X, sample_weight, n_states, self._allow_missing, self._keep_dtype)
+            self.graph_ = resolve_graph(self.graph, rows.n_columns, self._feature_names())
+        self._build_model(rows.n_states)
+        if self._needs_pairwise:
+            self._check_pairwise()
+        subject = self._binary_requirement()
+        if subject is not None:
+            self._check_binary(rows.X, rows.n_states, subject)
+        return rows
+
+    def _validate_fit_chunks(self, X, n_states, sample_weight):
+        """Validate a memmap or a dask array by row chunks; set ``graph_``; return the Rows.
 
         Every chunk is checked as an in-memory X would be (the error names the column, the
-        value and its row); the chunks' column maxima give ``n_states="auto"``. Returns X
-        itself, for the estimator's counts to read by chunks again
-        (:func:`~skmrf.data.reduce_row_chunks`).
+        value and its row); the chunks' column maxima give ``n_states="auto"``.
         """
         check_data_array(X, 1, type(self).__name__)
         self.n_features_in_ = n_features = X.shape[1]
         self.__dict__.pop("feature_names_in_", None)
         self.__dict__.pop("feature_labels_in_", None)
         self.graph_ = resolve_graph(self.graph, n_features, None)
-        given = None if isinstance(self.n_states, str) else check_n_states(self.n_states, n_features)
-        high = reduce_row_chunks(X, scan_states, given, None, allow_nan, op=np.maximum)
-        self._build_model(np.maximum(high + 1, 2) if given is None else given)
-        return X
+        given = None if isinstance(n_states, str) else check_n_states(n_states, n_features)
+        high = reduce_row_chunks(X, scan_states, given, None, self._allow_missing, op=np.maximum)
+        weight = _sample_weight(sample_weight, X)
+        return Rows(X, np.maximum(high + 1, 2) if given is None else given, weight)
 
     def _build_model(self, n_states):
         """Set ``n_states_`` and ``model_`` (zero parameters), refusing clique tables too large."""
@@ -242,21 +309,28 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
                 )
         self.model_ = DiscreteMRF(self.graph_, n_states)
 
-    def _check_binary_pairwise(self, Xi, subject):
-        """Refuse states above 1 and cliques of more than two variables, naming the culprit.
+    def _check_binary(self, Xi, n_states, subject):
+        """Refuse states above 1, naming the column (and, in memory, the row and the value).
 
         ``subject`` starts the message: "<subject> for binary variables, but ...".
         """
-        if Xi.max(initial=0) > 1:
+        wide = np.flatnonzero(np.asarray(n_states) > 2)
+        if not wide.size:
+            return
+        names = self._feature_names()
+        j = int(wide[0])
+        label = f"column {j}" if names is None else f"column {j} ({names[j]!r})"
+        if isinstance(Xi, np.ndarray) and not is_chunked(Xi) and Xi.max(initial=0) > 1:
             r, j = np.argwhere(Xi > 1)[0]
-            names = self._feature_names()
             label = f"column {j}" if names is None else f"column {j} ({names[j]!r})"
-            raise ValueError(
-                f"{subject} for binary variables, but {label} has state {Xi[r, j]} at row {r}. Give 0/1 "
-                "data (binarise the columns), or use an estimator for multi-state models such as "
-                "ExactMaxLikelihood."
-            )
-        self._check_pairwise()
+            found = f"{label} has state {Xi[r, j]} at row {r}"
+        else:
+            found = f"{label} has {int(n_states[j])} states"
+        raise ValueError(
+            f"{subject} for binary variables, but {found}. Give 0/1 "
+            "data (binarise the columns), or use an estimator for multi-state models such as "
+            "ExactMaxLikelihood."
+        )
 
     def _check_pairwise(self):
         """Refuse factors of more than two variables, naming the first."""
@@ -467,3 +541,37 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         """The fitted parameter vector (``model_.theta``)."""
         check_is_fitted(self)
         return self.model_.theta
+
+    # -- the state protocol of skmrf.io (skmrf/estimators/_protocol.py) -------
+    __skmrf_kind__ = "discrete"
+
+    def __skmrf_state__(self):
+        """The fitted model's defining arrays: ``n_states``, ``theta``, ``factors``, ``names`` and,
+        where the estimator has them, ``log_partition`` and ``log_partition_std`` (read here, so a
+        deferred AIS estimate is made). The estimator's own arrays, not copies."""
+        check_is_fitted(self)
+        state = {
+            "n_states": np.asarray(self.n_states_, dtype=np.int64),
+            "theta": self.model_.theta,
+            "factors": self.graph_.factors,
+            "names": self.graph_.names,
+        }
+        for key in ("log_partition", "log_partition_std"):
+            value = getattr(self, key + "_", None)
+            if value is not None:
+                state[key] = float(value)
+        return state
+
+    def __skmrf_set_state__(self, state):
+        """Set ``graph_``, ``n_states_``, ``model_`` and ``log_partition_`` (None when ``state`` has
+        none), and ``log_partition_std_`` where given, from :meth:`__skmrf_state__`'s dict."""
+        for key in ("_log_partition", "_log_partition_std", "_log_partition_upper", "_ais_random_state"):
+            self.__dict__.pop(key, None)  # of an earlier fit: nothing is estimated later
+        n_states = np.array(state["n_states"], dtype=np.int64)
+        self.graph_ = MRFGraph(len(n_states), tuple(tuple(f) for f in state["factors"]), state["names"])
+        self.n_states_ = n_states
+        self.model_ = DiscreteMRF(self.graph_, n_states, state["theta"])
+        self.log_partition_ = state.get("log_partition")
+        if "log_partition_std" in state:
+            self.log_partition_std_ = state["log_partition_std"]
+        return self

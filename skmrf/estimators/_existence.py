@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ..data import reduce_row_chunks
+from ..exceptions import NoFiniteEstimateWarning
 from ..solvers.box import THETA_BOUND
 
 __all__ = [
@@ -18,18 +18,14 @@ __all__ = [
 ]
 
 
-class NoFiniteEstimateWarning(UserWarning):
-    """With ``alpha=0`` the data leave some parameters without a finite optimum."""
+def _table_counts_chunk(chunk, weight, layout):
+    return layout.table_counts(chunk, weight)
 
 
-def _table_counts_chunk(chunk, start, layout):
-    return layout.table_counts(chunk)
-
-
-def table_counts(layout, X):
-    """``layout.table_counts(X)`` summed over the row chunks of a memmap or a dask array
-    (:func:`~skmrf.data.reduce_row_chunks`); int64, so identical to the in-memory count."""
-    return reduce_row_chunks(X, _table_counts_chunk, layout)
+def table_counts(layout, rows):
+    """``layout.table_counts`` of :class:`~skmrf.data.Rows`, summed over the row chunks of a memmap
+    or a dask array: int64 counts, identical to the in-memory ones; with weights, float64 sums of them."""
+    return rows.reduce(_table_counts_chunk, layout)
 
 
 def empty_cell_cliques(model, counts):
@@ -55,15 +51,15 @@ def warn_no_finite_estimate(name, cliques, outcome, stacklevel=2):
     )
 
 
-def warn_if_unbounded(estimator, X):
+def warn_if_unbounded(estimator, rows):
     """For estimators without an extended estimate (LAP, PL): warn when ``X`` leaves cliques empty.
 
     Their parameters then diverge and stop at the box ``|theta| <= THETA_BOUND``. Called from
-    ``fit`` with ``alpha=0``; costs one count of the clique tables (by row chunks for a memmap
-    or a dask array).
+    ``fit`` with ``alpha=0``; costs one count of the clique tables of :class:`~skmrf.data.Rows`
+    ``rows`` (by row chunks for a memmap or a dask array).
     """
     model = estimator.model_
-    empty = empty_cell_cliques(model, table_counts(model.layout, X))
+    empty = empty_cell_cliques(model, table_counts(model.layout, rows))
     if empty:
         warn_no_finite_estimate(
             type(estimator).__name__,

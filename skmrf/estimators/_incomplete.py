@@ -296,10 +296,13 @@ def _fold(codes):
     return key
 
 
-def _distinct_tuples(codes):
-    """Distinct rows of small non-negative integer codes: a first row, count and inverse (:func:`_fold`)."""
+def _distinct_tuples(codes, weight=None):
+    """Distinct rows of small non-negative integer codes: a first row, count (summed ``weight``) and inverse."""
     _, first, inverse, counts = np.unique(_fold(codes), return_index=True, return_inverse=True, return_counts=True)
-    return first, counts.astype(np.float64), inverse.ravel()
+    inverse = inverse.ravel()
+    if weight is not None:
+        return first, np.bincount(inverse, weights=weight, minlength=len(first)), inverse
+    return first, counts.astype(np.float64), inverse
 
 
 def _canonical_order(layout, cliques, variables):
@@ -534,6 +537,9 @@ class IncompleteDataTerm:
     keep_rows : bool, default=False
         Keep which pattern each row shows, for :meth:`row_log_evidence` (the row-wise split
         is then not considered).
+    weight : ndarray of float64 of shape (n_rows,), optional
+        Row weights (``sample_weight``): a pattern's count is the sum of its rows' weights, so
+        integer weights give the counts of the rows repeated, exactly.
 
     Attributes
     ----------
@@ -560,7 +566,7 @@ class IncompleteDataTerm:
         Table counts of the maximal cliques counted like complete data (zeros elsewhere).
     """
 
-    def __init__(self, layout, X, decompose="auto", max_bytes=None, keep_rows=False):
+    def __init__(self, layout, X, decompose="auto", max_bytes=None, keep_rows=False, weight=None):
         # Everything below runs on the maximal cliques' tables (factor_tables): the same data
         # term, fewer tables to gather per pattern; evaluate() maps the tables and counts.
         self.clique_layout = layout
@@ -576,14 +582,14 @@ class IncompleteDataTerm:
         self._X = X if keep_rows else None
         self.groups, self.predicted_cost = [], {}
         parts = subnetworks(layout.cliques, self.free)
-        projected, inverse = self._project(X, missing, parts)
+        projected, inverse = self._project(X, missing, parts, weight)
         part_units = [_Unit(layout, n, self._free_of(n), X[r], c) for n, (r, c) in zip(parts, projected)]
         units = {"subnetworks": part_units}
         if decompose is not False or len(parts) <= 1:
             self.predicted_cost["subnetworks"] = self._cost(part_units)
         whole = None
         if decompose is False and len(parts) > 1:
-            whole = self._whole(units, inverse, has_free, X)
+            whole = self._whole(units, inverse, has_free, X, weight)
         elif decompose is not True and len(parts) > 1:
             # Priced from its sub-networks' trees (its tree is their forest) and its number of
             # distinct rows; built only if it wins.
@@ -601,7 +607,7 @@ class IncompleteDataTerm:
         else:
             self.plan = min(self.predicted_cost, key=self.predicted_cost.get) if self.predicted_cost else "subnetworks"
             if self.plan == "none" and "none" not in units:  # price it exactly before taking it
-                whole = self._whole(units, inverse, has_free, X)
+                whole = self._whole(units, inverse, has_free, X, weight)
                 self.plan = min(self.predicted_cost, key=self.predicted_cost.get)
             if self.plan == "components" and not split.any():
                 self.plan = "subnetworks"  # the same units
@@ -613,26 +619,26 @@ class IncompleteDataTerm:
         chosen = "subnetworks" if self.plan == "components" else self.plan
         self.n_patterns = np.array([len(u) for u in units[chosen]], dtype=np.int64)
         self.split = split if self.plan == "components" else np.zeros(len(self.networks), dtype=bool)
-        self.observed_counts = self._observed_counts(X)
+        self.observed_counts = self._observed_counts(X, weight)
         if self.plan == "components":
             self.observed_counts += constant
         self._build(units[self.plan])
         self.n_calibrations = int(sum(len(g.counts) for g in self.groups))
         self._row_patterns = which if keep_rows else None
 
-    def _whole(self, units, inverse, has_free, X):
+    def _whole(self, units, inverse, has_free, X, weight=None):
         """The undecomposed network's unit (its distinct rows) and its exact price.
 
         A row's pattern on the whole network is the tuple of its patterns on the sub-networks.
         Returns ``(networks, which pattern each row shows)``.
         """
-        rows, counts, which = _distinct_tuples(inverse)
+        rows, counts, which = _distinct_tuples(inverse, weight)
         net = tuple(np.flatnonzero(has_free).tolist())
         units["none"] = [_Unit(self.layout, net, self._free_of(net), X[rows], counts)]
         self.predicted_cost["none"] = self._cost(units["none"])
         return [net], which[:, None]
 
-    def _project(self, X, missing, parts):
+    def _project(self, X, missing, parts, weight=None):
         """Distinct patterns of the rows projected on each sub-network, in one pass.
 
         Returns ``[(representative rows, counts)]`` per sub-network and the pattern (local
@@ -643,7 +649,9 @@ class IncompleteDataTerm:
             return [], np.zeros((self.n_rows, 0), dtype=np.int64)
         variables = [tuple(sorted({v for c in net for v in lay.cliques[c]})) for net in parts]
         Xc = np.where(missing, lay.n_states, X)  # "missing" is one more state
-        sub, row, count, inverse = distinct_projections(Xc, variables, lay.n_states + 1, return_inverse=True)
+        sub, row, count, inverse = distinct_projections(
+            Xc, variables, lay.n_states + 1, return_inverse=True, weight=weight
+        )
         starts = np.concatenate([[0], np.cumsum(np.bincount(sub, minlength=len(parts)))])
         projected = [(row[a:b], count[a:b]) for a, b in zip(starts[:-1], starts[1:])]
         return projected, inverse - starts[:-1][None, :]
@@ -822,8 +830,8 @@ class IncompleteDataTerm:
             if obs[members].any():
                 yield codes[:, obs[members]]
 
-    def _observed_counts(self, X):
-        """Table counts of the cliques with no free variable (complete data there)."""
+    def _observed_counts(self, X, weight=None):
+        """Table counts (summed weights) of the cliques with no free variable (complete data there)."""
         lay = self.layout
         counts = np.zeros(lay.n_table)
         if not len(self.observed_cliques):
@@ -834,7 +842,7 @@ class IncompleteDataTerm:
             members = self.observed_cliques[sizes == size]
             var = np.array([lay.cliques[c] for c in members], dtype=np.int64)
             n_configs = int(lay.table_sizes[members].max())
-            per = count_joint_states(XT, var, c_order_strides(lay.n_states[var]), n_configs)
+            per = count_joint_states(XT, var, c_order_strides(lay.n_states[var]), n_configs, weight=weight)
             keep = np.arange(n_configs)[None, :] < lay.table_sizes[members][:, None]
             dest = lay.table_offsets[members][:, None] + np.arange(n_configs)[None, :]
             counts[dest[keep]] = per[keep]

@@ -5,13 +5,15 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import DensityMixin
 
+from ..utils._sklearn_compat import _check_sample_weight
+
 __all__ = ["MeanScoreMixin"]
 
 
 class MeanScoreMixin(DensityMixin):
     """Density estimators whose ``score`` is the mean of ``score_samples`` over the rows."""
 
-    def score(self, X, y=None):
+    def score(self, X, y=None, sample_weight=None):
         """Mean log-likelihood per row (see :meth:`score_samples`); higher is better.
 
         Parameters
@@ -20,10 +22,16 @@ class MeanScoreMixin(DensityMixin):
             Data to score.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights: the mean is then weighted (a row with weight ``w`` counts as ``w`` rows).
 
         Returns
         -------
         float
-            ``mean(score_samples(X))``.
+            ``mean(score_samples(X))``, weighted by ``sample_weight``.
         """
-        return float(np.mean(self.score_samples(X)))
+        scores = self.score_samples(X)
+        if sample_weight is None:
+            return float(np.mean(scores))
+        weight = _check_sample_weight(sample_weight, scores[:, None], dtype=np.float64, ensure_non_negative=True)
+        return float(weight @ scores / weight.sum())

@@ -20,16 +20,7 @@ from scipy.special import logit
 from sklearn.frozen import FrozenEstimator
 
 from ..inference.junction_tree import DEFAULT_MAX_BYTES
-from ..model.agreement import agreement_matrix, check_agreement_parameters
-from ..solvers._convergence import warn_not_converged
-from ..utils._docstrings import fill_doc
-from ..utils._mcmc_diagnostics import RHAT_MAX, effective_sample_size, split_rhat
-from ..utils._parallel import parallel_or_serial
-from ..utils._sklearn_compat import Interval, StrOptions, _fit_context, delayed
-from ..utils._verbose import ProgressLog
-from ..utils.validation import check_generator
-from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
-from ._likelihoods import (
+from ..kernels.likelihoods import (
     AgreementData,
     CallableLikelihood,
     ExactLikelihood,
@@ -39,7 +30,17 @@ from ._likelihoods import (
     PseudoLikelihood,
     check_log_density,
 )
-from .mle_induced import MLEInducedLikelihood, parameter_edges
+from ..model.agreement import agreement_matrix, check_agreement_parameters
+from ..solvers._convergence import warn_not_converged
+from ..utils._docstrings import fill_doc
+from ..utils._mcmc_diagnostics import RHAT_MAX, effective_sample_size, split_rhat
+from ..utils._parallel import parallel_or_serial
+from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, delayed
+from ..utils._verbose import ProgressLog
+from ..utils.validation import check_generator
+from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._protocol import Trace
+from .mle_induced import fit_mle_induced, parameter_edges
 
 __all__ = ["MetropolisHastingsMRF"]
 
@@ -378,8 +379,8 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         "verbose": ["verbose"],
     }
 
-    #: The model is binary; not a parameter (``_validate_fit_data`` reads it).
-    n_states = "auto"
+    _needs_pairwise = True
+    _binary_subject = "MetropolisHastingsMRF's agreement model is defined"
 
     def __init__(
         self,
@@ -424,38 +425,37 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _mle_induced(self, X):
-        """The fitted :class:`MLEInducedLikelihood` (its MLE, edge order and checks)."""
-        if getattr(self, "_mle_fit", None) is None:
-            # The resolved edges (column indices): X here is the validated array, without column names.
-            edges = [tuple(int(v) for v in e) for e in self.edges_]
-            self._mle_fit = MLEInducedLikelihood(edges, copula=self.copula, rho=self.rho, mle=self.mle).fit(X)
+    def _mle_induced(self, rows):
+        """The MLE-induced likelihood's fit (its MLE, its checks and its kernel), once per fit."""
+        if self._mle_fit is None:
+            self._mle_fit = fit_mle_induced(self, rows, self.edges_, self.graph_, self.mle, self.copula, self.rho)
         return self._mle_fit
 
-    def _plugin(self, X, data, rng):
+    def _plugin(self, rows, data, rng):
         name = self.likelihood
+        X, weight = rows.dense()
         if callable(name):
             return CallableLikelihood(name)
         if name == "exact":
             return ExactLikelihood(data, self.max_bytes)
         if name == "pseudo":
-            return PseudoLikelihood(data, X)
+            return PseudoLikelihood(data, X, weight)
         if name == "mle_induced":
-            fitted = self._mle_induced(X)
-            plugin = CallableLikelihood(fitted.log_likelihood)
+            fitted = self._mle_induced(rows)
+            plugin = CallableLikelihood(fitted.likelihood.log_likelihood)
             plugin.mle_induced_ = fitted
             return plugin
         if name == "laplace":
-            theta_hat = self._mle_induced(X).theta_hat_
+            theta_hat = self._mle_induced(rows).theta_hat
             return LaplaceLikelihood(data, theta_hat, self.max_bytes, self.n_particles, 1000, rng)
         if name == "persistent_mc":
             return PersistentMCLikelihood(data, self.n_particles, self.n_sweeps)
-        return ExchangeLikelihood(data, X, self.max_bytes, 100 * self.n_sweeps)
+        return ExchangeLikelihood(data, _repeated_rows(X, weight), self.max_bytes, 100 * self.n_sweeps)
 
-    def _initial(self, X, p, rng):
+    def _initial(self, rows, p, rng):
         init = self.init
         if isinstance(init, str) and init == "mle":
-            return np.tile(self._mle_induced(X).theta_hat_, (self.n_chains, 1))
+            return np.tile(self._mle_induced(rows).theta_hat, (self.n_chains, 1))
         if isinstance(init, str):  # "prior"
             return rng.uniform(size=(self.n_chains, p))
         theta = check_agreement_parameters(init, p, name="init")
@@ -501,6 +501,15 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
                     f"point of zero density. Start where the {what} is positive (pass init), or fix the {what}."
                 )
 
+    def __skmrf_trace__(self):
+        """``samples_`` by parameter (key: its row of ``edges_``) and chain, for :func:`~skmrf.plotting.plot_trace`."""
+        check_is_fitted(self)
+        p, edges = len(self.edges_), self.edges_
+        draws = self.samples_.reshape(len(self.chain_acceptance_rate_), -1, p)  # the fitted chains, not n_chains
+        labels = {k: f"edge ({edges[k][0]}, {edges[k][1]})" for k in range(p)}
+        series = {k: draws[:, :, k] for k in range(p)}
+        return Trace(series, "kept draw", "agreement parameter", False, "edges_", tuple(range(min(5, p))), labels)
+
     def _warn_if_not_converged(self):
         """One ConvergenceWarning naming every failed check: chains that never moved, R-hat, ESS."""
         problems, advice = [], []
@@ -538,33 +547,16 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
             unique = list(dict.fromkeys(advice))
             warn_not_converged(type(self).__name__, "(" + "; ".join(problems) + ")", " ".join(unique), stacklevel=4)
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Sample the posterior of the edge parameters given binary data ``X``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Binary states 0/1; never modified.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
+    def _fit_theta(self, rows):
         self._mle_fit = None
-        Xi = self._validate_fit_data(X)
-        self._check_binary_pairwise(Xi, "MetropolisHastingsMRF's agreement model is defined")
         self.edges_ = parameter_edges(self.graph, self.graph_, type(self).__name__)
         p = len(self.edges_)
         burn_in = self._burn_in(p)
         rng = check_generator(self.random_state)
         seeds = rng.integers(0, 2**63 - 1, size=self.n_chains)
-        data = AgreementData(Xi, self.edges_, self.graph_)
-        plugin = self._plugin(Xi, data, rng)
-        theta0 = self._initial(Xi, p, rng)
+        data = AgreementData(rows.X, self.edges_, self.graph_, rows.weight)
+        plugin = self._plugin(rows, data, rng)
+        theta0 = self._initial(rows, p, rng)
         log_prior = _uniform_log_prior if self.prior == "uniform" else partial(_checked_log_prior, self.prior)
         self._check_start(plugin, log_prior, theta0)
         log = ProgressLog(type(self).__name__, self.verbose)
@@ -589,7 +581,17 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         self.rhat_ = split_rhat(kept)
         self.ess_ = effective_sample_size(kept)
         self._warn_if_not_converged()
-        model = self.model_
-        model.theta = agreement_matrix(model, self.edges_) @ logit(self.posterior_mean_)
-        self._resolve_score_method(self.random_state)
-        return self
+        return agreement_matrix(self.model_, self.edges_) @ logit(self.posterior_mean_)
+
+
+def _repeated_rows(X, weight):
+    """The rows each repeated ``weight`` times: the exchange algorithm draws auxiliary data sets
+    of as many rows as the data stand for, so the weights must be whole numbers."""
+    if weight is None:
+        return X
+    if not np.all(weight == np.round(weight)):
+        raise ValueError(
+            "likelihood='exchange' draws auxiliary data sets of as many rows as the data stand for, so its "
+            "sample_weight must be whole numbers (counts); got non-integer weights. Use another likelihood."
+        )
+    return np.repeat(X, weight.astype(np.int64), axis=0)

@@ -15,17 +15,19 @@ from numbers import Integral, Real
 
 import numpy as np
 
+from ..data import Rows
+from ..kernels.exact import fit_max_likelihood
 from ..model import DiscreteMRF
 from ..solvers import THETA_BOUND, minimize_in_box, projected_max, warn_if_not_converged
 from ..utils._docstrings import fill_doc
 from ..utils._parallel import parallel_or_serial, workers_for
-from ..utils._sklearn_compat import Interval, StrOptions, _fit_context
+from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF, model_of
 from ._existence import empty_cell_cliques, warn_no_finite_estimate
 from ._incomplete import IncompleteDataTerm, ModelTerm, compatible_counts
-from .exact import fit_max_likelihood
+from ._protocol import Trace
 
 __all__ = ["DecomposedEM"]
 
@@ -257,44 +259,35 @@ class DecomposedEM(BaseDiscreteMRF):
         tags.input_tags.allow_nan = True
         return tags
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y=None):
-        """Fit the parameters by maximum likelihood on the observed entries.
+    _allow_missing = True
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Integer states ``0..K-1``, missing entries as NaN (see Notes);
-            never modified.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        Xi = self._validate_fit_data(X, allow_nan=True)
+    def _fit_theta(self, rows):
+        Xi, weight = rows.dense()
         self._check_missing(Xi)
-        Xi = Xi[~(Xi < 0).all(axis=1)]  # an all-missing row contributes log Z(d) - log Z = 0
+        seen = ~(Xi < 0).all(axis=1)  # an all-missing row contributes log Z(d) - log Z = 0
+        rows = Rows(Xi[seen], rows.n_states, None if weight is None else weight[seen])
+        Xi = rows.X
+        self._ridge(rows.total)  # so alpha="auto" counts the rows with an observed entry only
         model = self.model_
         tree = model.get_junction_tree(self.max_bytes)
-        if self._ridge(Xi.shape[0]) == 0:
+        if self.alpha_ == 0:
             empty = empty_cell_cliques(model, compatible_counts(model.layout, Xi))
             if empty:
                 outcome = (
                     "(Here: no row, with its missing entries filled in any way, shows that state.) "
                     f"Their parameters diverge and are returned where the fit stopped, within +-{THETA_BOUND:g}."
                 )
-                warn_no_finite_estimate(type(self).__name__, empty, outcome, stacklevel=3)
-        data = IncompleteDataTerm(model.layout, Xi, decompose=self.decompose, max_bytes=self.max_bytes)
+                warn_no_finite_estimate(type(self).__name__, empty, outcome, stacklevel=5)
+        data = IncompleteDataTerm(
+            model.layout, Xi, decompose=self.decompose, max_bytes=self.max_bytes, weight=rows.weight
+        )
         self.decompose_ = data.plan
         self.n_subnetworks_ = len(data.networks)
         self.n_distinct_rows_ = data.n_patterns
         self.inferences_per_iteration_ = data.n_calibrations + 1
-        model.theta = self._initial_theta(Xi)
+        model.theta = self._initial_theta(rows)
         log = ProgressLog(type(self).__name__, self.verbose)
-        n_rows = Xi.shape[0]
+        n_rows = rows.total
         lay = model.layout
 
         model_term = ModelTerm(lay, tree, self.max_bytes)
@@ -317,10 +310,25 @@ class DecomposedEM(BaseDiscreteMRF):
         self.log_likelihood_trace_ = np.asarray(trace)
         self.log_likelihood_ = float(trace[-1])
         self.converged_ = bool(gmax <= self.tol)
-        warn_if_not_converged(type(self).__name__, self.n_iter_, gmax, self.tol, self.max_iter, stacklevel=3)
+        warn_if_not_converged(type(self).__name__, self.n_iter_, gmax, self.tol, self.max_iter, stacklevel=5)
+        return model.theta
+
+    def __skmrf_trace__(self):
+        """``log_likelihood_trace_`` for :func:`~skmrf.plotting.plot_trace`: the mean log-likelihood
+        per row at the start and after every iteration."""
+        check_is_fitted(self)
+        trace = np.asarray(self.log_likelihood_trace_, dtype=np.float64).reshape(1, -1)
+        return Trace({"log_likelihood": trace}, "iteration", "mean log-likelihood per row", marker=".")
+
+    def _resolve_score_method(self, random_state=None):
+        """Scores are always exact: the fit itself calibrates the junction tree."""
+        model = self.model_
         self.score_method_ = "exact"
-        self.log_partition_ = tree.calibrate(lay.full_tables(model.theta), lay, max_bytes=self.max_bytes).log_z
-        return self
+        self.log_partition_ = (
+            model.get_junction_tree(self.max_bytes)
+            .calibrate(model.layout.full_tables(model.theta), model.layout, max_bytes=self.max_bytes)
+            .log_z
+        )
 
     def _penalised(self, theta, ll, grad):
         return ll - 0.5 * self.alpha_ * theta @ theta, grad - self.alpha_ * theta
@@ -381,21 +389,27 @@ class DecomposedEM(BaseDiscreteMRF):
                 "graph) or supply observations."
             )
 
-    def _initial_theta(self, Xi):
+    def _initial_theta(self, rows):
         model, init = self.model_, self.init
+        Xi = rows.X
         if init is None:
             return np.zeros(model.n_params)
         if isinstance(init, str) and init == "random":
             return RANDOM_INIT_SCALE * check_generator(self.random_state).standard_normal(model.n_params)
         if isinstance(init, str):  # "complete_rows"
-            complete = Xi[(Xi >= 0).all(axis=1)]
+            full = (Xi >= 0).all(axis=1)
+            complete = Xi[full]
             if complete.shape[0] == 0:
                 raise ValueError(
                     "init='complete_rows' needs rows without missing entries, and X has none. "
                     "Use init=None or init='random'."
                 )
             start = DiscreteMRF(self.graph_, self.n_states_)
-            stats = start.layout.table_counts(complete)[start.layout.theta_pos] / complete.shape[0]
+            if rows.weight is None:
+                stats = start.layout.table_counts(complete)[start.layout.theta_pos] / complete.shape[0]
+            else:
+                w = rows.weight[full]
+                stats = start.layout.table_counts(complete, w)[start.layout.theta_pos] / w.sum()
             alpha = max(self.alpha_, COMPLETE_ROWS_MIN_ALPHA)
             fit_max_likelihood(start, stats, alpha, M_STEP_MAX_ITER, 1e-6, self.max_bytes)
             return start.theta

@@ -1,15 +1,9 @@
-"""MLE-induced likelihood (Liu and Zheng): coin-tossing marginals of an agreement model, linked by a copula.
+"""MLE-induced likelihood (Liu and Zheng): the estimator; the kernel is :mod:`skmrf.kernels.mle_induced`.
 
-The model is the agreement model of :mod:`skmrf.model.agreement`: a binary pairwise MRF with
-one parameter ``theta_j`` in ``(0, 1)`` per edge ``j = (u, v)``, potential
-``theta_j ** I[x_u == x_v] * (1 - theta_j) ** I[x_u != x_v]`` and no node potentials.
-
-- the agreement counts (Eq. 6) and the external effect induced by the MLE (Eq. 5):
-  :func:`agreement_counts`, :func:`induced_eta`;
-- the marginal likelihood of each ``theta_j`` (Eq. 3), its CDF and the copula's normal scores
-  (Eq. 8) are kernels of :mod:`skmrf.estimators._coin_tossing`;
-- :class:`MLEInducedLikelihood` validates, counts, fits the MLE and evaluates the joint
-  likelihood with the independent (Eq. 7) or the exchangeable Gaussian copula (Eq. 9).
+:class:`MLEInducedLikelihood` validates the binary data once, resolves the graph and the edge
+order, counts agreements (Eq. 6), fits the MLE with the exact or LAP kernel on the
+flip-symmetrised rows, and evaluates the likelihood of the kernel's
+:class:`~skmrf.kernels.mle_induced.MLEInducedModel` (Eqs. 3, 7-9).
 """
 
 from __future__ import annotations
@@ -20,23 +14,20 @@ from typing import NamedTuple
 
 import networkx as nx
 import numpy as np
-from scipy.special import expit, gammaln, logit, ndtr
-from sklearn.base import BaseEstimator, clone
+from scipy.special import expit, logit, ndtr
+from sklearn.base import BaseEstimator
 from sklearn.frozen import FrozenEstimator
 
+from ..exceptions import NoFiniteEstimateWarning
 from ..graphs import MRFGraph, resolve_graph
-from ..inference.junction_tree import TreewidthError
+from ..kernels.mle_induced import MLEInducedModel, agreement_counts, agreement_mle, induced_eta, symmetrised
 from ..model.agreement import agreement_matrix, check_agreement_parameters
 from ..solvers import THETA_BOUND
-from ..utils._sklearn_compat import StrOptions, _fit_context, check_is_fitted, validate_data
-from ..utils.validation import check_states, column_names, fit_column_labels
-from ._base import BaseDiscreteMRF
-from ._coin_tossing import marginal_log_likelihood_kernel, normal_scores, score_tables
-from ._existence import NoFiniteEstimateWarning
-from .exact import ExactMaxLikelihood
-from .lap import LAPEstimator
+from ..utils._sklearn_compat import StrOptions, _fit_context, check_is_fitted
+from ..utils.validation import column_names
+from ._base import BaseDiscreteMRF, validate_rows
 
-__all__ = ["MLEInducedLikelihood", "agreement_counts", "induced_eta", "parameter_edges"]
+__all__ = ["MLEInducedLikelihood", "agreement_counts", "induced_eta", "parameter_edges"]  # the kernels re-exported
 
 #: Largest gap between a fitted model's unary parameters and those its couplings imply before
 #: ``fit`` warns that the model has node potentials.
@@ -53,25 +44,6 @@ BOUNDARY_ODDS = 100.0
 BOX_MARGIN = 2.0
 #: Variables up to which the warning names an unobserved agreement pattern (by enumeration).
 PATTERN_MAX_VARIABLES = 16
-
-
-def agreement_counts(X, edges):
-    """Number of rows in which the two ends of each edge agree (``alpha_0`` of Eq. 6).
-
-    Parameters
-    ----------
-    X : ndarray of shape (..., n_samples, n_features)
-        Binary states (any leading batch axes).
-    edges : ndarray of int of shape (p, 2)
-        Column indices of the ends of each edge.
-
-    Returns
-    -------
-    ndarray of int64 of shape (..., p)
-        ``sum_i I[x_u^i == x_v^i]`` per edge.
-    """
-    edges = np.asarray(edges, dtype=np.intp).reshape(-1, 2)
-    return np.count_nonzero(X[..., edges[:, 0]] == X[..., edges[:, 1]], axis=-2).astype(np.int64)
 
 
 def parameter_edges(graph, resolved, owner="The estimator"):
@@ -119,62 +91,196 @@ def parameter_edges(graph, resolved, owner="The estimator"):
     return np.array(edges, dtype=np.intp).reshape(-1, 2)
 
 
-def induced_eta(lambda_hat, theta_hat):
-    """The external effect ``eta0`` that the MLEs of ``lambda`` and ``theta`` induce (Eq. 5).
+# -- the fit, shared with MetropolisHastingsMRF ------------------------------------------------
 
-    Parameters
-    ----------
-    lambda_hat : array-like of float
-        Agreement rates (Eq. 6), in ``(0, 1)``.
-    theta_hat : array-like of float
-        Maximum-likelihood agreement parameters, in ``(0, 1)``.
 
-    Returns
-    -------
-    ndarray of float
-        ``lambda (1 - theta) / (lambda + theta - 2 lambda theta)``, written as
-        ``lambda (1 - theta) / (lambda (1 - theta) + theta (1 - lambda))`` (a sum of
-        positive terms, so no cancellation).
+class MLEInducedFit(NamedTuple):
+    """What :func:`fit_mle_induced` found: the statistics, the MLE and the likelihood's kernel."""
+
+    n_samples: float
+    n_agree: np.ndarray
+    lambda_hat: np.ndarray
+    mle: object
+    mle_source: str
+    theta_hat: np.ndarray
+    likelihood: MLEInducedModel
+
+
+def fit_mle_induced(owner, rows, edges, graph, mle, copula, rho):
+    """Count agreements (Eq. 6), fit the MLE and build the likelihood (Eqs. 3, 5, 7-9).
+
+    ``owner`` is the estimator whose ``fit`` this is (named in messages; its column names and
+    ``n_features_in_`` are read); ``rows`` are validated binary :class:`~skmrf.data.Rows`,
+    ``edges`` the parameters' edges and ``graph`` the resolved graph. Refuses a copula ``rho``
+    outside its range and an edge whose ends always (or never) agree; warns when the MLE does
+    not exist or a fitted ``mle`` has node potentials.
     """
-    lam = np.asarray(lambda_hat, dtype=np.float64)
-    th = np.asarray(theta_hat, dtype=np.float64)
-    num = lam * (1.0 - th)
-    return num / (num + th * (1.0 - lam))
+    name = type(owner).__name__
+    _check_copula(copula, rho, len(edges))
+    X, weight = rows.dense()
+    n = X.shape[0] if weight is None else rows.total
+    n_agree = agreement_counts(X, edges, weight)
+    lambda_hat = n_agree / n
+    _check_interior(n_agree, n, lambda_hat, edges)
+    model, source = _mle_model(owner, mle, rows, graph, edges)
+    theta_hat = _agreement_theta(model, source, edges)
+    _warn_if_on_boundary(name, X, edges, theta_hat, lambda_hat, n)
+    likelihood = MLEInducedModel(n_agree, n, theta_hat, copula, rho)
+    return MLEInducedFit(n, n_agree, lambda_hat, model, source, theta_hat, likelihood)
 
 
-def _exchangeable_gaussian_constants(rho, p):
-    """``(log det R / 2, rho / (2 (1 - rho)), k / (2 (1 - rho)))`` with ``k = rho / (1 + (p - 1) rho)``.
+def _check_copula(copula, rho_given, p):
+    rho = float(rho_given)
+    if copula == "independent":
+        if rho != 0.0:
+            raise ValueError(
+                f"rho={rho_given!r} is the correlation of the Gaussian copula; it needs "
+                "copula='gaussian' (the independent copula has rho=0)."
+            )
+        return
+    low = -1.0 / (p - 1) if p > 1 else -np.inf
+    if not low < rho < 1.0:
+        raise ValueError(
+            f"rho={rho_given!r} is outside (-1/(p-1), 1) = ({low:.6g}, 1) for p={p} edges: the "
+            "exchangeable correlation matrix R (1 on the diagonal, rho off it) is positive "
+            "definite only there."
+        )
 
-    For the exchangeable correlation matrix ``R = (1 - rho) I + rho 1 1^T``:
-    ``det R = (1 - rho)^(p - 1) (1 + (p - 1) rho)`` and
-    ``R^{-1} = (I - k 1 1^T) / (1 - rho)``, so
-    ``u^T (R^{-1} - I) u = (rho sum(u^2) - k sum(u)^2) / (1 - rho)``.
+
+def _check_interior(n_agree, n, lambda_hat, edges):
+    bad = np.flatnonzero((n_agree == 0) | (n_agree == n))
+    if bad.size:
+        j = int(bad[0])
+        u, v = (int(x) for x in edges[j])
+        always = "agree" if n_agree[j] else "disagree"
+        raise ValueError(
+            f"The ends of edge ({u}, {v}) {always} in all {n:g} rows, so "
+            f"lambda_hat = {lambda_hat[j]:g}: the agreement-model MLE is on the boundary "
+            "(theta = 0 or 1) and Eq. 5 is undefined. Remove the edge or add data."
+        )
+
+
+def _agreement_theta(model, source, edges):
+    """``theta_hat`` read from the MLE's couplings (warning when a fitted ``mle`` has node potentials)."""
+    eta = np.array([model.potential((int(u), int(v))).item() for u, v in edges]) / 2.0
+    if source == "fitted":
+        gap = float(np.max(np.abs(model.theta - agreement_matrix(model, edges) @ eta)))
+        if gap > UNARY_ATOL:
+            warnings.warn(
+                f"The fitted mle's model has node potentials, which the agreement model lacks: its "
+                f"unary parameters differ from those its couplings imply by up to {gap:.3g} (more "
+                f"than {UNARY_ATOL:g}). Only its couplings are used (theta_j = expit(J_j / 2)). An "
+                "unfitted estimator would be fitted exactly, on the flip-symmetrised data [X; 1 - X].",
+                UserWarning,
+                stacklevel=5,
+            )
+    theta = expit(eta)
+    bad = np.flatnonzero((theta <= 0) | (theta >= 1))
+    if bad.size:
+        u, v = (int(x) for x in edges[bad[0]])
+        raise ValueError(
+            f"The MLE of edge ({u}, {v}) is theta = {theta[bad[0]]!r} (coupling {2 * eta[bad[0]]:.6g}), "
+            "on the boundary in double precision; Eq. 5 is undefined."
+        )
+    return theta
+
+
+def _warn_if_on_boundary(name, X, edges, theta_hat, lambda_hat, n):
+    """Warn (naming the edge and an unobserved agreement pattern) when the MLE does not exist."""
+    eta = logit(theta_hat)
+    limit = min(np.log(BOUNDARY_ODDS * (n + 1)), (THETA_BOUND - BOX_MARGIN) / 2)
+    far = np.flatnonzero(np.abs(eta) > limit)
+    if not far.size:
+        return
+    j = int(far[np.argmax(np.abs(eta[far]))])
+    u, v = (int(x) for x in edges[j])
+    pattern = _unobserved_pattern(X, edges, theta_hat)
+    seen = f" The data never show {pattern}, which the model allows." if pattern else ""
+    warnings.warn(
+        f"The agreement-model MLE does not exist: the MLE of edge ({u}, {v}) came out as theta_hat = "
+        f"{theta_hat[j]:.7g} though its ends agree in {lambda_hat[j]:.3g} of the rows ({far.size} of "
+        f"{len(eta)} edges with odds beyond {np.exp(limit):.3g}, more extreme than any agreement rate of "
+        f"{n:g} rows or at the solver's box): the likelihood keeps "
+        f"growing towards theta = {int(eta[j] > 0)}, and theta_hat_ is where the solver stopped.{seen} The "
+        "MLE-induced likelihood is centred on it. Pass an mle with a ridge (e.g. "
+        "mle=ExactMaxLikelihood(alpha=0.01)) for a finite estimate, or add data.",
+        NoFiniteEstimateWarning,
+        stacklevel=5,
+    )
+
+
+def _unobserved_pattern(X, E, theta_hat):
+    """The agreement pattern the fitted MLE makes least likely among those no row shows, as text.
+
+    By enumeration of the ``2 ** (d - 1)`` states up to a flip; None beyond
+    ``PATTERN_MAX_VARIABLES`` variables or if every possible pattern is observed.
     """
-    half_log_det = 0.5 * ((p - 1) * np.log1p(-rho) + np.log1p((p - 1) * rho))
-    k = rho / (1.0 + (p - 1) * rho)
-    return half_log_det, 0.5 * rho / (1.0 - rho), 0.5 * k / (1.0 - rho)
+    d = X.shape[1]
+    if d > PATTERN_MAX_VARIABLES:
+        return None
+    states = (np.arange(2 ** (d - 1))[:, None] >> np.arange(d)[None, :]) & 1
+    possible = np.unique(states[:, E[:, 0]] == states[:, E[:, 1]], axis=0)
+    observed = {row.tobytes() for row in (X[:, E[:, 0]] == X[:, E[:, 1]])}
+    unseen = possible[[row.tobytes() not in observed for row in possible]]
+    if not len(unseen):
+        return None
+    log_p = unseen @ np.log(theta_hat) + ~unseen @ np.log1p(-theta_hat)
+    t = unseen[int(np.argmin(log_p))]
+    name = [f"({int(a)}, {int(b)})" for a, b in E]
+    agree = ", ".join(n for n, x in zip(name, t) if x)
+    disagree = ", ".join(n for n, x in zip(name, t) if not x)
+    parts = ([f"the ends of edges {agree} agree"] if agree else []) + (
+        [f"the ends of edges {disagree} disagree"] if disagree else []
+    )
+    return "a row in which " + " and ".join(parts)
 
 
-# -- the estimator ----------------------------------------------------------------------------
+def _mle_model(owner, mle, rows, graph, edges):
+    """``(the MLE's DiscreteMRF, its source)`` per the ``mle`` parameter (see ``mle_source_``)."""
+    if mle is not None and not isinstance(mle, (BaseDiscreteMRF, FrozenEstimator)):
+        # Validated by _parameter_constraints too, but a caller's fit may skip nested validation.
+        raise ValueError(
+            f"mle must be None, an skmrf discrete estimator (fitted or not, e.g. ExactMaxLikelihood(alpha=0.01)) "
+            f"or a FrozenEstimator of a fitted one; got {mle!r}."
+        )
+    if mle is not None and hasattr(mle, "model_"):
+        inner = mle.estimator if isinstance(mle, FrozenEstimator) else mle
+        if not isinstance(inner, BaseDiscreteMRF):
+            raise ValueError(f"mle must hold an skmrf discrete estimator; got {type(inner).__name__}.")
+        _check_fitted_graph(owner, mle.model_, edges)
+        return mle.model_, "fitted"
+    if isinstance(mle, FrozenEstimator):
+        raise ValueError("mle is a FrozenEstimator of an unfitted estimator; fit it first, or pass it unwrapped.")
+    if mle is None:
+        return agreement_mle(graph, rows)
+    return mle._fit_kernel(symmetrised(rows), graph), type(mle).__name__
 
 
-class _LikelihoodConstants(NamedTuple):
-    """What :meth:`MLEInducedLikelihood.log_likelihood` needs, fixed at fit."""
-
-    p: int
-    eta: np.ndarray
-    rest: np.ndarray  # 1 - eta0
-    coef: np.ndarray  # (3 p,): alpha_0, n - alpha_0, -n against log theta, log(1 - theta), log D
-    const: float  # sum_j log binom(n, alpha_0j) + alpha_0j log eta0_j + (n - alpha_0j) log(1 - eta0_j)
-    copula: tuple  # (half log det R, c2, c1) for copula="gaussian", else None
-    # The CDF's log-density l(z) at z = logit(theta), from the same three logarithms:
-    # l = (alpha_0 + 1) log theta + (n - alpha_0 + 1) log(1 - theta) - n log D + n log(1 - eta0) + off.
-    coef_density: np.ndarray  # (3, p)
-    const_density: np.ndarray  # (p,)
-
-
-def _is_fitted(est):
-    return hasattr(est, "model_")
+def _check_fitted_graph(owner, model, edges):
+    if model.n_variables != owner.n_features_in_:
+        raise ValueError(f"The fitted mle has {model.n_variables} variables but X has {owner.n_features_in_} columns.")
+    wide = np.flatnonzero(np.asarray(model.n_states) != 2)
+    if wide.size:
+        j = int(wide[0])
+        names = column_names(owner)
+        label = f"column {j}" if names is None else f"column {j} ({names[j]!r})"
+        raise ValueError(
+            f"The fitted mle models {label} with {int(model.n_states[j])} states, but the agreement model "
+            "(and so the MLE-induced likelihood) is binary. Fit the mle on binary data with n_states=2, or "
+            "pass it unfitted."
+        )
+    ours = {(min(u, v), max(u, v)) for u, v in edges.tolist()}
+    theirs = set(model.graph.edges)
+    if ours != theirs:
+        extra = sorted(theirs - ours)
+        missing = sorted(ours - theirs)
+        raise ValueError(
+            "The fitted mle's graph differs from this estimator's: "
+            + (f"edges {missing[:5]} are missing" if missing else "")
+            + ("; " if missing and extra else "")
+            + (f"it has extra edges {extra[:5]}" if extra else "")
+            + ". Fit it on the same graph, or pass it unfitted."
+        )
 
 
 class MLEInducedLikelihood(BaseEstimator):
@@ -209,12 +315,12 @@ class MLEInducedLikelihood(BaseEstimator):
         satisfy ``-1 / (p - 1) < rho < 1`` (so that ``R`` is positive definite); with
         ``copula="independent"`` it must be 0.
     mle : estimator or None, default=None
-        Where the MLE ``theta_hat_`` comes from. ``None``: :class:`ExactMaxLikelihood`
-        (``alpha=0``) when the junction tree fits, else :class:`LAPEstimator` (``alpha=0``),
-        fitted on the flip-symmetrised data ``[X; 1 - X]``. An unfitted skmrf discrete
-        estimator: cloned, given this estimator's ``graph_`` (and ``n_states=2``), and fitted
-        on the same data (its own ``alpha`` is kept; a ridge is not flip-invariant, so with
-        ``alpha > 0`` its node potentials are small but not zero and only its couplings are
+        Where the MLE ``theta_hat_`` comes from. ``None``: the exact maximum-likelihood kernel
+        (``alpha=0``) when the junction tree fits, else the LAP kernel (``alpha=0``), fitted on
+        the flip-symmetrised data ``[X; 1 - X]`` (nothing validated again, no ``log Z``). An
+        unfitted skmrf discrete estimator: its method's kernel, with its own parameters, on the
+        same rows and this estimator's ``graph_`` (its own ``alpha`` is kept; a ridge is not
+        flip-invariant, so with ``alpha > 0`` its node potentials are small but not zero and only its couplings are
         used). A fitted estimator (or a :class:`sklearn.frozen.FrozenEstimator` of one): used
         as it is, through its couplings ``theta_j = expit(J_j / 2)``; ``fit`` warns if its
         unary parameters are not those of an agreement model. :func:`sklearn.base.clone`
@@ -237,8 +343,12 @@ class MLEInducedLikelihood(BaseEstimator):
         The MLE of the agreement parameters.
     eta0_ : ndarray of shape (p,)
         The induced external effect of each edge (Eq. 5).
-    mle_ : estimator
-        The fitted estimator ``theta_hat_`` was read from.
+    mle_ : DiscreteMRF
+        The fitted full binary pairwise model ``theta_hat_`` was read from (its couplings).
+    mle_source_ : str
+        Where it came from: ``"exact"`` or ``"lap"`` (the exact or LAP kernel, ``mle=None``),
+        ``"fitted"`` (the given fitted estimator's ``model_``), or the class name of the given
+        unfitted estimator whose method fitted it.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
@@ -340,8 +450,8 @@ class MLEInducedLikelihood(BaseEstimator):
         tags.input_tags.allow_nan = False
         return tags
 
-    @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y=None):
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, sample_weight=None):
         """Count agreements, fit the MLE and derive the marginal likelihoods (Eqs. 3, 5, 6).
 
         Parameters
@@ -350,40 +460,38 @@ class MLEInducedLikelihood(BaseEstimator):
             Binary states 0/1; never modified.
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights: a row with weight ``w`` counts as ``w`` rows (``n`` is
+            then their sum).
 
         Returns
         -------
         self : object
             The fitted estimator.
         """
-        X = self._validate_binary(X)
-        self.edges_ = self._parameter_edges(X.shape[1])
-        self._check_copula(len(self.edges_))
-        self.n_samples_ = X.shape[0]
-        self.n_agree_ = agreement_counts(X, self.edges_)
-        self.lambda_hat_ = self.n_agree_ / self.n_samples_
-        self._check_interior()
-        self.mle_, self.theta_hat_ = self._agreement_mle(X)
-        self._warn_if_on_boundary(X)
-        self.eta0_ = induced_eta(self.lambda_hat_, self.theta_hat_)
-        self._precompute()
+        rows = self._validate_binary(X, sample_weight)
+        self.edges_ = self._parameter_edges(rows.n_columns)
+        fit = fit_mle_induced(self, rows, self.edges_, self.graph_, self.mle, self.copula, self.rho)
+        self.n_samples_, self.n_agree_, self.lambda_hat_ = fit.n_samples, fit.n_agree, fit.lambda_hat
+        self.mle_, self.mle_source_, self.theta_hat_ = fit.mle, fit.mle_source, fit.theta_hat
+        self._likelihood = fit.likelihood
+        self.eta0_ = fit.likelihood.eta0
         return self
 
     # -- the stages of fit ----------------------------------------------------------------
-    def _validate_binary(self, X):
-        fit_column_labels(self, X)
-        X = validate_data(self, X, reset=True, dtype=None, ensure_all_finite=False, ensure_min_samples=1)
-        names = column_names(self)
-        Xi = check_states(X, feature_names=names)
-        high = Xi > 1
+    def _validate_binary(self, X, sample_weight):
+        rows = validate_rows(self, X, sample_weight)
+        high = rows.X > 1
         if high.any():
+            names = column_names(self)
             r, j = np.argwhere(high)[0]
             label = f"column {j}" if names is None else f"column {j} ({names[j]!r})"
             raise ValueError(
                 f"{type(self).__name__} models binary data (states 0 and 1), but {label} has "
-                f"the value {Xi[r, j]} at row {r}. Binarise X first."
+                f"the value {rows.X[r, j]} at row {r}. Binarise X first."
             )
-        return Xi
+        rows.n_states = np.full(rows.n_columns, 2)
+        return rows
 
     def _parameter_edges(self, n_features):
         """Resolve the graph; the edges in parameter order (see the ``graph`` parameter)."""
@@ -395,190 +503,6 @@ class MLEInducedLikelihood(BaseEstimator):
                 f"per edge), but clique {wide[0]} has {len(wide[0])} variables."
             )
         return parameter_edges(self.graph, self.graph_, type(self).__name__)
-
-    def _check_copula(self, p):
-        rho = float(self.rho)
-        if self.copula == "independent":
-            if rho != 0.0:
-                raise ValueError(
-                    f"rho={self.rho!r} is the correlation of the Gaussian copula; it needs "
-                    "copula='gaussian' (the independent copula has rho=0)."
-                )
-            return
-        low = -1.0 / (p - 1) if p > 1 else -np.inf
-        if not low < rho < 1.0:
-            raise ValueError(
-                f"rho={self.rho!r} is outside (-1/(p-1), 1) = ({low:.6g}, 1) for p={p} edges: the "
-                "exchangeable correlation matrix R (1 on the diagonal, rho off it) is positive "
-                "definite only there."
-            )
-
-    def _check_interior(self):
-        bad = np.flatnonzero((self.n_agree_ == 0) | (self.n_agree_ == self.n_samples_))
-        if bad.size:
-            j = int(bad[0])
-            u, v = (int(x) for x in self.edges_[j])
-            always = "agree" if self.n_agree_[j] else "disagree"
-            raise ValueError(
-                f"The ends of edge ({u}, {v}) {always} in all {self.n_samples_} rows, so "
-                f"lambda_hat = {self.lambda_hat_[j]:g}: the agreement-model MLE is on the boundary "
-                "(theta = 0 or 1) and Eq. 5 is undefined. Remove the edge or add data."
-            )
-
-    def _agreement_mle(self, X):
-        """The fitted MLE estimator, and ``theta_hat`` read from its couplings."""
-        est, prefit = self._mle_estimator(X)
-        model = est.model_
-        eta = np.array([model.potential((int(u), int(v))).item() for u, v in self.edges_]) / 2.0
-        if prefit:
-            gap = float(np.max(np.abs(model.theta - agreement_matrix(model, self.edges_) @ eta)))
-            if gap > UNARY_ATOL:
-                warnings.warn(
-                    f"The fitted mle's model has node potentials, which the agreement model lacks: its "
-                    f"unary parameters differ from those its couplings imply by up to {gap:.3g} (more "
-                    f"than {UNARY_ATOL:g}). Only its couplings are used (theta_j = expit(J_j / 2)). An "
-                    "unfitted estimator would be fitted exactly, on the flip-symmetrised data [X; 1 - X].",
-                    UserWarning,
-                    stacklevel=4,
-                )
-        theta = expit(eta)
-        bad = np.flatnonzero((theta <= 0) | (theta >= 1))
-        if bad.size:
-            u, v = (int(x) for x in self.edges_[bad[0]])
-            raise ValueError(
-                f"The MLE of edge ({u}, {v}) is theta = {theta[bad[0]]!r} (coupling {2 * eta[bad[0]]:.6g}), "
-                "on the boundary in double precision; Eq. 5 is undefined."
-            )
-        return est, theta
-
-    def _warn_if_on_boundary(self, X):
-        """Warn (naming the edge and an unobserved agreement pattern) when the MLE does not exist."""
-        eta = logit(self.theta_hat_)
-        limit = min(np.log(BOUNDARY_ODDS * (self.n_samples_ + 1)), (THETA_BOUND - BOX_MARGIN) / 2)
-        far = np.flatnonzero(np.abs(eta) > limit)
-        if not far.size:
-            return
-        j = int(far[np.argmax(np.abs(eta[far]))])
-        u, v = (int(x) for x in self.edges_[j])
-        pattern = self._unobserved_pattern(X)
-        seen = f" The data never show {pattern}, which the model allows." if pattern else ""
-        warnings.warn(
-            f"The agreement-model MLE does not exist: the MLE of edge ({u}, {v}) came out as theta_hat = "
-            f"{self.theta_hat_[j]:.7g} though its ends agree in {self.lambda_hat_[j]:.3g} of the rows ({far.size} of "
-            f"{len(eta)} edges with odds beyond {np.exp(limit):.3g}, more extreme than any agreement rate of "
-            f"{self.n_samples_} rows or at the solver's box): the likelihood keeps "
-            f"growing towards theta = {int(eta[j] > 0)}, and theta_hat_ is where the solver stopped.{seen} The "
-            "MLE-induced likelihood is centred on it. Pass an mle with a ridge (e.g. "
-            "mle=ExactMaxLikelihood(alpha=0.01)) for a finite estimate, or add data.",
-            NoFiniteEstimateWarning,
-            stacklevel=4,
-        )
-
-    def _unobserved_pattern(self, X):
-        """The agreement pattern the fitted MLE makes least likely among those no row shows, as text.
-
-        By enumeration of the ``2 ** (d - 1)`` states up to a flip; None beyond
-        ``PATTERN_MAX_VARIABLES`` variables or if every possible pattern is observed.
-        """
-        d = X.shape[1]
-        if d > PATTERN_MAX_VARIABLES:
-            return None
-        E = self.edges_
-        states = (np.arange(2 ** (d - 1))[:, None] >> np.arange(d)[None, :]) & 1
-        possible = np.unique(states[:, E[:, 0]] == states[:, E[:, 1]], axis=0)
-        observed = {row.tobytes() for row in (X[:, E[:, 0]] == X[:, E[:, 1]])}
-        unseen = possible[[row.tobytes() not in observed for row in possible]]
-        if not len(unseen):
-            return None
-        log_p = unseen @ np.log(self.theta_hat_) + ~unseen @ np.log1p(-self.theta_hat_)
-        t = unseen[int(np.argmin(log_p))]
-        name = [f"({int(a)}, {int(b)})" for a, b in E]
-        agree = ", ".join(n for n, x in zip(name, t) if x)
-        disagree = ", ".join(n for n, x in zip(name, t) if not x)
-        parts = ([f"the ends of edges {agree} agree"] if agree else []) + (
-            [f"the ends of edges {disagree} disagree"] if disagree else []
-        )
-        return "a row in which " + " and ".join(parts)
-
-    def _mle_estimator(self, X):
-        """``(fitted estimator, whether it came fitted)``, per the ``mle`` parameter."""
-        mle = self.mle
-        if mle is not None and not isinstance(mle, (BaseDiscreteMRF, FrozenEstimator)):
-            # Validated by _parameter_constraints too, but a caller's fit may skip nested validation.
-            raise ValueError(
-                f"mle must be None, an skmrf discrete estimator (fitted or not, e.g. ExactMaxLikelihood(alpha=0.01)) "
-                f"or a FrozenEstimator of a fitted one; got {mle!r}."
-            )
-        if mle is not None and _is_fitted(mle):
-            inner = mle.estimator if isinstance(mle, FrozenEstimator) else mle
-            if not isinstance(inner, BaseDiscreteMRF):
-                raise ValueError(f"mle must hold an skmrf discrete estimator; got {type(inner).__name__}.")
-            self._check_fitted_graph(mle.model_)
-            return mle, True
-        if isinstance(mle, FrozenEstimator):
-            raise ValueError("mle is a FrozenEstimator of an unfitted estimator; fit it first, or pass it unwrapped.")
-        sym = np.vstack([X, 1 - X])  # flip-symmetrised: its MLE is an agreement model (see Notes)
-        if mle is None:
-            try:
-                return ExactMaxLikelihood(self.graph_, alpha=0.0).fit(sym), False
-            except TreewidthError:
-                return LAPEstimator(self.graph_, alpha=0.0).fit(sym), False
-        est = clone(mle)
-        params = {"graph": self.graph_}
-        if "n_states" in est.get_params():
-            params["n_states"] = 2
-        return est.set_params(**params).fit(sym), False
-
-    def _check_fitted_graph(self, model):
-        if model.n_variables != self.n_features_in_:
-            raise ValueError(
-                f"The fitted mle has {model.n_variables} variables but X has {self.n_features_in_} columns."
-            )
-        wide = np.flatnonzero(np.asarray(model.n_states) != 2)
-        if wide.size:
-            j = int(wide[0])
-            names = getattr(self, "feature_names_in_", None)
-            label = f"column {j}" if names is None else f"column {j} ({names[j]!r})"
-            raise ValueError(
-                f"The fitted mle models {label} with {int(model.n_states[j])} states, but the agreement model "
-                "(and so the MLE-induced likelihood) is binary. Fit the mle on binary data with n_states=2, or "
-                "pass it unfitted."
-            )
-        ours = {(min(u, v), max(u, v)) for u, v in self.edges_.tolist()}
-        theirs = set(model.graph.edges)
-        if ours != theirs:
-            extra = sorted(theirs - ours)
-            missing = sorted(ours - theirs)
-            raise ValueError(
-                "The fitted mle's graph differs from this estimator's: "
-                + (f"edges {missing[:5]} are missing" if missing else "")
-                + ("; " if missing and extra else "")
-                + (f"it has extra edges {extra[:5]}" if extra else "")
-                + ". Fit it on the same graph, or pass it unfitted."
-            )
-
-    def _precompute(self):
-        """Constants of the likelihood (Eq. 7) and the CDF tables of the copula (Eq. 8)."""
-        a = self.n_agree_.astype(np.float64)
-        n = float(self.n_samples_)
-        eta = self.eta0_
-        p = len(a)
-        log_binom = gammaln(n + 1.0) - gammaln(a + 1.0) - gammaln(n - a + 1.0)
-        const = float(np.sum(log_binom + a * np.log(eta) + (n - a) * np.log1p(-eta)))
-        copula = None
-        if self.copula == "gaussian":
-            copula = _exchangeable_gaussian_constants(float(self.rho), p)
-        self._scores = score_tables(a, n, eta)
-        self._lik = _LikelihoodConstants(
-            p=p,
-            eta=eta,
-            rest=1.0 - eta,
-            coef=np.concatenate([a, n - a, np.full(p, -n)]),
-            const=const,
-            copula=copula,
-            coef_density=np.stack([a + 1.0, n - a + 1.0, np.full(p, -n)]),
-            const_density=n * np.log1p(-eta) + self._scores.off,
-        )
 
     # -- evaluation ------------------------------------------------------------------------
     def _edge_queries(self, j, theta_j):
@@ -613,7 +537,7 @@ class MLEInducedLikelihood(BaseEstimator):
             ``log L_j(theta_j)``, of the broadcast shape of ``j`` and ``theta_j``.
         """
         j, theta = self._edge_queries(j, theta_j)
-        return marginal_log_likelihood_kernel(theta, self.n_agree_[j], self.n_samples_, self.eta0_[j])
+        return self._likelihood.marginal_log_likelihood(j, theta)
 
     def marginal_cdf(self, j, theta_j):
         """CDF ``F_j(theta_j)`` of the marginal likelihood normalised over ``(0, 1)`` (Eq. 8).
@@ -636,7 +560,7 @@ class MLEInducedLikelihood(BaseEstimator):
         j, theta = self._edge_queries(j, theta_j)
         shape = theta.shape
         j, theta = np.atleast_1d(j), np.atleast_1d(theta)
-        return ndtr(normal_scores(logit(theta), self._scores.take(j), clip=False)).reshape(shape)
+        return ndtr(self._likelihood.marginal_cdf_scores(j, theta)).reshape(shape)
 
     def normal_scores(self, theta):
         """The copula's normal scores ``u_j = Phi^{-1}(F_j(theta_j))`` (Eq. 8).
@@ -655,7 +579,7 @@ class MLEInducedLikelihood(BaseEstimator):
         """
         check_is_fitted(self)
         theta = check_agreement_parameters(theta, len(self.edges_))
-        return normal_scores(logit(theta), self._scores)
+        return self._likelihood.normal_scores(theta)
 
     def log_likelihood(self, theta):
         """The MLE-induced log-likelihood of agreement parameter vectors (Eq. 7 or Eq. 9).
@@ -678,30 +602,8 @@ class MLEInducedLikelihood(BaseEstimator):
             If an entry of ``theta`` is outside ``(0, 1)``, naming its index.
         """
         try:
-            lik = self._lik
+            likelihood = self._likelihood
         except AttributeError:
             check_is_fitted(self)
             raise
-        theta = np.asarray(theta, dtype=np.float64)
-        shape, p = theta.shape, lik.p
-        if not shape or shape[-1] != p:
-            check_agreement_parameters(theta, p)
-        # log theta, log(1 - theta) and log D (D = eta theta + (1 - eta)(1 - theta)) in one call.
-        logs = np.empty(shape[:-1] + (3, p))
-        logs[..., 0, :] = theta
-        rest = np.subtract(1.0, theta, out=logs[..., 1, :])
-        if not _MIN(logs[..., :2, :], axis=None, initial=np.inf) > 0:  # theta and 1 - theta > 0, no NaN
-            check_agreement_parameters(theta, p)
-        den = np.multiply(theta, lik.eta, out=logs[..., 2, :])
-        den += rest * lik.rest
-        np.log(logs, out=logs)
-        out = np.dot(logs.reshape(shape[:-1] + (3 * p,)), lik.coef)
-        out += lik.const
-        if lik.copula is None:
-            return out
-        half_log_det, c2, c1 = lik.copula
-        l_z = np.einsum("...kp,kp->...p", logs, lik.coef_density)
-        l_z += lik.const_density
-        u = normal_scores(logs[..., 0, :] - logs[..., 1, :], self._scores, l_z)
-        s1 = u.sum(axis=-1)
-        return out - half_log_det - c2 * np.einsum("...i,...i->...", u, u) + c1 * s1 * s1
+        return likelihood.log_likelihood(theta)

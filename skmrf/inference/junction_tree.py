@@ -14,6 +14,8 @@ import math
 
 import numpy as np
 
+from ..exceptions import TreewidthError
+
 __all__ = ["elimination_order", "JunctionTree", "Calibration", "TreewidthError", "DEFAULT_MAX_BYTES"]
 
 #: Largest spread (nats) of a table exponentiated in one piece (exp(-700) > 1e-305).
@@ -31,10 +33,6 @@ _ADVICE = (
     "score_method='pseudo' to score, method='gibbs' to sample (or raise max_bytes if you "
     "have the memory)."
 )
-
-
-class TreewidthError(ValueError):
-    """The model is too wide for exact inference within the memory budget."""
 
 
 def _logsumexp(a, axis):

@@ -8,6 +8,7 @@ from functools import cached_property
 import networkx as nx
 import numpy as np
 
+from ..exceptions import SamplingWarning
 from ..graphs import MRFGraph, resolve_graph
 from ..inference.conditionals import ConditionalPlan
 from ..inference.gibbs import GibbsSampler
@@ -27,10 +28,6 @@ __all__ = ["DiscreteMRF", "SamplingWarning"]
 MIX_MIN_CHAINS = 20
 #: Checkpoints over the second half of the sweeps at which the chains' statistics are recorded.
 MIX_CHECKS = 20
-
-
-class SamplingWarning(UserWarning):
-    """Gibbs chains of :meth:`DiscreteMRF.sample` did not mix: the samples are not model draws."""
 
 
 class DiscreteMRF:

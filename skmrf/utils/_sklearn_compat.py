@@ -3,6 +3,15 @@
 from sklearn.base import _fit_context
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
-__all__ = ["Interval", "Parallel", "StrOptions", "_fit_context", "check_is_fitted", "delayed", "validate_data"]
+__all__ = [
+    "Interval",
+    "Parallel",
+    "StrOptions",
+    "_check_sample_weight",
+    "_fit_context",
+    "check_is_fitted",
+    "delayed",
+    "validate_data",
+]

@@ -46,12 +46,15 @@ class AgreementData:
     edges : ndarray of int, shape (p, 2)
     graph : MRFGraph
         The resolved graph (for the junction tree and the colouring).
+    weight : ndarray of shape (n_samples,), optional
+        Row weights: ``n`` is then their sum and the agreement counts are sums of weights.
     """
 
-    def __init__(self, X, edges, graph):
+    def __init__(self, X, edges, graph, weight=None):
         self.edges, self.graph = edges, graph
-        self.n_samples, self.n_variables = X.shape
-        self.n_agree = agreement_counts(X[None], edges)[0]
+        self.n_variables = X.shape[1]
+        self.n_samples = X.shape[0] if weight is None else float(weight.sum())
+        self.n_agree = agreement_counts(X[None], edges)[0] if weight is None else agreement_counts(X, edges, weight)
 
     def unnormalised(self, theta, n_agree=None, n_rows=None):
         """``sum_j A_j log theta_j + (n - A_j) log(1 - theta_j)`` for each row of ``theta``."""
@@ -160,12 +163,12 @@ class PseudoLikelihood(CallableLikelihood):
     counts (:func:`skmrf.data.distinct_projections`), so a batch costs one sparse product.
     """
 
-    def __init__(self, data, X):
+    def __init__(self, data, X, weight=None):
         edges, d = data.edges, data.n_variables
         T = (X[:, edges[:, 0]] == X[:, edges[:, 1]]).astype(np.int64)
         incident = [np.flatnonzero((edges == i).any(axis=1)) for i in range(d)]
         subsets = [tuple(e.tolist()) for e in incident if len(e)]
-        subset, row, count = distinct_projections(T, subsets, np.full(T.shape[1], 2))
+        subset, row, count = distinct_projections(T, subsets, np.full(T.shape[1], 2), weight=weight)
         cols = [np.asarray(subsets[s]) for s in subset]
         lengths = np.array([len(c) for c in cols])
         rec = np.repeat(np.arange(len(cols)), lengths)

@@ -13,14 +13,11 @@ import itertools
 import numpy as np
 
 from ..data import c_order_strides
+from ..exceptions import NeighbourhoodTooLargeError
 from ..graphs import MRFGraph
 from ..inference.enumerate import Enumerator
 
 __all__ = ["AuxiliaryStructure", "NeighbourhoodTooLargeError", "auxiliary_factors", "group_by_structure"]
-
-
-class NeighbourhoodTooLargeError(ValueError):
-    """A 1-neighbourhood has too many joint states for an auxiliary problem."""
 
 
 #: Largest number of float64 entries of one auxiliary structure's enumerated features
@@ -192,7 +189,7 @@ class AuxiliaryStructure:
     def frequencies(self, counts):
         """``(batch, n_contexts, n_q_states)`` empirical frequencies from joint-state counts."""
         total = counts.sum(axis=1, keepdims=True)
-        freq = counts / np.maximum(total, 1)
+        freq = counts / np.where(total > 0, total, 1)  # weights may sum to less than one
         if self.perm is not None:
             freq = freq[:, self.perm]
         return freq.reshape((len(counts),) + self.F3.shape[:2])

@@ -1,0 +1,222 @@
+"""The schedules of :class:`~skmrf.MCMCMaxLikelihood`, as parameter objects.
+
+Each schedule owns exactly the settings that mean something to it, so none is silently
+ignored; both are scikit-learn parameter objects (``get_params(deep=True)``, ``clone`` and
+``GridSearchCV`` over ``schedule__eps`` work), the way scikit-learn passes kernels.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import NamedTuple
+
+from sklearn.base import BaseEstimator
+
+from ..utils._sklearn_compat import Interval, StrOptions
+
+__all__ = ["AdaptiveSchedule", "MCMCSchedule", "TheorySchedule"]
+
+_AUTO_COUNT = [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})]
+
+#: The adaptive schedule's "auto" values: chains, sweeps per step, most steps.
+ADAPTIVE_CHAINS = 1000
+ADAPTIVE_SWEEPS = 1
+ADAPTIVE_MAX_ITER = 2000
+
+
+class MCMCSchedule(NamedTuple):
+    """The schedule a fit ran (``schedule_`` of :class:`~skmrf.MCMCMaxLikelihood`).
+
+    ``kind`` is ``"theory"`` (Domke's Algorithm 1) or ``"adaptive"``; ``n_iter`` the steps
+    allowed (the adaptive rule may stop earlier: see ``n_iter_``), ``n_chains`` the chains,
+    ``n_sweeps`` the Gibbs sweeps per chain and step; ``fast_mixing`` whether the parameter
+    set is inside a fast-mixing set, so that the mixing bound of the theory holds.
+    """
+
+    kind: str
+    n_iter: int
+    n_chains: int
+    n_sweeps: int
+    fast_mixing: bool
+
+
+class AdaptiveSchedule(BaseEstimator):
+    """The default schedule of :class:`~skmrf.MCMCMaxLikelihood`: practical, with no guarantee.
+
+    Persistent Gibbs chains started at data rows, natural-gradient steps (the Fisher
+    information measured on the chains), a start at the pseudo-likelihood estimate, a stopping
+    rule on the gradient's noise level and the average of the last half of the iterates, in
+    the package's parametrisation, for pairwise models with any numbers of states.
+
+    Parameters
+    ----------
+    n_chains : int or "auto", default="auto"
+        Chains ``M``. "auto": 1000.
+    n_sweeps : int or "auto", default="auto"
+        Gibbs sweeps per chain and step. "auto": 1.
+    n_iter : int or "auto", default="auto"
+        Gradient steps. "auto": at most 2000, ended by the stopping rule (after at least
+        200); an integer runs exactly that many (no stopping rule).
+    tol : float, default=0.5
+        The stopping rule: stop when the gradient estimates averaged over the last 20 steps,
+        squared and divided by their Monte-Carlo variance, are below ``1 + tol`` on average
+        over the features (about 1 or less at the optimum, where only noise is left).
+    init : {"data", "uniform"}, default="data"
+        Start states of the chains: training rows (drawn by weight), or uniform.
+    persistent : bool, default=True
+        Keep the chains between steps (persistent contrastive divergence); False restarts
+        them from ``init`` at every step.
+    average : bool, default=True
+        Return the average of the last half of the iterates; False returns the last one.
+    lipschitz : float, default=None
+        Plain gradient steps ``gradient / lipschitz``. None: natural-gradient steps (with the
+        spectral set, ``L`` is the largest eigenvalue of the chains' feature covariance).
+    start_iter : int, default=1000
+        L-BFGS iterations of the pseudo-likelihood estimate the run starts from (the
+        pseudo-likelihood kernel, run to ``tol=1e-8`` or these many iterations); 0 starts at
+        zero.
+
+    See Also
+    --------
+    TheorySchedule : Domke's provable schedule inside a fast-mixing set.
+
+    Examples
+    --------
+    >>> from skmrf import AdaptiveSchedule, MCMCMaxLikelihood
+    >>> est = MCMCMaxLikelihood("chain", schedule=AdaptiveSchedule(n_chains=2000, n_sweeps=5))
+    >>> est.get_params()["schedule__n_chains"]
+    2000
+    """
+
+    kind = "adaptive"
+
+    _parameter_constraints: dict = {
+        "n_chains": _AUTO_COUNT,
+        "n_sweeps": _AUTO_COUNT,
+        "n_iter": _AUTO_COUNT,
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "init": [StrOptions({"uniform", "data"})],
+        "persistent": ["boolean"],
+        "average": ["boolean"],
+        "lipschitz": [Interval(Real, 0, None, closed="neither"), None],
+        "start_iter": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        n_chains="auto",
+        n_sweeps="auto",
+        n_iter="auto",
+        tol=0.5,
+        init="data",
+        persistent=True,
+        average=True,
+        lipschitz=None,
+        start_iter=1000,
+    ):
+        self.n_chains = n_chains
+        self.n_sweeps = n_sweeps
+        self.n_iter = n_iter
+        self.tol = tol
+        self.init = init
+        self.persistent = persistent
+        self.average = average
+        self.lipschitz = lipschitz
+        self.start_iter = start_iter
+
+    def _resolved(self):
+        """``(n_iter, n_chains, n_sweeps, tol or None)``: the "auto" values filled in; no
+        stopping rule when ``n_iter`` is given."""
+        n_iter = ADAPTIVE_MAX_ITER if isinstance(self.n_iter, str) else int(self.n_iter)
+        n_chains = ADAPTIVE_CHAINS if isinstance(self.n_chains, str) else int(self.n_chains)
+        n_sweeps = ADAPTIVE_SWEEPS if isinstance(self.n_sweeps, str) else int(self.n_sweeps)
+        return n_iter, n_chains, n_sweeps, (self.tol if isinstance(self.n_iter, str) else None)
+
+
+class TheorySchedule(BaseEstimator):
+    """Domke's (2015) Algorithm 1 with the K/M/v schedule of its theorems, for binary models.
+
+    Inside a fast-mixing set the result is within ``eps`` of the best parameters in the set
+    with probability ``1 - delta``. The theory's constants are conservative, so its schedules
+    are often astronomically long; fits over ``MAX_WORK`` single-site updates are refused with
+    the settings that would shorten them.
+
+    Parameters
+    ----------
+    eps : float, default=1.0
+        Target accuracy: ``eps_theta`` (parameter distance, ``alpha > 0``) or ``eps_f``
+        (objective, ``alpha = 0``).
+    delta : float, default=0.1
+        Allowed probability of missing ``eps``.
+    n_iter : int or "auto", default="auto"
+        Gradient steps ``K``; "auto": the theory's.
+    n_chains : int or "auto", default="auto"
+        Samples (chains) ``M`` per step; "auto": the theory's.
+    n_sweeps : int or "auto", default="auto"
+        Gibbs sweeps per chain and step; "auto": ``ceil(v / n_features)`` with the theory's
+        ``v`` single-site transitions.
+    init : {"uniform", "data"}, default="uniform"
+        Start states of the chains: uniform (the paper's ``r``), or training rows (contrastive
+        divergence).
+    persistent : bool, default=False
+        Keep the chains between steps (outside the theory's guarantee, whose proof needs
+        fresh chains at every step, Section 7).
+    average : bool, default=True
+        Return the average of all ``K`` iterates (Theorem 2's output); False returns the last
+        one (Corollary 9's).
+    lipschitz : float, default=None
+        ``L``; the step is ``gradient / L``. None: Theorem 1's ``4 R2^2 + alpha`` with
+        ``R2^2 = n_features + n_edges``.
+
+    See Also
+    --------
+    AdaptiveSchedule : the default, practical schedule.
+    skmrf.fast_mixing_schedule : the K/M/v schedule on plain numbers.
+
+    Examples
+    --------
+    >>> from skmrf import MCMCMaxLikelihood, TheorySchedule
+    >>> est = MCMCMaxLikelihood("chain", schedule=TheorySchedule(eps=0.5), alpha=1.0)
+    >>> est.get_params()["schedule__eps"]
+    0.5
+    """
+
+    kind = "theory"
+
+    _parameter_constraints: dict = {
+        "eps": [Interval(Real, 0, None, closed="neither")],
+        "delta": [Interval(Real, 0, 1, closed="neither")],
+        "n_iter": _AUTO_COUNT,
+        "n_chains": _AUTO_COUNT,
+        "n_sweeps": _AUTO_COUNT,
+        "init": [StrOptions({"uniform", "data"})],
+        "persistent": ["boolean"],
+        "average": ["boolean"],
+        "lipschitz": [Interval(Real, 0, None, closed="neither"), None],
+    }
+
+    def __init__(
+        self,
+        eps=1.0,
+        delta=0.1,
+        n_iter="auto",
+        n_chains="auto",
+        n_sweeps="auto",
+        init="uniform",
+        persistent=False,
+        average=True,
+        lipschitz=None,
+    ):
+        self.eps = eps
+        self.delta = delta
+        self.n_iter = n_iter
+        self.n_chains = n_chains
+        self.n_sweeps = n_sweeps
+        self.init = init
+        self.persistent = persistent
+        self.average = average
+        self.lipschitz = lipschitz
+
+    def _given(self):
+        """``(n_iter, n_chains, n_sweeps)`` as given (ints or ``"auto"``)."""
+        return self.n_iter, self.n_chains, self.n_sweeps

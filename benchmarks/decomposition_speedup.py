@@ -71,7 +71,7 @@ import numpy as np
 
 from skmrf import DecomposedEM, grid_graph
 from skmrf.datasets import sample_random_mrf
-from skmrf.estimators import _incomplete
+from skmrf.estimators import _incomplete_batch
 from skmrf.estimators._incomplete import COST_MODEL, IncompleteDataTerm, ModelTerm, cost_features
 from skmrf.model import DiscreteMRF
 
@@ -532,12 +532,16 @@ def part_costmodel(args, out):
             tables, n_table = term.tables(full), term.layout.n_table
             for unit in term._units:
                 index, evidence = unit.build()
-                tree = term._tree(unit.key)
+                tree = term._trees(unit.key)
                 for p in sorted({1, 8, 64, 512, 4096, len(unit)}):
                     if p > len(unit):
                         continue
-                    g = _incomplete._Group(tree, [[ix[:p] for ix in index]], evidence[:p], unit.counts[:p], n_table)
-                    t = cpu_time(lambda g=g, f=tables: [_incomplete._e_step_chunk(*c, f) for c in g.chunks()], 0.02, 3)
+                    g = _incomplete_batch.Group(
+                        tree, [[ix[:p] for ix in index]], evidence[:p], unit.counts[:p], n_table
+                    )
+                    t = cpu_time(
+                        lambda g=g, f=tables: [_incomplete_batch.e_step_chunk(*c, f) for c in g.chunks()], 0.02, 3
+                    )
                     n_ev = int((g.evidence >= 0).any(axis=0).sum())
                     f = cost_features(tree, g.index_floats, n_ev, p)
                     rows.append([t] + [f[k] for k in names])

@@ -5,6 +5,7 @@ import warnings
 import networkx as nx
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 
 from skmrf import DecomposedEM, ExactMaxLikelihood, grid_graph
 from skmrf.data.decompose import missing_components
@@ -18,6 +19,7 @@ from skmrf.inference.evidence import BatchedJunctionTree
 from skmrf.model import DiscreteMRF
 from skmrf.solvers.lbfgs import GRADIENT_FLOOR
 
+from . import brute_force as bf
 from .brute_force import incomplete_log_likelihood
 
 
@@ -129,6 +131,73 @@ def test_data_term_and_gradient_equal_enumeration(name, graph, n_states, Xf, pla
     log_z, marginals = ModelTerm(lay, model.get_junction_tree())(full)
     assert log_z == pytest.approx(cal.log_z, abs=1e-12)
     np.testing.assert_allclose(marginals, cal.clique_marginals(), atol=1e-13)
+
+
+def per_row_gradients(model, X):
+    """Each row's gradient of ``log p(observed part)`` in theta, by enumeration (as brute_force's sum)."""
+    xs = bf.states(model.n_states)
+    e, F = bf.energies(model, xs), bf.features(model, xs)
+    mu = np.exp(e - logsumexp(e)) @ F
+    out = np.empty((len(X), model.n_params))
+    for r, row in enumerate(X):
+        ok = np.all((row < 0) | (xs == row), axis=1)
+        out[r] = np.exp(e[ok] - logsumexp(e[ok])) @ F[ok] - mu
+    return out
+
+
+@pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_weighted_data_term_equals_repeated_rows_and_enumeration(name, graph, n_states, Xf, plan, monkeypatch):
+    decompose, costs = PLANS[plan]
+    for k, v in costs.items():
+        monkeypatch.setitem(_incomplete.COST_MODEL, k, v)
+    rng = np.random.default_rng(6)
+    model = DiscreteMRF(graph, n_states if np.ndim(n_states) else np.full(Xf.shape[1], n_states))
+    model.theta = rng.normal(size=model.n_params)
+    X = as_states(Xf)
+    X = X[~(X < 0).all(axis=1)]
+    full = model.layout.full_tables(model.theta)
+    weight = rng.integers(1, 5, len(X)).astype(np.float64)
+    weighted = IncompleteDataTerm(model.layout, X, decompose=decompose, weight=weight)
+    repeated = IncompleteDataTerm(model.layout, np.repeat(X, weight.astype(int), axis=0), decompose=decompose)
+    assert weighted.plan == repeated.plan
+    # Integer weights: every count is a sum of small integers, exact in float64, and the patterns
+    # and their order are those of the repeated rows, so the sums are the same floats.
+    value, grad = weighted.evaluate(full)
+    want_value, want_grad = repeated.evaluate(full)
+    assert value == want_value
+    np.testing.assert_array_equal(grad, want_grad)
+    # Fractional weights against enumeration: sum_r w_r log Z(d_r), sums of ~150 terms of size ~5
+    # (1e-10 relative is float64 rounding, as for the unweighted data term).
+    fractional = rng.random(len(X)) + 0.1
+    values = incomplete_log_likelihood(model, X)[0]
+    row_grads = per_row_gradients(model, X)
+    cal = model.calibrate()
+    term = IncompleteDataTerm(model.layout, X, decompose=decompose, weight=fractional)
+    value, grad = term.evaluate(full)
+    lay = model.layout
+    np.testing.assert_allclose(value - fractional.sum() * cal.log_z, fractional @ values, rtol=1e-10)
+    mu = cal.clique_marginals()[lay.theta_pos]
+    np.testing.assert_allclose(grad[lay.theta_pos] - fractional.sum() * mu, fractional @ row_grads, atol=1e-9)
+
+
+@pytest.mark.parametrize("plan", [False, True, "auto", "components"])
+def test_weighted_fit_equals_repeated_rows_for_every_plan(plan, monkeypatch):
+    # The fit with integer sample weights is the fit on the rows repeated, bit for bit, whatever
+    # the plan (the row-wise split forced at fit level as in check_plans_agree).
+    name, graph, n_states, Xf = CASES[2]
+    weight = np.random.default_rng(7).integers(0, 4, len(Xf))
+    kw = dict(method="gradient", alpha=0.01, max_iter=15, tol=1e-12)
+    if plan == "components":
+        force_components(monkeypatch)
+        plan = "auto"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # not converged, on purpose
+        a = DecomposedEM(graph, decompose=plan, **kw).fit(Xf, sample_weight=weight)
+        b = DecomposedEM(graph, decompose=plan, **kw).fit(np.repeat(Xf, weight, axis=0))
+    assert a.decompose_ == b.decompose_
+    np.testing.assert_array_equal(a.theta_, b.theta_)
+    np.testing.assert_array_equal(a.log_likelihood_trace_, b.log_likelihood_trace_)
 
 
 def test_auto_takes_the_cheapest_priced_plan():

@@ -805,7 +805,8 @@ def part_targets(args, out):  # one block per target, in the issue's order: long
         worst = min(sized, key=lambda r: r["data_term"]["speedup"])
         n_under = sum(r["data_term"]["speedup"] < 20 for r in sized)
         lines.append(
-            f"   at the paper's sizes and {1 - args.hidden:.0%} observed (Table 1, every seed): min x{worst['data_term']['speedup']:.1f} "
+            f"   at the paper's sizes and {1 - args.hidden:.0%} observed (Table 1, every seed): min "
+            f"x{worst['data_term']['speedup']:.1f} "
             f"({worst['network']} seed {worst['seed']}) over {len(sized)} data sets, {n_under} below x20"
         )
     pred = np.array([[r["data_term"]["speedup_predicted"], r["data_term"]["speedup"]] for r in rows])

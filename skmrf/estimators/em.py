@@ -192,7 +192,15 @@ class DecomposedEM(BaseDiscreteMRF):
     tables of the junction tree by one sparse product instead of a loop over
     the cliques.
 
-    Measured: see the user guide.
+    ``sample_weight`` weights the rows: a pattern's count is the sum of
+    its rows' weights, so integer weights give the fit on the rows
+    repeated, bit for bit, under every plan.
+
+    Measured (``benchmarks/decomposition_speedup.py``, results in
+    ``benchmarks/results/decomposition_speedup.txt``): ``decompose="auto"``
+    against the faster of ``False`` and ``True`` on every network of the
+    paper's Table 1 with 4 seeds each and at 50-95 % of the variables
+    always observed.
 
     References
     ----------

@@ -199,7 +199,7 @@ class DecomposedEM(BaseDiscreteMRF):
     Measured (``benchmarks/decomposition_speedup.py``, results in
     ``benchmarks/results/decomposition_speedup.txt``): ``decompose="auto"``
     against the faster of ``False`` and ``True`` on every network of the
-    paper's Table 1 with 4 seeds each and at 50-95 % of the variables
+    paper's Table 1 with 4 seeds each and at 50-95 %% of the variables
     always observed.
 
     References

@@ -5,15 +5,21 @@ import warnings
 import networkx as nx
 import numpy as np
 import pytest
+from scipy.special import logsumexp
 
 from skmrf import DecomposedEM, ExactMaxLikelihood, grid_graph
+from skmrf.data.decompose import missing_components
 from skmrf.datasets import sample_random_mrf
+from skmrf.estimators import _incomplete
+from skmrf.estimators import em as em_module
 from skmrf.estimators._existence import NoFiniteEstimateWarning
-from skmrf.estimators._incomplete import IncompleteDataTerm
+from skmrf.estimators._incomplete import IncompleteDataTerm, ModelTerm
 from skmrf.exceptions import TreewidthError
+from skmrf.inference.evidence import BatchedJunctionTree
 from skmrf.model import DiscreteMRF
 from skmrf.solvers.lbfgs import GRADIENT_FLOOR
 
+from . import brute_force as bf
 from .brute_force import incomplete_log_likelihood
 
 
@@ -77,9 +83,25 @@ def distance_bound(est, Xf, grad_max, h=1e-5):
     return np.sqrt(d) * grad_max / np.linalg.eigvalsh(-(H + H.T) / 2).min()
 
 
+#: The plans of the data term: the undecomposed baseline, the paper's sub-networks, the choice of
+#: the cost model, and the row-wise split forced, its components either all on their sub-network's
+#: tree ("hosted": a batch of their own never pays) or on trees of their own wherever smaller ("own").
+PLANS = {
+    "none": (False, {}),
+    "subnetworks": (True, {}),
+    "auto": ("auto", {}),
+    "components": ("components", {}),
+    "components-hosted": ("components", {"call": 1e3, "node": 1e3}),
+    "components-own": ("components", {k: 0.0 for k in _incomplete.COST_MODEL if k != "entry"}),
+}
+
+
 @pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
-@pytest.mark.parametrize("decompose", [True, False])
-def test_data_term_and_gradient_equal_enumeration(name, graph, n_states, Xf, decompose):
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_data_term_and_gradient_equal_enumeration(name, graph, n_states, Xf, plan, monkeypatch):
+    decompose, costs = PLANS[plan]
+    for k, v in costs.items():
+        monkeypatch.setitem(_incomplete.COST_MODEL, k, v)
     rng = np.random.default_rng(5)
     model = DiscreteMRF(graph, n_states if np.ndim(n_states) else np.full(Xf.shape[1], n_states))
     model.theta = rng.normal(size=model.n_params)
@@ -88,14 +110,161 @@ def test_data_term_and_gradient_equal_enumeration(name, graph, n_states, Xf, dec
     values, grad = incomplete_log_likelihood(model, X)
     lay = model.layout
     full = lay.full_tables(model.theta)
-    term = IncompleteDataTerm(lay, X, decompose=decompose, keep_rows=True)
+    term = IncompleteDataTerm(lay, X, decompose=decompose)
+    if decompose == "components":
+        assert term.plan == "components" and term.split.all()
+        hosted = [u.active is not None for u in term._units]
+        if plan == "components-hosted":
+            assert all(hosted)
+        if plan == "components-own" and name == "triple-clique":
+            assert not all(hosted)  # components on trees of their own (others stay hosted)
     value, table_grad = term.evaluate(full)
     cal = model.calibrate()
     mu = cal.clique_marginals()[lay.theta_pos]
     # Sums of ~150 log-probabilities of size ~5: agreement to 1e-10 relative is float64 rounding.
     np.testing.assert_allclose(value - len(X) * cal.log_z, values.sum(), rtol=1e-10)
     np.testing.assert_allclose(table_grad[lay.theta_pos] - len(X) * mu, grad, atol=1e-9)
-    np.testing.assert_allclose(term.row_log_evidence(full) - cal.log_z, values, atol=1e-10)
+    rows = IncompleteDataTerm(lay, X, decompose=decompose, keep_rows=True)
+    assert rows.plan in ("none", "subnetworks")  # per-row log-evidence needs one pattern per network
+    np.testing.assert_allclose(rows.row_log_evidence(full) - cal.log_z, values, atol=1e-10)
+    # The model term through the node tables: the same calibration, rounding apart (values of size ~10).
+    log_z, marginals = ModelTerm(lay, model.get_junction_tree())(full)
+    assert log_z == pytest.approx(cal.log_z, abs=1e-12)
+    np.testing.assert_allclose(marginals, cal.clique_marginals(), atol=1e-13)
+
+
+def per_row_gradients(model, X):
+    """Each row's gradient of ``log p(observed part)`` in theta, by enumeration (as brute_force's sum)."""
+    xs = bf.states(model.n_states)
+    e, F = bf.energies(model, xs), bf.features(model, xs)
+    mu = np.exp(e - logsumexp(e)) @ F
+    out = np.empty((len(X), model.n_params))
+    for r, row in enumerate(X):
+        ok = np.all((row < 0) | (xs == row), axis=1)
+        out[r] = np.exp(e[ok] - logsumexp(e[ok])) @ F[ok] - mu
+    return out
+
+
+@pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_weighted_data_term_equals_repeated_rows_and_enumeration(name, graph, n_states, Xf, plan, monkeypatch):
+    decompose, costs = PLANS[plan]
+    for k, v in costs.items():
+        monkeypatch.setitem(_incomplete.COST_MODEL, k, v)
+    rng = np.random.default_rng(6)
+    model = DiscreteMRF(graph, n_states if np.ndim(n_states) else np.full(Xf.shape[1], n_states))
+    model.theta = rng.normal(size=model.n_params)
+    X = as_states(Xf)
+    X = X[~(X < 0).all(axis=1)]
+    full = model.layout.full_tables(model.theta)
+    weight = rng.integers(1, 5, len(X)).astype(np.float64)
+    weighted = IncompleteDataTerm(model.layout, X, decompose=decompose, weight=weight)
+    repeated = IncompleteDataTerm(model.layout, np.repeat(X, weight.astype(int), axis=0), decompose=decompose)
+    assert weighted.plan == repeated.plan
+    # Integer weights: every count is a sum of small integers, exact in float64, and the patterns
+    # and their order are those of the repeated rows, so the sums are the same floats.
+    value, grad = weighted.evaluate(full)
+    want_value, want_grad = repeated.evaluate(full)
+    assert value == want_value
+    np.testing.assert_array_equal(grad, want_grad)
+    # Fractional weights against enumeration: sum_r w_r log Z(d_r), sums of ~150 terms of size ~5
+    # (1e-10 relative is float64 rounding, as for the unweighted data term).
+    fractional = rng.random(len(X)) + 0.1
+    values = incomplete_log_likelihood(model, X)[0]
+    row_grads = per_row_gradients(model, X)
+    cal = model.calibrate()
+    term = IncompleteDataTerm(model.layout, X, decompose=decompose, weight=fractional)
+    value, grad = term.evaluate(full)
+    lay = model.layout
+    np.testing.assert_allclose(value - fractional.sum() * cal.log_z, fractional @ values, rtol=1e-10)
+    mu = cal.clique_marginals()[lay.theta_pos]
+    np.testing.assert_allclose(grad[lay.theta_pos] - fractional.sum() * mu, fractional @ row_grads, atol=1e-9)
+
+
+@pytest.mark.parametrize("plan", [False, True, "auto", "components"])
+def test_weighted_fit_equals_repeated_rows_for_every_plan(plan, monkeypatch):
+    # The fit with integer sample weights is the fit on the rows repeated, bit for bit, whatever
+    # the plan (the row-wise split forced at fit level as in check_plans_agree).
+    name, graph, n_states, Xf = CASES[2]
+    weight = np.random.default_rng(7).integers(0, 4, len(Xf))
+    kw = dict(method="gradient", alpha=0.01, max_iter=15, tol=1e-12)
+    if plan == "components":
+        force_components(monkeypatch)
+        plan = "auto"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # not converged, on purpose
+        a = DecomposedEM(graph, decompose=plan, **kw).fit(Xf, sample_weight=weight)
+        b = DecomposedEM(graph, decompose=plan, **kw).fit(np.repeat(Xf, weight, axis=0))
+    assert a.decompose_ == b.decompose_
+    np.testing.assert_array_equal(a.theta_, b.theta_)
+    np.testing.assert_array_equal(a.log_likelihood_trace_, b.log_likelihood_trace_)
+
+
+def test_auto_takes_the_cheapest_priced_plan():
+    X, _ = sample_random_mrf(grid_graph(5, 5), 2000, n_states=2, random_state=0)
+    Xi = as_states(hide(X, np.random.default_rng(0), [0, 1, 2, 6, 8, 12, 24], rate=0.5))
+    lay = DiscreteMRF(grid_graph(5, 5), np.full(25, 2)).layout
+    term = IncompleteDataTerm(lay, Xi, decompose="auto")
+    assert set(term.predicted_cost) == {"none", "subnetworks", "components"}
+    assert term.plan == min(term.predicted_cost, key=term.predicted_cost.get)
+    # The built batches are the plan that was priced.
+    assert term.cost == pytest.approx(term.predicted_cost[term.plan], rel=1e-9)
+    for decompose, plan in ((False, "none"), (True, "subnetworks")):
+        forced = IncompleteDataTerm(lay, Xi, decompose=decompose)
+        assert forced.plan == plan and set(forced.predicted_cost) == {plan}
+    # A sub-network is split only into fewer patterns than it has: never more calibrations.
+    split = IncompleteDataTerm(lay, Xi, decompose="components")
+    assert split.n_calibrations <= split.n_patterns.sum()
+
+
+def test_batched_calibration_rescues_underflowing_patterns(monkeypatch):
+    # Tables spread over thousands of nats: in probability space some patterns' messages would
+    # underflow, and those must be calibrated again in log space (checked to happen) so that
+    # every log Z and marginal still equals enumeration.
+    rng = np.random.default_rng(0)
+    scopes = [(0, 1), (1, 2), (2, 3), (1, 4), (4,)]
+    n_states = np.array([2, 3, 2, 2, 3])
+    tree = BatchedJunctionTree(n_states, scopes)
+    P = 40
+    tables = [300.0 * rng.standard_normal((P,) + tuple(n_states[list(sc)])) for sc in scopes]
+    evidence = np.where(rng.random((P, 5)) < 0.3, rng.integers(0, 2, (P, 5)), -1)
+    calls = []
+    log_space = BatchedJunctionTree._log_space
+    monkeypatch.setattr(
+        BatchedJunctionTree, "_log_space", lambda self, b: calls.append(len(b[0])) or log_space(self, b)
+    )
+    log_z, marginals = tree.calibrate(tables, evidence)
+    assert calls and 0 < calls[0] < P  # some patterns, not all, were redone in log space
+    grid = np.indices(n_states).reshape(5, -1).T
+    for p in range(P):
+        energy = sum(t[p][tuple(grid[:, list(sc)].T)] for t, sc in zip(tables, scopes))
+        ok = np.all((evidence[p] < 0) | (grid == evidence[p]), axis=1)
+        lz = np.logaddexp.reduce(energy[ok])
+        # log Z of size ~1e3: relative rounding of the sums (1e-13 relative).
+        assert log_z[p] == pytest.approx(lz, rel=1e-13)
+        prob = np.zeros(len(energy))
+        prob[ok] = np.exp(energy[ok] - lz)
+        for sc, m in zip(scopes, marginals):
+            want = np.zeros(tuple(n_states[list(sc)]))
+            np.add.at(want, tuple(grid[:, list(sc)].T), prob)
+            # Probabilities: exp of energies known to ~1e-13 relative at size 1e3, so 1e-10 absolute.
+            np.testing.assert_allclose(m[p], want, atol=1e-10)
+
+
+def test_missing_components_match_connected_components_row_by_row():
+    rng = np.random.default_rng(3)
+    cliques = [(0, 1), (1, 2), (2, 3), (3, 4), (0, 4, 5), (5, 6), (6,), (7,)]
+    missing = rng.random((200, 8)) < 0.45
+    row, member = missing_components(missing, cliques)
+    assert np.all(np.diff(row) >= 0)
+    expected = []
+    for r in range(len(missing)):
+        g = nx.Graph()
+        g.add_nodes_from(np.flatnonzero(missing[r]).tolist())
+        g.add_edges_from((u, v) for c in cliques for u in c for v in c if u < v and missing[r, u] and missing[r, v])
+        expected += sorted((r, tuple(sorted(comp))) for comp in nx.connected_components(g))
+    got = sorted((int(r), tuple(np.flatnonzero(m).tolist())) for r, m in zip(row, member))
+    assert got == sorted(expected)
 
 
 @pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
@@ -116,9 +285,34 @@ def test_fit_is_a_stationary_point_of_the_brute_force_likelihood(name, graph, n_
     np.testing.assert_allclose(est.score_samples(Xf), values, atol=1e-10)
 
 
+def force_components(monkeypatch):
+    """Make DecomposedEM's data term the row-wise split whatever its cost (the plan auto may take)."""
+
+    def term(*args, decompose=None, **kwargs):
+        return IncompleteDataTerm(*args, decompose="components", **kwargs)
+
+    monkeypatch.setattr(em_module, "IncompleteDataTerm", term)
+
+
 @pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
-@pytest.mark.parametrize("method", ["em", "gradient"])
-def test_decompose_changes_nothing_but_the_cost(name, graph, n_states, Xf, method):
+@pytest.mark.parametrize(
+    "method, plan",
+    [
+        ("gradient", True),
+        ("gradient", "auto"),
+        ("gradient", "components"),
+        ("em", "auto"),
+        pytest.param("em", True, marks=pytest.mark.slow),
+        pytest.param("em", "components", marks=pytest.mark.slow),
+    ],
+)
+def test_decompose_changes_nothing_but_the_cost(name, graph, n_states, Xf, method, plan, monkeypatch):
+    check_plans_agree(graph, n_states, Xf, method, (plan,), monkeypatch)
+
+
+def check_plans_agree(graph, n_states, Xf, method, plans, monkeypatch):
+    # Each plan (decompose=True, "auto", or the row-wise split that auto may take, forced) against
+    # the undecomposed baseline (decompose=False): the same objective summed in another order.
     # L-BFGS: 15 iterations, unconverged on purpose. EM's M-steps stop at a tolerance that
     # follows the outer gradient, so a 1e-13 difference in the expected counts can move an
     # inner stopping decision mid-run (5e-8 observed after 15 iterations): EM is compared at
@@ -130,21 +324,27 @@ def test_decompose_changes_nothing_but_the_cost(name, graph, n_states, Xf, metho
     kw["tol"] = 1e-12 if unconverged else 1e-11
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # not converged, on purpose
-        a = DecomposedEM(graph, decompose=True, **kw).fit(Xf)
         b = DecomposedEM(graph, decompose=False, **kw).fit(Xf)
-    if unconverged:
-        assert a.n_iter_ == b.n_iter_
-        # Only the summation order differs (the observed difference is ~1e-13).
-        np.testing.assert_allclose(a.log_likelihood_trace_, b.log_likelihood_trace_, atol=1e-10)
-    # 1e-8: L-BFGS takes the same 15 steps (rounding apart); each EM run is within distance_bound of
-    # the same fixed point (checked to be below 5e-9, so the pair is within the issue's 1e-8).
+        fits = {d: DecomposedEM(graph, decompose=d, **kw).fit(Xf) for d in plans if d != "components"}
+        if "components" in plans:
+            force_components(monkeypatch)
+            fits["components"] = DecomposedEM(graph, **kw).fit(Xf)
+    assert b.decompose_ == "none" and b.n_subnetworks_ <= 1
+    for d, a in fits.items():
+        assert a.decompose_ == {True: "subnetworks", "components": "components"}.get(d, a.decompose_)
     if not unconverged:
         assert distance_bound(b, Xf, kw["tol"]) < 5e-9
-    np.testing.assert_allclose(a.theta_, b.theta_, atol=1e-8)
-    # At the fixed point the unpenalised log-likelihood has gradient alpha * theta: first order in the
-    # parameter difference, alpha * |theta|_1 * 1e-8 (~6e-10; was 1e-12, tighter than the solver allows).
-    assert a.log_likelihood_ == pytest.approx(b.log_likelihood_, abs=0.01 * np.abs(b.theta_).sum() * 1e-8 + 1e-13)
-    assert b.n_subnetworks_ <= 1 and a.n_distinct_rows_.sum() >= 1
+    for a in fits.values():
+        if unconverged:
+            assert a.n_iter_ == b.n_iter_
+            # Only the summation order differs (the observed difference is ~1e-13).
+            np.testing.assert_allclose(a.log_likelihood_trace_, b.log_likelihood_trace_, atol=1e-10)
+        # 1e-8: L-BFGS takes the same 15 steps (rounding apart); each EM run is within distance_bound of
+        # the same fixed point (checked to be below 5e-9, so the pair is within the issue's 1e-8).
+        np.testing.assert_allclose(a.theta_, b.theta_, atol=1e-8)
+        # At the fixed point the unpenalised log-likelihood has gradient alpha * theta: first order in the
+        # parameter difference, alpha * |theta|_1 * 1e-8 (~6e-10; was 1e-12, tighter than the solver allows).
+        assert a.log_likelihood_ == pytest.approx(b.log_likelihood_, abs=0.01 * np.abs(b.theta_).sum() * 1e-8 + 1e-13)
 
 
 @pytest.mark.filterwarnings("ignore:DecomposedEM did not converge")
@@ -152,13 +352,21 @@ def test_decomposition_compresses_a_grid():
     X, _ = sample_random_mrf(grid_graph(5, 5), 2000, n_states=2, random_state=0)
     rng = np.random.default_rng(0)
     Xf = hide(X, rng, [0, 8, 12, 24], rate=0.5)
-    a = DecomposedEM(grid_graph(5, 5), alpha=0.01, max_iter=2).fit(Xf)
+    a = DecomposedEM(grid_graph(5, 5), alpha=0.01, max_iter=2, decompose=True).fit(Xf)
     b = DecomposedEM(grid_graph(5, 5), alpha=0.01, max_iter=2, decompose=False).fit(Xf)
+    c = DecomposedEM(grid_graph(5, 5), alpha=0.01, max_iter=2).fit(Xf)
     assert a.n_subnetworks_ == 4  # the four hidden variables are not neighbours
     # Each sub-network sees a variable and its <= 4 neighbours: at most 3 * 2^4 patterns.
     assert a.n_distinct_rows_.max() <= 48
     assert b.n_distinct_rows_[0] > 10 * a.n_distinct_rows_.sum()
     assert a.inferences_per_iteration_ == a.n_distinct_rows_.sum() + 1
+    # auto: its plan's calibrations, never more than the sub-networks' patterns (a sub-network is
+    # split into its rows' components only when they are fewer). Here each component is one missing
+    # variable, whose pattern is its observed neighbours: at most 2^4 per variable, not 3 * 2^4.
+    assert c.decompose_ in ("none", "subnetworks", "components")
+    assert c.inferences_per_iteration_ <= a.inferences_per_iteration_
+    if c.decompose_ == "components":
+        assert c.inferences_per_iteration_ - 1 <= 4 * 16
 
 
 def test_em_log_likelihood_never_decreases():

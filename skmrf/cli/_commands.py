@@ -132,7 +132,7 @@ def _fit_alignment(args):
 def _fit_and_save(est, args, X, weight, label):
     source = args.alignment or args.data
     with _Progress(label, args.verbose), contextlib.redirect_stdout(sys.stderr), _user_errors(source):
-        est.fit(X, sample_weight=weight)
+        est.fit(X) if weight is None else est.fit(X, sample_weight=weight)
     try:
         with _user_errors(args.out):
             save_model(est, args.out)  # atomic: written beside args.out, then renamed

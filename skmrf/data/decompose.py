@@ -4,6 +4,13 @@ Refaat and Darwiche (Section 4): link two factors when they share a variable tha
 in some row; the connected components are the sub-networks. Within any row the sub-networks
 only meet in observed variables, so the data term of the likelihood is a sum over them
 (Theorem 1). Linear in the size of the structure.
+
+The same argument holds row by row (:func:`missing_components`): within one row, factors
+linked only through variables observed *in that row* are independent given the row, so each
+row's data term is a sum over the connected components of its missing entries. Cutting at
+the observed entries of each row, not only at the variables observed in every row, is the
+pruning of the network given each example that the paper's Section 3 starts from
+(Shachter's barren-node and evidence pruning).
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-__all__ = ["subnetworks"]
+__all__ = ["missing_components", "subnetworks"]
 
 
 def subnetworks(cliques, free):
@@ -44,3 +51,64 @@ def subnetworks(cliques, free):
     split = np.flatnonzero(np.diff(label[order])) + 1
     linked = np.array(linked)
     return sorted((tuple(linked[part].tolist()) for part in np.split(order, split)), key=lambda t: t[0])
+
+
+def missing_components(missing, cliques):
+    """Connected components of the missing entries of every row, linked through shared factors.
+
+    Two entries missing in the same row are linked when one factor holds both variables;
+    an entry missing in a row is then in exactly one component of that row, and every factor
+    holding a missing entry of the row holds the entries of one component only.
+
+    Parameters
+    ----------
+    missing : ndarray of bool, shape (n_rows, n_variables)
+        Which entries are missing.
+    cliques : sequence of tuple of int
+        The variables of each factor.
+
+    Returns
+    -------
+    row : ndarray of int64, shape (n_components,)
+        The row of each component, ascending.
+    member : ndarray of bool, shape (n_components, n_variables)
+        The variables of each component (missing in its row).
+
+    Notes
+    -----
+    One sparse graph over the missing entries of all rows, one
+    :func:`scipy.sparse.csgraph.connected_components` call: ``O(n_rows * n_pairs)`` for
+    ``n_pairs`` pairs of sometimes-missing variables that share a factor; no loop over rows.
+    """
+    missing = np.asarray(missing, dtype=bool)
+    n_rows, n_var = missing.shape
+    node = np.full(missing.shape, -1, dtype=np.int64)
+    node[missing] = np.arange(int(missing.sum()))
+    n_nodes = int(missing.sum())
+    if n_nodes == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros((0, n_var), dtype=bool)
+    free = missing.any(axis=0)
+    pairs = set()
+    for c in cliques:
+        f = [int(v) for v in c if free[v]]
+        pairs.update((f[i], f[j]) for i in range(len(f)) for j in range(i + 1, len(f)))
+    heads, tails = [], []
+    for u, v in sorted(pairs):
+        both = missing[:, u] & missing[:, v]
+        heads.append(node[both, u])
+        tails.append(node[both, v])
+    heads = np.concatenate(heads) if heads else np.zeros(0, dtype=np.int64)
+    tails = np.concatenate(tails) if tails else np.zeros(0, dtype=np.int64)
+    graph = coo_matrix((np.ones(len(heads)), (heads, tails)), shape=(n_nodes, n_nodes))
+    n_comp, label = connected_components(graph, directed=False)
+    # Nodes are numbered row by row, so first occurrences put the components in row order.
+    _, first = np.unique(label, return_index=True)
+    rank = np.empty(n_comp, dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(n_comp)
+    label = rank[label]
+    r, v = np.nonzero(missing)  # row-major, the order of the node numbers
+    member = np.zeros((n_comp, n_var), dtype=bool)
+    member[label, v] = True
+    row = np.zeros(n_comp, dtype=np.int64)
+    row[label] = r
+    return row, member

@@ -20,23 +20,55 @@ over its *free* variables, the ones missing somewhere in the data; its always-ob
 variables are sliced into each pattern's tables. Sub-networks of the same shape (free
 states and reduced cliques) share one batch.
 
-With ``decompose=False`` all the cliques that hold a free variable form a single network
-whose patterns are the distinct rows: the same algorithm on the undecomposed data with
-duplicate rows merged (the paper's baseline), for measuring what the decomposition buys.
+Three plans compute the same sum (``plan``):
+
+- ``"none"`` (``decompose=False``): all the cliques that hold a free variable form a single
+  network whose patterns are the distinct rows: the same algorithm on the undecomposed data
+  with duplicate rows merged (the paper's baseline).
+- ``"subnetworks"`` (``decompose=True``): the paper's decomposition, Eq. 2.
+- ``"components"`` (chosen by ``decompose="auto"`` when cheaper): the same cut made row by
+  row (:func:`~skmrf.data.decompose.missing_components`). Within one row, the cliques of a
+  sub-network linked only through entries observed *in that row* are independent given the
+  row, so ``log Z^s(d)`` is the sum of the log-potentials of the cliques the row fills
+  completely (counted once, like complete data) and of ``log Z_C(d)`` over the connected
+  components ``C`` of the row's missing entries. A component's pattern is its missing
+  variables and the observed states next to them, nothing else: one large sub-network whose
+  patterns are nearly all distinct compresses to a few hundred component patterns, each
+  calibrated on a tree over its own missing variables. Components of the same shape share a
+  batch; a shape too rare to pay for a batch of its own is calibrated on its sub-network's
+  tree with the other cliques' tables set to zero and the other variables clamped.
+
+``decompose="auto"`` prices each plan with a cost model of one evaluation
+(:func:`evaluation_cost`: patterns times the floats of a calibration, plus a fixed cost per
+batched call, both measured) and keeps the cheapest, per sub-network for the row-wise split.
+
+Modules: this one plans and evaluates (:class:`IncompleteDataTerm`); the cost model is in
+:mod:`._incomplete_cost`, the batches (units of patterns, their trees and gather matrices,
+the E-step of one chunk) in :mod:`._incomplete_batch`, the row-wise split in
+:mod:`._incomplete_split`, the maximal cliques' tables and the model term in
+:mod:`._incomplete_model`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..data import c_order_strides, distinct_projections, subnetworks
-from ..inference.evidence import BatchedJunctionTree
+from ..data import c_order_strides, count_joint_states, distinct_projections, subnetworks, transposed_states
 from ..utils._sklearn_compat import delayed
+from ._incomplete_batch import Group, TreeCache, Unit, by_shape, distinct_tuples, e_step_chunk, fold_rows
+from ._incomplete_cost import COST_MODEL, SPLIT_MIN_COST, cost_features, evaluation_cost, union_cost
+from ._incomplete_model import ModelTerm, factor_tables
+from ._incomplete_split import plan_split
 
-__all__ = ["IncompleteDataTerm", "compatible_counts"]
-
-#: Floats (pattern x table entries) per batched calibration: one task of the E-step.
-CHUNK_FLOATS = 1 << 20
+__all__ = [
+    "COST_MODEL",
+    "IncompleteDataTerm",
+    "ModelTerm",
+    "compatible_counts",
+    "cost_features",
+    "evaluation_cost",
+    "factor_tables",
+]
 
 
 def compatible_counts(layout, X):
@@ -59,44 +91,6 @@ def compatible_counts(layout, X):
     return out
 
 
-class _Group:
-    """Sub-networks of one shape: their patterns, batched.
-
-    ``index[j]`` has shape ``(P, m_j, size_j)``: for each pattern, the positions in the
-    flat full tables (plus a zero slot at ``n_table``) of the ``m_j`` cliques that reduce
-    to scope ``j``, at every joint state of the scope; their sum is the scope's table.
-    """
-
-    def __init__(self, tree, index, evidence, counts):
-        self.tree, self.index, self.evidence, self.counts = tree, index, evidence, counts
-
-    @property
-    def floats_per_pattern(self):
-        """Floats one pattern's calibration touches: its tree's tables and its table indices."""
-        return self.tree.entries + sum(ix.shape[1] * ix.shape[2] for ix in self.index)
-
-    def chunks(self):
-        per = max(1, CHUNK_FLOATS // max(1, self.floats_per_pattern))
-        n = len(self.counts)
-        return [(self, a, min(a + per, n)) for a in range(0, n, per)]
-
-
-def _e_step_chunk(group, a, b, full_ext, n_table, need_gradient=True):
-    """``sum_p n_p log Z(d_p)``, per-pattern ``log Z(d_p)`` and expected table counts."""
-    tables = [full_ext[ix[a:b]].sum(axis=1) for ix in group.index]
-    shaped = [t.reshape((b - a,) + s) for t, s in zip(tables, group.tree.scope_shapes)]
-    log_z, marginals = group.tree.calibrate(shaped, group.evidence[a:b])
-    counts = group.counts[a:b]
-    grad = None
-    if need_gradient:
-        grad = np.zeros(n_table + 1)
-        for ix, marg in zip(group.index, marginals):
-            w = counts[:, None, None] * marg.reshape(b - a, 1, -1)
-            weights = np.broadcast_to(w, ix[a:b].shape).ravel()
-            grad += np.bincount(ix[a:b].ravel(), weights=weights, minlength=n_table + 1)
-    return float(counts @ log_z), log_z, grad
-
-
 class IncompleteDataTerm:
     """``sum_i log Z(d_i)`` over the rows of incomplete data, and its gradient.
 
@@ -105,70 +99,172 @@ class IncompleteDataTerm:
     layout : skmrf.parametrisation.CliqueLayout
     X : ndarray of int64, shape (n_rows, n_variables)
         States, ``-1`` where missing; no row entirely missing.
-    decompose : bool
-        Sub-networks on always-observed variables (True) or one network (False).
+    decompose : {"auto", True, False}, default="auto"
+        The plan (module docstring): ``False`` one network (``"none"``), ``True`` the
+        paper's sub-networks (``"subnetworks"``), ``"auto"`` the cheapest of those and
+        the row-wise split (``"components"``) by :func:`evaluation_cost`.
     max_bytes : int, optional
         Memory budget of one calibration of a sub-network's tree (one pattern).
     keep_rows : bool, default=False
-        Keep which pattern each row shows, for :meth:`row_log_evidence`.
+        Keep which pattern each row shows, for :meth:`row_log_evidence` (the row-wise split
+        is then not considered).
     weight : ndarray of float64 of shape (n_rows,), optional
-        Row weights: a pattern's count is the sum of its rows' weights.
+        Row weights (``sample_weight``): a pattern's count is the sum of its rows' weights, so
+        integer weights give the counts of the rows repeated, exactly.
 
     Attributes
     ----------
     n_rows : int
     free : ndarray of bool, shape (n_variables,)
         Variables missing in at least one row.
+    plan : {"none", "subnetworks", "components"}
+        What was built.
     networks : list of tuple of int
-        The cliques (layout indices) of each sub-network with a free variable.
+        The cliques (layout indices) of each sub-network with a free variable (one network
+        holding all of them for ``plan="none"``).
     n_patterns : ndarray of int64, shape (n_networks,)
-        Distinct patterns (inferences per evaluation) of each sub-network.
-    observed_counts : ndarray of float64, shape (n_table,)
-        Table counts of the cliques without a free variable (zeros elsewhere).
+        Distinct patterns of the data projected on each network.
+    split : ndarray of bool, shape (n_networks,)
+        Networks whose patterns were cut into the components of their missing entries.
+    n_calibrations : int
+        Patterns calibrated per evaluation (all batches).
+    predicted_cost : dict
+        :func:`evaluation_cost` of one evaluation under each plan that was priced.
+    layout : CliqueLayout
+        Of the maximal cliques (:func:`factor_tables`), on which the batches are built;
+        ``clique_layout`` is the one given.
+    observed_counts : ndarray of float64, shape (layout.n_table,)
+        Table counts of the maximal cliques counted like complete data (zeros elsewhere).
     """
 
-    def __init__(self, layout, X, decompose=True, max_bytes=None, keep_rows=False, weight=None):
+    def __init__(self, layout, X, decompose="auto", max_bytes=None, keep_rows=False, weight=None):
+        # Everything below runs on the maximal cliques' tables (factor_tables): the same data
+        # term, fewer tables to gather per pattern; evaluate() maps the tables and counts.
+        self.clique_layout = layout
+        layout, self._factors = factor_tables(layout)
         self.layout = layout
-        self.n_rows, n_var = X.shape
-        missing = X < 0
-        self.free = missing.any(axis=0)
+        self.max_bytes = max_bytes
+        self.n_rows = X.shape[0]
+        self.free = (X < 0).any(axis=0)
         has_free = np.array([self.free[list(c)].any() for c in layout.cliques], dtype=bool)
         self.observed_cliques = np.flatnonzero(~has_free)
-        self.observed_counts = self._observed_counts(X, weight)
-        if decompose:
-            self.networks = subnetworks(layout.cliques, self.free)
-        else:
-            self.networks = [tuple(np.flatnonzero(has_free).tolist())] if has_free.any() else []
-        variables = [tuple(sorted({v for c in net for v in layout.cliques[c]})) for net in self.networks]
-        self.groups, self.n_patterns = [], np.zeros(len(self.networks), dtype=np.int64)
+        self._trees = TreeCache(max_bytes)
         self._X = X if keep_rows else None
-        self._row_patterns = np.zeros((self.n_rows, 0), dtype=np.int64)
-        if not self.networks:
-            return
-        k_missing = layout.n_states + 1  # "missing" is one more state, so patterns compress as states
-        Xc = np.where(missing, layout.n_states, X)
-        sub, row, count, inverse = distinct_projections(Xc, variables, k_missing, return_inverse=True, weight=weight)
-        self.n_patterns = np.bincount(sub, minlength=len(self.networks))
-        starts = np.concatenate([[0], np.cumsum(self.n_patterns)])
-        by_shape = {}
-        for s, net in enumerate(self.networks):
-            rows = row[starts[s] : starts[s + 1]]
-            key, parts = self._reduce(net, X[rows], count[starts[s] : starts[s + 1]])
-            by_shape.setdefault(key, []).append((s, parts))
+        self.groups, self.predicted_cost = [], {}
+        units, constant, which = self._plan(X, has_free, decompose, keep_rows, weight)
+        self.observed_counts = self._observed_counts(X, weight)
+        if constant is not None:
+            self.observed_counts += constant
+        self._build(units)
+        self.n_calibrations = int(sum(len(g.counts) for g in self.groups))
+        self._row_patterns = which if keep_rows else None
+
+    # -- planning --------------------------------------------------------------
+    def _plan(self, X, has_free, decompose, keep_rows, weight):
+        """Price the plans that ``decompose`` allows and keep the cheapest.
+
+        Sets ``plan``, ``networks``, ``n_patterns``, ``split`` and ``predicted_cost``. Returns
+        the chosen plan's units, the table counts that the row-wise split adds to the
+        complete-data ones (None for the other plans), and which pattern each row shows on
+        each network.
+        """
+        lay = self.layout
+        parts = subnetworks(lay.cliques, self.free)
+        projected, inverse = self._project(X, parts, weight)
+        coarse = [Unit(lay, n, self._free_of(n), X[r], c) for n, (r, c) in zip(parts, projected)]
+        units = {"subnetworks": coarse}
+        whole = self._price(units, inverse, has_free, X, weight, decompose)
+        split, constant = np.zeros(len(parts), dtype=bool), None
+        worth = self.predicted_cost.get("subnetworks", 0.0) >= SPLIT_MIN_COST
+        if parts and not keep_rows and (decompose == "components" or (decompose == "auto" and worth)):
+            units["components"], split, constant = plan_split(
+                lay, self._trees, parts, coarse, decompose == "components"
+            )
+            self.predicted_cost["components"] = self._trees.cost(units["components"])
+        self.plan = self._choose(decompose, split)
+        if self.plan == "none" and whole is None and len(parts) > 1:  # price it exactly before taking it
+            whole = self._whole(units, inverse, has_free, X, weight)
+            self.plan = self._choose(decompose, split)
+        self.networks, which = whole if self.plan == "none" and whole is not None else (parts, inverse)
+        units.setdefault("none", coarse)  # one sub-network (or none) is the whole network
+        chosen = "none" if self.plan == "none" else "subnetworks"  # the split's units are not patterns
+        self.n_patterns = np.array([len(u) for u in units[chosen]], dtype=np.int64)
+        self.split = split if self.plan == "components" else np.zeros(len(self.networks), dtype=bool)
+        return units[self.plan], constant if self.plan == "components" else None, which
+
+    def _price(self, units, inverse, has_free, X, weight, decompose):
+        """Price the sub-networks and the undecomposed network; returns the latter if built (``_whole``)."""
+        coarse = units["subnetworks"]
+        if decompose is not False or len(coarse) <= 1:
+            self.predicted_cost["subnetworks"] = self._trees.cost(coarse)
+        if len(coarse) <= 1:
+            return None
+        if decompose is False:
+            return self._whole(units, inverse, has_free, X, weight)
+        if decompose is not True:
+            # Priced from its sub-networks' trees (its tree is their forest) and its number of
+            # distinct rows; built only if it wins.
+            n_rows = len(np.unique(fold_rows(inverse)))
+            self.predicted_cost["none"] = union_cost([self._trees(u.key) for u in coarse], coarse, n_rows)
+        return None
+
+    def _choose(self, decompose, split):
+        """The plan: the one asked for, or the cheapest priced for ``decompose="auto"``."""
+        if decompose is False:
+            return "none"
+        if decompose == "components":
+            return "components" if split.any() else "subnetworks"
+        plan = min(self.predicted_cost, key=self.predicted_cost.get) if self.predicted_cost else "subnetworks"
+        return "subnetworks" if plan == "components" and not split.any() else plan  # the same units
+
+    def _whole(self, units, inverse, has_free, X, weight=None):
+        """The undecomposed network's unit (its distinct rows) and its exact price.
+
+        A row's pattern on the whole network is the tuple of its patterns on the sub-networks.
+        Returns ``(networks, which pattern each row shows)``.
+        """
+        rows, counts, which = distinct_tuples(inverse, weight)
+        net = tuple(np.flatnonzero(has_free).tolist())
+        units["none"] = [Unit(self.layout, net, self._free_of(net), X[rows], counts)]
+        self.predicted_cost["none"] = self._trees.cost(units["none"])
+        return [net], which[:, None]
+
+    def _project(self, X, parts, weight=None):
+        """Distinct patterns of the rows projected on each sub-network, in one pass.
+
+        Returns ``[(representative rows, counts)]`` per sub-network and the pattern (local
+        index) each row shows on each, shape ``(n_rows, n_parts)``.
+        """
+        lay = self.layout
+        if not parts:
+            return [], np.zeros((self.n_rows, 0), dtype=np.int64)
+        variables = [tuple(sorted({v for c in net for v in lay.cliques[c]})) for net in parts]
+        Xc = np.where(X < 0, lay.n_states, X)  # "missing" is one more state
+        sub, row, count, inverse = distinct_projections(
+            Xc, variables, lay.n_states + 1, return_inverse=True, weight=weight
+        )
+        starts = np.concatenate([[0], np.cumsum(np.bincount(sub, minlength=len(parts)))])
+        projected = [(row[a:b], count[a:b]) for a, b in zip(starts[:-1], starts[1:])]
+        return projected, inverse - starts[:-1][None, :]
+
+    def _free_of(self, cliques):
+        return sorted({v for c in cliques for v in self.layout.cliques[c] if self.free[v]})
+
+    # -- building --------------------------------------------------------------
+    def _build(self, units):
+        """Batch the units of each shape into one group."""
         self._pattern_of = {}
-        for key, members in by_shape.items():
-            n_states, scopes = key
-            tree = BatchedJunctionTree(n_states, scopes, max_bytes=max_bytes)
-            index = [self._stack([p["index"][j] for _, p in members]) for j in range(len(scopes))]
-            evidence = np.concatenate([p["evidence"] for _, p in members])
-            counts = np.concatenate([p["counts"] for _, p in members])
+        for key, us in by_shape(units).items():
+            built = [u.build() for u in us]
+            evidence = np.concatenate([b[1] for b in built])
+            counts = np.concatenate([u.counts for u in us])
             offset = 0
-            for s, p in members:  # where sub-network s's patterns sit in this group's batch
-                self._pattern_of[s] = (len(self.groups), offset)
-                offset += len(p["counts"])
-            self.groups.append(_Group(tree, index, evidence, counts))
-        if keep_rows:
-            self._row_patterns = inverse - starts[:-1][None, :]
+            for u in us:  # where each unit's patterns sit in this group's batch
+                self._pattern_of[id(u)] = (len(self.groups), offset)
+                offset += len(u)
+            tree = self._trees(key)
+            self.groups.append(Group(tree, [b[0] for b in built], evidence, counts, self.layout.n_table))
+        self._units = units
 
     def _observed_codes(self, X):
         """Codes into the flat tables of the cliques with no free variable, in chunks."""
@@ -180,49 +276,32 @@ class IncompleteDataTerm:
 
     def _observed_counts(self, X, weight=None):
         """Table counts (summed weights) of the cliques with no free variable (complete data there)."""
-        counts = np.zeros(self.layout.n_table)
-        for codes in self._observed_codes(X):
-            w = None if weight is None else np.repeat(weight, codes.shape[1])
-            counts += np.bincount(codes.ravel(), weights=w, minlength=self.layout.n_table)
-        return counts
-
-    def _reduce(self, net, rows_X, counts):
-        """The shape key of a sub-network and its patterns' gather indices and evidence."""
         lay = self.layout
-        free_vars = sorted({v for c in net for v in lay.cliques[c] if self.free[v]})
-        local = {v: i for i, v in enumerate(free_vars)}
-        by_scope = {}
-        for c in net:
-            scope = tuple(local[v] for v in lay.cliques[c] if self.free[v])
-            by_scope.setdefault(scope, []).append(c)
-        scopes = sorted(by_scope)
-        n_states = tuple(int(lay.n_states[v]) for v in free_vars)
-        index = []
-        for scope in scopes:
-            per_clique = []
-            for c in by_scope[scope]:
-                clique = lay.cliques[c]
-                strides = c_order_strides(lay.n_states[list(clique)])
-                is_free = self.free[list(clique)]
-                base = lay.table_offsets[c] + np.maximum(rows_X[:, list(clique)], 0)[:, ~is_free] @ strides[~is_free]
-                grid = np.indices(tuple(n_states[i] for i in scope)).reshape(len(scope), -1)
-                offsets = strides[is_free] @ grid
-                per_clique.append(base[:, None] + offsets[None, :])
-            index.append(np.stack(per_clique, axis=1))
-        evidence = rows_X[:, free_vars]
-        return (n_states, tuple(scopes)), {"index": index, "evidence": evidence, "counts": counts}
-
-    def _stack(self, arrays):
-        """Stack index arrays of several sub-networks, padding cliques with the zero slot."""
-        m = max(a.shape[1] for a in arrays)
-        pad = self.layout.n_table
-        return np.concatenate([np.pad(a, ((0, 0), (0, m - a.shape[1]), (0, 0)), constant_values=pad) for a in arrays])
+        counts = np.zeros(lay.n_table)
+        if not len(self.observed_cliques):
+            return counts
+        XT = transposed_states(np.maximum(X, 0), int(lay.n_states.max()))
+        sizes = np.array([len(lay.cliques[c]) for c in self.observed_cliques])
+        for size in np.unique(sizes):
+            members = self.observed_cliques[sizes == size]
+            var = np.array([lay.cliques[c] for c in members], dtype=np.int64)
+            n_configs = int(lay.table_sizes[members].max())
+            per = count_joint_states(XT, var, c_order_strides(lay.n_states[var]), n_configs, weight=weight)
+            keep = np.arange(n_configs)[None, :] < lay.table_sizes[members][:, None]
+            dest = lay.table_offsets[members][:, None] + np.arange(n_configs)[None, :]
+            counts[dest[keep]] = per[keep]
+        return counts
 
     # -- evaluation ----------------------------------------------------------
     @property
     def work(self):
         """Work of one evaluation: the floats of all the batched calibrations."""
         return sum(len(g.counts) * g.floats_per_pattern for g in self.groups)
+
+    @property
+    def cost(self):
+        """Predicted cost of one evaluation as built (:func:`evaluation_cost` per batch)."""
+        return sum(g.cost for g in self.groups)
 
     def tasks(self):
         """Independent pieces of one evaluation (one batched calibration each)."""
@@ -238,31 +317,32 @@ class IncompleteDataTerm:
         parallel : joblib.Parallel, optional
             Runs the batched calibrations; serial when omitted.
         """
-        n_table = self.layout.n_table
-        full_ext = np.append(full, 0.0)
+        full = self._factors @ full
         if parallel is None:
-            results = [_e_step_chunk(*t, full_ext, n_table) for t in self.tasks()]
+            results = [e_step_chunk(*t, full) for t in self.tasks()]
         else:
-            results = parallel(delayed(_e_step_chunk)(*t, full_ext, n_table) for t in self.tasks())
+            results = parallel(delayed(e_step_chunk)(*t, full) for t in self.tasks())
         value = float(self.observed_counts @ full)
         grad = self.observed_counts.copy()
         for v, _, g in results:
             value += v
-            grad += g[:n_table]
-        return value, grad
+            grad += g
+        return value, self._factors.T @ grad
+
+    def tables(self, full):
+        """The flat tables the batches gather from (the maximal cliques'), from the layout's ``full``."""
+        return self._factors @ full
 
     def row_log_evidence(self, full):
         """``log Z(d_r)`` of every row (needs ``keep_rows=True``)."""
-        lay = self.layout
-        full_ext = np.append(full, 0.0)
+        full = self._factors @ full
         per_group = [
-            np.concatenate([_e_step_chunk(*t, full_ext, lay.n_table, need_gradient=False)[1] for t in g.chunks()])
-            for g in self.groups
+            np.concatenate([e_step_chunk(*t, full, need_gradient=False)[1] for t in g.chunks()]) for g in self.groups
         ]
         out = np.zeros(self.n_rows)
         for codes in self._observed_codes(self._X):
             out += full[codes].sum(axis=1)
-        for s in range(len(self.networks)):
-            g, offset = self._pattern_of[s]
+        for s, unit in enumerate(self._units):
+            g, offset = self._pattern_of[id(unit)]
             out += per_group[g][offset + self._row_patterns[:, s]]
         return out

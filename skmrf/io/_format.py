@@ -49,6 +49,7 @@ ARRAYS = {
 #: estimator that adds one adds it here.
 FITTED_CHOICES = {
     "score_method_": {"exact", "ais", "bound", "pseudo"},
+    "decompose_": {"none", "subnetworks", "components"},
     "solver_": {"newton", "regression", "sparse", "chordal"},
 }
 #: Fitted attributes that are counts (a JSON integer, never a boolean, >= 0).

@@ -17,7 +17,7 @@ __all__ = ["GRADIENT_FLOOR", "minimize_in_box", "warn_if_not_converged"]
 GRADIENT_FLOOR = 1e-5
 
 
-def minimize_in_box(fun, x0, max_iter, tol, callback=None):
+def minimize_in_box(fun, x0, max_iter, tol, callback=None, n_corrections=20):
     """Minimise ``fun`` by L-BFGS-B on the box ``|theta_k| <= THETA_BOUND``.
 
     Parameters
@@ -32,6 +32,9 @@ def minimize_in_box(fun, x0, max_iter, tol, callback=None):
         Stop when the largest projected-gradient component is below ``tol``.
     callback : callable, optional
         ``callback(iteration, objective, grad_max)`` after every iteration.
+    n_corrections : int, default=20
+        Correction pairs L-BFGS keeps (scipy's ``maxcor``): its memory is about
+        ``(2 * n_corrections + 5) * len(x0)`` float64 numbers.
 
     Returns
     -------
@@ -61,7 +64,7 @@ def minimize_in_box(fun, x0, max_iter, tol, callback=None):
         method="L-BFGS-B",
         bounds=[(-THETA_BOUND, THETA_BOUND)] * len(x0),
         callback=on_iter,
-        options={"maxiter": max_iter, "gtol": tol, "ftol": 0.0, "maxcor": 20},
+        options={"maxiter": max_iter, "gtol": tol, "ftol": 0.0, "maxcor": n_corrections},
     )
     f, g = fun(res.x)
     return res.x, f, g, int(res.nit)

@@ -600,14 +600,67 @@ def _fit_one(method, Q, X, verbose):
     if method.startswith("lap_newton"):
         est = GaussianLAP(Q, newton_steps=int(method[len("lap_newton") :]), verbose=verbose).fit(X)
         return est, {"t": est.repair_factor_}
+    if method.startswith("ml_budget"):  # the sparse solver stopped after a time budget, with its certified gap
+        est = GaussianMaxLikelihood(Q, solver="sparse", max_time=float(method[9:]), verbose=verbose).fit(X)
+        return est, _ml_info(est)
+    if method == "ml_default":
+        est = GaussianMaxLikelihood(Q, verbose=verbose).fit(X)
+        return est, _ml_info(est)
+    if method == "ml_exact":  # the sparse solver run to a residual of 1e-10 (no statistical stopping)
+        est = GaussianMaxLikelihood(Q, solver="sparse", decrement_tol=None, verbose=verbose).fit(X)
+        return est, _ml_info(est)
     if method.startswith("ml_"):
         est = GaussianMaxLikelihood(Q, solver=method[3:], verbose=verbose).fit(X)
-        return est, {"solver": est.solver_}
+        return est, _ml_info(est)
+    if method == "quic":
+        return None, _quic(Q, X)
     if method == "glasso":  # standardised, as in fit_method
         sd = X.std(axis=0)
         est = GraphicalLasso(alpha=0.01, max_iter=100).fit((X - X.mean(axis=0)) / sd)
         return None, {"precision": est.precision_ / np.outer(sd, sd), "location": X.mean(axis=0), "n_iter": est.n_iter_}
     raise ValueError(method)
+
+
+def _ml_info(est):
+    """What GaussianMaxLikelihood reports about its stop (issue #28): residual, decrement, certified gap."""
+    info = {"solver": est.solver_}
+    for name in ("residual_", "decrement_", "objective_", "lower_bound_", "duality_gap_", "embedding_bound_"):
+        value = getattr(est, name, None)
+        if value is not None:
+            info[name.rstrip("_")] = float(value)
+    info["cg"] = [int(c) for c in getattr(est, "cg_iterations_", [])]
+    return info
+
+
+def _quic(Q, X):
+    """QUIC (skggm's ``inverse_covariance.quic``) on the fixed pattern: penalty 0 on it, 1e4 off it.
+
+    In standardised units (the problem GaussianMaxLikelihood solves): an entry off the pattern stays
+    zero when ``|W_ij - S_ij| <= lambda_ij``, always true at 1e4 since both are correlations. Its
+    stopping rule is its own (default ``tol=1e-6``); the objective it reached is reported.
+    """
+    import inverse_covariance.quic_graph_lasso as qgl
+    from inverse_covariance import quic
+    from sklearn.utils import as_float_array
+
+    # skggm2 0.2.10 passes force_all_finite, which scikit-learn 1.8 removed; the values are finite here.
+    qgl.as_float_array = lambda a, copy=True, **kwargs: as_float_array(a, copy=copy)
+    Xc = X - X.mean(axis=0)
+    sd = np.sqrt((Xc**2).mean(axis=0))
+    Z = Xc / sd
+    S = Z.T @ Z / len(Z)
+    mask = (sp.csr_array(Q) != 0).toarray()
+    lam = np.where(mask | np.eye(len(S), dtype=bool), 0.0, 1e4)
+    Theta, _, _, _, iters, _ = quic(S, lam, tol=1e-6, max_iter=1000)
+    Theta = np.where(mask, Theta, 0.0)
+    sign, logdet = np.linalg.slogdet(Theta)
+    objective = -logdet + float(np.sum(S * Theta)) if sign > 0 else None
+    return {
+        "precision": Theta / np.outer(sd, sd),
+        "location": X.mean(axis=0),
+        "n_iter": int(iters),
+        "objective": objective,
+    }
 
 
 def _sml_worker(pattern, p, method, n, n_test, blas_threads, verbose):
@@ -642,9 +695,9 @@ def _sml_worker(pattern, p, method, n, n_test, blas_threads, verbose):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
         warnings.simplefilter("always", ConvergenceWarning)
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         est, info = _fit_one(method, Q, X, verbose)
-        info["time"] = time.perf_counter() - t
+        info["time"], info["cpu"] = time.perf_counter() - t, time.process_time() - c
     info["converged"] = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
     del X
     Xt = _test_data(pattern, p, n_test, Q)
@@ -889,26 +942,32 @@ def part_ml_peers(args):
 
 
 def part_precond(args):
-    """Spectrum of the Newton system at the ML solution, with and without the chordal preconditioner."""
+    """Spectrum of the Newton system at the ML solution: no, Jacobi, chordal and torus preconditioners."""
     from skmrf.estimators.gaussian import GaussianMaxLikelihood
     from skmrf.estimators.gaussian.chordal import ChordalPattern
+    from skmrf.estimators.gaussian.lattice import detect_lattice
+    from skmrf.estimators.gaussian.newton_cg import _preconditioner
 
     out = _results("gaussian_lap_precond", args)
-    p, n = (100, 1000) if args.quick else (400, 1000)
-    out(f"\n== precond: the Newton system P_V(W U W) = -g of the sparse ML at its solution, p = {p}, n = {n} ==")
+    n = 1000
+    out(f"\n== precond: the Newton system P_V(W U W) = -g of the sparse ML at its solution, n = {n} ==")
     out("   H = the Hessian on the pattern (q x q, built column by column), J = its diagonal,")
-    out("   M = the chordal preconditioner (the embedding's inverse Hessian restricted to the pattern);")
+    out("   M = the chordal preconditioner (the embedding's inverse Hessian restricted to the pattern),")
+    out("   T = the torus preconditioner (lattices; issue #28), as the solver builds it at that point;")
     out("   kappa = largest / smallest eigenvalue; '>10 min' = eigenvalues of M H above 10 x its smallest")
-    out("   (CG needs about one iteration per such outlier, and sqrt(kappa) at worst)")
     out(
-        f"  {'pattern':>10} {'q':>6} {'fill':>7} {'kappa(H)':>10} {'kappa(J^-1 H)':>14} {'kappa(M H)':>11} "
-        f"{'>10 min':>8}"
+        f"  {'pattern':>10} {'r':>3} {'q':>6} {'fill':>7} {'kappa(H)':>10} {'kappa(J^-1 H)':>14} {'kappa(M H)':>11} "
+        f"{'>10 min':>8} {'kappa(T H)':>11}"
     )
-    for pattern in ("laplacian", "laplacian5", "random"):
+    widths = [8, 12] if args.quick else [8, 12, 16, 20]
+    cases = [(pattern, r) for pattern in ("laplacian5", "laplacian") for r in widths] + [("random", 20)]
+    for pattern, r in cases:
+        p = r * r
         Q, X = make_problem(pattern, p, n, seed=0)
-        est = GaussianMaxLikelihood(Q, solver="sparse").fit(X)
-        theta = sp.coo_array(sp.tril(sp.csr_array(est.precision_)))
-        cp = ChordalPattern(theta.row.astype(np.int64), theta.col.astype(np.int64), p)
+        est = GaussianMaxLikelihood(Q, solver="sparse", decrement_tol=None, tol=1e-8).fit(X)
+        theta = sp.coo_array(sp.tril(sp.csr_array(est.standardized_precision_)))
+        rows, cols = theta.row.astype(np.int64), theta.col.astype(np.int64)
+        cp = ChordalPattern(rows, cols, p)
         L, _ = cp.cholesky(theta.data)
         Y, _ = cp.inverse_on_pattern(L)
         eye = np.eye(len(theta.data))
@@ -919,11 +978,274 @@ def part_precond(args):
             ev = np.sort(np.linalg.eigvals(P @ H).real)  # similar to a symmetric positive definite matrix
             kappa.append(ev[-1] / ev[0])
         outliers = int(np.sum(ev > 10 * ev[0]))
+        lattice = detect_lattice(rows, cols, p)
+        torus = "-"
+        if lattice is not None:
+            T = _preconditioner(cp, lattice, L, Y, theta.data)
+            ev = np.sort(np.linalg.eigvals(np.column_stack([T(e) for e in eye]) @ H).real)
+            torus = f"{ev[-1] / ev[0]:.3g}"
         out(
-            f"  {pattern:>10} {len(eye):>6} {cp.n_fill:>7} {kappa[0]:>10.3g} {kappa[1]:>14.3g} {kappa[2]:>11.3g} "
-            f"{outliers:>8}"
+            f"  {pattern:>10} {r:>3} {len(eye):>6} {cp.n_fill:>7} {kappa[0]:>10.3g} {kappa[1]:>14.3g} "
+            f"{kappa[2]:>11.3g} {outliers:>8} {torus:>11}"
         )
     out.save()
+
+
+# ---------------------------------------------------------------------------
+# Issue #28: maximum likelihood at scale, stopped at statistical precision
+# ---------------------------------------------------------------------------
+def _q(pattern, p):
+    """Unknowns (variables plus edges) of a problem's pattern."""
+    Q = make_problem(pattern, p, 0)[0] if pattern != "random" else random_pattern(p)
+    return (sp.csr_array(Q).nnz + (p if pattern == "random" else 0) + p) // 2
+
+
+def _ml_cells(r):
+    """Cells of an ML row: wall, CPU, RSS, it, CG, decrement, residual, gap."""
+    if "status" in r:
+        return [r["status"], "-", f"{r['rss'] / 2**30:.2f}" if r.get("rss") else "-", "-", "-", "-", "-", "-"]
+    cg = r.get("cg") or []
+    cgs = "+".join(str(c) for c in cg) if len(cg) <= 8 else f"{sum(cg)} in {len(cg)}"
+    dec = r.get("decrement")
+    gap = r.get("duality_gap")
+    return [
+        f"{r['time']:.2f}",
+        f"{r['cpu']:.2f}",
+        f"{r['rss'] / 2**30:.2f}",
+        str(r.get("n_iter", "-")) + ("" if r.get("converged", True) else "!"),
+        cgs or "-",
+        f"{dec:.3g}" if isinstance(dec, float) else "-",
+        f"{r['residual']:.2g}" if isinstance(r.get("residual"), float) else "-",
+        f"{gap:.3g}" if isinstance(gap, float) else str(gap or "-"),
+    ]
+
+
+def part_scale28(args):
+    """Issue #28's table: ML to statistical precision on the 5-point lattice, L L^T with a budget, newton_steps."""
+    name = "gaussian_lap_scale28" + ("_" + "_".join(r.replace(":", "") for r in args.runs) if args.runs else "")
+    out = _results(name, args)
+    n = 1000
+    runs = [("laplacian5", 6084), ("laplacian5", 99856), ("laplacian", 6084)]
+    if args.quick:
+        runs = [("laplacian5", 400), ("laplacian", 400)]
+    if args.max_p >= 10**6:
+        runs.append(("laplacian5", 10**6))
+    if args.runs:
+        runs = [(r.split(":")[0], int(r.split(":")[1])) for r in args.runs]
+    out(f"\n== scale28: GaussianMaxLikelihood (default: stop at lambda^2/2 <= 1e-3 q/n), n = {n} rows ==")
+    out("   fresh subprocess per fit; wall and CPU seconds of the fit; RSS = peak resident memory (data included);")
+    out("   CG = CG iterations per Newton step (the last includes the confirmation of the decrement);")
+    out("   dec = lambda^2/2 at the estimate; resid = max |inv(Theta) - S| on the pattern (standardised);")
+    out("   gap = certified duality gap (objective - lower bound); q/n = the noise level of the objective;")
+    out("   score = held-out mean log-likelihood; L L^T gets max_time=60 (ml_budget60) and the gap it certifies")
+    head = f"  {'pattern':>10} {'p':>7} {'method':>13} {'wall s':>8} {'cpu s':>7} {'RSS GB':>6} {'it':>4} {'CG':>16}"
+    out(head + f" {'dec':>8} {'resid':>7} {'gap':>8} {'q/n':>6} {'score':>11} {'vs ML':>7} {'load':>5}")
+    for pattern, p in runs:
+        qn = _q(pattern, p) / n
+        big = p >= 10**6
+        # L L^T: 60 s of Newton iterations; 10^6: --budget-big seconds of them (the kill comes an hour later).
+        ml_name = "ml_budget60" if pattern == "laplacian" else f"ml_budget{args.budget_big:.0f}" if big else "ml_sparse"
+        lap = ["lap_raw", "lap_newton1", "lap_newton2", "lap_newton3"]
+        methods = [ml_name] + ([] if big or pattern == "laplacian" else lap)
+        results = {}
+        for m in methods:
+            budget = args.budget_big + 3600 if big else args.budget
+            log_path = os.path.join(RESULTS, "gaussian_lap_scale28_1e6.log") if big else None
+            results[m] = run_sml(pattern, p, m, n, args.n_test_big if big else args.n_test, budget, args, 1, log_path)
+            results[m]["load"] = _load()
+        ml = results[ml_name]
+        for m in methods:
+            r = results[m]
+            cells = _ml_cells(r)
+            score = r.get("score")
+            vs = "-"
+            if score is not None and ml.get("score") is not None and m != ml_name:
+                vs = f"{100 * (score - ml['score']) / abs(ml['score']):+.2f}%"
+            sc = "-" if score is None else f"{score:.3f}"
+            out(
+                f"  {pattern:>10} {p:>7} {m:>13} {cells[0]:>8} {cells[1]:>7} {cells[2]:>6} {cells[3]:>4} "
+                f"{cells[4]:>16} {cells[5]:>8} {cells[6]:>7} {cells[7]:>8} {qn:>6.1f} {sc:>11} {vs:>7} {r['load']:>5}"
+            )
+        if "time" in ml:
+            for m in methods[1:]:
+                r = results[m]
+                if "time" in r:
+                    wall, cpu = r["time"] / ml["time"], r["cpu"] / ml["cpu"]
+                    out(f"  {'':>10} {'':>7} {m}: {wall:.2f} of ML's wall time, {cpu:.2f} of its CPU")
+            if ml.get("lower_bound") is not None:
+                out(
+                    f"  {'':>10} {'':>7} certified: f* in [{ml['lower_bound']:.1f}, {ml['objective']:.1f}] "
+                    f"(gap {ml['duality_gap']:.3g} = {ml['duality_gap'] / qn:.2g} x q/n); embedding bound "
+                    f"{ml.get('embedding_bound')}"
+                )
+    out.save()
+
+
+def part_peers28(args):
+    """Maximum likelihood on the 5-point lattice, side by side: sparse (default), dense Newton, regression, QUIC."""
+    out = _results("gaussian_lap_peers28", args)
+    n, budget = 1000, (30 if args.quick else args.budget)
+    sizes = [100, 400] if args.quick else [400, 1600, 6084]
+    out(f"\n== peers28: ML with the 5-point lattice pattern, n = {n}, one run; ratio = time / sparse time ==")
+    out("   sparse = GaussianMaxLikelihood() (stops at statistical precision); exact = the same to residual 1e-10;")
+    out("   newton/regression = the dense solvers (tol 1e-10, statistical stop for newton);")
+    out("   QUIC = skggm's quic, penalty 0 on the pattern and 1e4 off it (the same problem, dense; its tol 1e-6);")
+    out(f"   f = -log det + tr(S Theta) in standardised units; fresh subprocess each, stopped after {budget:.0f} s")
+    out(
+        f"  {'p':>5} {'method':>14} {'wall s':>8} {'cpu s':>7} {'ratio':>8} {'RSS GB':>6} {'it':>5} {'f':>14} "
+        f"{'score':>10} {'load':>5}"
+    )
+    for p in sizes:
+        rows = {}
+        for m in ("ml_sparse", "ml_exact", "ml_newton", "ml_regression", "quic"):
+            rows[m] = run_sml("laplacian5", p, m, n, args.n_test, budget, args)
+            rows[m]["load"] = _load()
+        base = rows["ml_sparse"].get("time")
+        for m, r in rows.items():
+            if "status" in r:
+                out(f"  {p:>5} {m:>14} {r['status']:>8}")
+                continue
+            ratio = f"{r['time'] / base:7.2f}x" if base else "-"
+            f = r.get("objective")
+            score = r.get("score")
+            out(
+                f"  {p:>5} {m:>14} {r['time']:>8.2f} {r['cpu']:>7.2f} {ratio:>8} {r['rss'] / 2**30:>6.2f} "
+                f"{r.get('n_iter', '-')!s:>5} {f if f is None else f'{f:.6f}':>14} "
+                f"{score if score is None else f'{score:.3f}':>10} {r['load']:>5}"
+            )
+    out.save()
+
+
+def _research_problem(pattern, p, n=1000, seed=0):
+    """Standardised data (one row per variable), the chordal pattern, s on the embedding and the pattern."""
+    from skmrf.estimators.gaussian.chordal import ChordalPattern, covariance_on_embedding
+    from skmrf.estimators.gaussian.lattice import detect_lattice
+
+    Q, X = make_problem(pattern, p, n, seed)
+    Z = X - X.mean(axis=0)
+    Z /= np.sqrt((Z**2).mean(axis=0))
+    lo = sp.coo_array(sp.tril(sp.csr_array(Q)))
+    if pattern == "random":
+        lo = sp.coo_array(sp.tril(sp.csr_array(Q)) + sp.identity(p))  # the diagonal is in the pattern
+    rows, cols = lo.row.astype(np.int64), lo.col.astype(np.int64)
+    cp = ChordalPattern(rows, cols, p)
+    s_stored = covariance_on_embedding(np.ascontiguousarray(Z.T), cp, float(n))
+    return cp, s_stored, detect_lattice(rows, cols, p)
+
+
+def _research_newton(cp, s, x0, lattice, variant, n, budget):
+    """Newton-CG to statistical precision with one preconditioner variant; (steps, CG list, cpu s, f)."""
+    from skmrf.estimators.gaussian import newton_cg
+    from skmrf.estimators.gaussian.lattice import TorusPreconditioner
+
+    original = newton_cg._preconditioner
+    if variant == "torus-dirichlet":
+        newton_cg._preconditioner = lambda pattern, lat, L, Y, x: TorusPreconditioner(lat, x)
+    try:
+        c = time.process_time()
+        res = newton_cg.newton_cg_covsel(
+            cp,
+            s,
+            x0,
+            max_iter=60,
+            decrement_tol=1e-3 * len(s) / n,
+            lattice=None if variant == "chordal" else lattice,
+            max_time=budget,
+        )
+        return res.n_iter, res.cg_iterations, time.process_time() - c, res.objective, res.decrement
+    finally:
+        newton_cg._preconditioner = original
+
+
+def part_research28(args):
+    """CG iterations per Newton step against the grid width for each preconditioner, and starts for L L^T."""
+    from skmrf.estimators.gaussian.chordal import embedding_start, likelihood_start, objective
+    from skmrf.estimators.gaussian.lattice import stationary_fit
+    from skmrf.estimators.gaussian.sparse_ml import choose_start, rescale
+
+    out = _results("gaussian_lap_research28", args)
+    n = 1000
+    widths = [12, 20] if args.quick else [20, 40, 78]
+    budget = 30.0 if args.quick else args.budget
+    out(f"\n== research28 (a): CG iterations per Newton step against the grid width, n = {n} ==")
+    out("   start: the package's (best of rescaled stationary, embedding, diagonal); stop at lambda^2/2 <= 1e-3 q/n;")
+    out("   torus-eig = the package's lattice preconditioner (shift to the iterate's smallest eigenvalue),")
+    out("   torus-dirichlet = shift to the median stencil's Dirichlet minimum,")
+    out("   chordal = the chordal embedding's inverse Hessian restricted to the pattern;")
+    out(f"   '!' = stopped by a {budget:.0f} s budget; the last CG count includes the confirmation solve")
+    head = f"  {'pattern':>10} {'r':>4} {'precond':>16} {'steps':>5} {'CG per step':>40}"
+    out(head + f" {'CG':>6} {'cpu s':>7} {'load':>5}")
+    for pattern in ("laplacian5", "laplacian"):
+        for r in widths:
+            cp, s_stored, lattice = _research_problem(pattern, r * r, n)
+            s = s_stored[cp.index]
+            x_e, _ = embedding_start(cp, s_stored)
+            x_st = rescale(cp, s, stationary_fit(lattice, s)[lattice.kind])
+            _, x0, _ = choose_start(cp, s, {"embedding": x_e, "stationary": x_st})
+            for variant in ("torus-eig", "torus-dirichlet", "chordal"):
+                steps, cg, cpu, f, dec = _research_newton(cp, s, x0, lattice, variant, n, budget)
+                done = dec <= 1e-3 * len(s) / n
+                cgs = "+".join(map(str, cg))
+                cgs = cgs if len(cgs) <= 40 else cgs[:37] + "..."
+                out(
+                    f"  {pattern:>10} {r:>4} {variant:>16} {steps:>4}{'' if done else '!'} {cgs:>40} {sum(cg):>6} "
+                    f"{cpu:>7.2f} {_load():>5}"
+                )
+    out(f"\n== research28 (b): positive definite starts, n = {n}: objective f0 (inf = not positive definite) ==")
+    out("   and Newton steps / CG iterations from it to statistical precision with the torus-eig preconditioner")
+    out(f"  {'pattern':>10} {'r':>4} {'start':>22} {'f0':>14} {'steps':>5} {'CG':>6} {'cpu s':>7} {'f':>14}")
+    for pattern in ("laplacian5", "laplacian"):
+        for r in widths:
+            cp, s_stored, lattice = _research_problem(pattern, r * r, n)
+            s = s_stored[cp.index]
+            x_e, bound = embedding_start(cp, s_stored)
+            stationary = stationary_fit(lattice, s)[lattice.kind]
+            diagonal = np.where(cp.diagonal, 1.0 / np.where(cp.diagonal, s, 1.0), 0.0)
+            starts = {
+                "diagonal": diagonal,
+                "embedding (fill 0)": x_e,
+                "stationary": stationary,
+                "stationary rescaled": rescale(cp, s, stationary),
+                "diag->embedding seg.": likelihood_start(cp, s, _embedding_raw(cp, s_stored))[0],
+            }
+            for name, x0 in starts.items():
+                f0 = objective(cp, s, x0) if x0 is not None else np.inf
+                if not np.isfinite(f0):
+                    out(f"  {pattern:>10} {r:>4} {name:>22} {'inf':>14}")
+                    continue
+                steps, cg, cpu, f, dec = _research_newton(cp, s, x0, lattice, "torus-eig", n, budget)
+                done = dec <= 1e-3 * len(s) / n
+                out(
+                    f"  {pattern:>10} {r:>4} {name:>22} {f0:>14.3f} {steps:>4}{'' if done else '!'} {sum(cg):>6} "
+                    f"{cpu:>7.2f} {f:>14.3f}"
+                )
+            out(f"  {pattern:>10} {r:>4} {'embedding bound':>22} {bound:>14.3f}")
+    out(f"\n== research28 (c): the chordal preconditioner on random sparse patterns (mean degree 4), n = {n} ==")
+    out(f"  {'p':>6} {'fill':>9} {'steps':>5} {'CG per step':>40} {'CG':>6} {'cpu s':>7}")
+    for p in [100, 400] if args.quick else [400, 1600, 3000]:
+        cp, s_stored, _ = _research_problem("random", p, n)
+        s = s_stored[cp.index]
+        x_e, _ = embedding_start(cp, s_stored)
+        _, x0, _ = choose_start(cp, s, {"embedding": x_e})
+        steps, cg, cpu, f, dec = _research_newton(cp, s, x0, None, "chordal", n, budget)
+        done = dec <= 1e-3 * len(s) / n
+        cgs = "+".join(map(str, cg))
+        out(f"  {p:>6} {cp.n_fill:>9} {steps:>4}{'' if done else '!'} {cgs[:40]:>40} {sum(cg):>6} {cpu:>7.2f}")
+    out.save()
+
+
+def _embedding_raw(cp, s_stored):
+    """The embedding ML on the pattern with its fill zeroed, positive definite or not."""
+    import chompack
+    import cvxopt
+
+    X = chompack.cspmatrix(cp.symb, blkval=cvxopt.matrix(s_stored.copy()))
+    try:
+        chompack.completion(X)
+    except ArithmeticError:
+        return np.where(cp.diagonal, 1.0, 0.0)
+    chompack.llt(X)
+    return cp.values(X)
 
 
 def main():
@@ -959,6 +1281,9 @@ def main():
     parts = {"fig8": part_fig8, "timing": part_timing, "big": part_big, "sparse_ml": part_sparse_ml}
     parts["ml_peers"] = part_ml_peers
     parts["precond"] = part_precond
+    parts["scale28"] = part_scale28
+    parts["peers28"] = part_peers28
+    parts["research28"] = part_research28
     unknown = set(args.parts) - set(parts)
     if unknown:
         ap.error(f"unknown parts {sorted(unknown)}; choose from {', '.join(parts)}")

@@ -136,7 +136,8 @@ def _gaussian_cases():
         cases.append((f"glap_nobias/{key}", key, dict(cls=GaussianLAP, params={"bias_correction": False})))
         cases.append((f"glap_shrink/{key}", key, dict(cls=GaussianLAP, params={"shrinkage": 0.1})))
         cases.append((f"glap_centred/{key}", key, dict(cls=GaussianLAP, params={"assume_centered": True})))
-        cases.append((f"gml/{key}", key, dict(cls=GaussianMaxLikelihood, params={})))
+        # decrement_tol=None: the exact optimum (to tol), whose tolerance test_golden derives from tol.
+        cases.append((f"gml/{key}", key, dict(cls=GaussianMaxLikelihood, params={"decrement_tol": None})))
         cases.append((f"gml_regression/{key}", key, dict(cls=GaussianMaxLikelihood, params={"solver": "regression"})))
     # Too few samples for a positive-definite LAP estimate: the shrink repair.
     cases.append(("glap_repair/p400_n60", "p400_n60", dict(cls=GaussianLAP, params={"repair": "shrink"})))

@@ -15,12 +15,15 @@ import numpy as np
 import pytest
 
 from skmrf import (
+    AdaptiveSchedule,
     DecomposedEM,
     ExactMaxLikelihood,
     GaussianLAP,
     GaussianMaxLikelihood,
     LAPEstimator,
+    MCMCMaxLikelihood,
     PseudoLikelihoodEstimator,
+    TheorySchedule,
 )
 from skmrf.cli import METHODS, build_parser, main
 from skmrf.io import FORMAT_VERSION, ModelFileError, load_model, read_header, save_model
@@ -213,7 +216,7 @@ def test_csv_header_maps_graph_nodes_by_name(tmp_path, capsys, binary):
 
 def test_csv_without_pandas(tmp_path, capsys, binary, monkeypatch):
     """Without pandas, CSV files are still read (csv module) and edge files still map names."""
-    monkeypatch.setattr("skmrf.cli._pandas", lambda: None)
+    monkeypatch.setattr("skmrf.cli._common.pandas", lambda: None)
     lines = ["a,b,c,d,e,f"] + [",".join(map(str, row)) for row in binary]
     (tmp_path / "x.csv").write_text("\n".join(lines) + "\n")
     (tmp_path / "edges.csv").write_text("f,a\na,c\n")
@@ -266,6 +269,45 @@ def test_sample_refuses_a_gaussian_model(tmp_path, capsys, gaussian):
     np.save(tmp_path / "x.npy", gaussian)
     assert run(capsys, "fit", "-m", "gaussian-ml", tmp_path / "x.npy", "-o", tmp_path / "g.npz")[0] == 0
     check_error(capsys, ["sample", tmp_path / "g.npz", "-o", tmp_path / "s.npy"], "GaussianMaxLikelihood", "discrete")
+
+
+# -- --set NAME__PARAM=VALUE: parameters of parameter objects -------------------------------
+def test_nested_set_builds_the_default_schedule_and_sets_its_parameters(tmp_path, capsys, npy, binary):
+    model = tmp_path / "m.npz"
+    argv = ["fit", "-m", "mcmc", npy, "-o", model, "--random-state", 0]
+    assert run(capsys, *argv, "--set", "schedule__n_chains=60", "--set", "schedule__n_iter=8")[0] == 0
+    loaded = load_model(model)  # the file keeps the object and its parameters
+    assert type(loaded.schedule) is AdaptiveSchedule
+    assert loaded.schedule.get_params() == AdaptiveSchedule(n_chains=60, n_iter=8).get_params()
+    # The same fit as the Python API with the same object, bit for bit (same process, same seed).
+    reference = MCMCMaxLikelihood(schedule=AdaptiveSchedule(n_chains=60, n_iter=8), random_state=0).fit(binary)
+    np.testing.assert_array_equal(loaded.model_.theta, reference.model_.theta)
+
+
+def test_nested_set_after_a_schedule_string_builds_that_schedule(tmp_path, capsys, npy):
+    model = tmp_path / "m.npz"
+    nested = ["--set", "schedule__n_iter=3", "--set", "schedule__n_chains=20", "--set", "schedule__n_sweeps=1"]
+    # The string is read first wherever it stands: every NAME__PARAM applies to its object.
+    argv = ["fit", "-m", "mcmc", npy, "-o", model, "--alpha", 1, *nested[:2], "--set", "schedule=theory", *nested[2:]]
+    assert run(capsys, *argv)[0] == 0
+    params = load_model(model).get_params()
+    assert type(params["schedule"]) is TheorySchedule
+    assert (params["schedule__n_iter"], params["schedule__n_chains"], params["schedule__n_sweeps"]) == (3, 20, 1)
+
+
+def test_nested_set_refuses_unknown_names_with_the_valid_ones(tmp_path, capsys, npy):
+    out = tmp_path / "m.npz"
+    line = check_error(capsys, ["fit", "-m", "mcmc", npy, "-o", out, "--set", "schedule__bogus=1"], "schedule__bogus")
+    assert "AdaptiveSchedule (the schedule 'adaptive') has no parameter 'bogus'; its parameters are average, " in line
+    argv = ["fit", "-m", "mcmc", npy, "-o", out, "--set", "schedule=theory", "--set", "schedule__start_iter=5"]
+    check_error(capsys, argv, "TheorySchedule (the schedule 'theory') has no parameter 'start_iter'", "eps")
+    argv = ["fit", "-m", "mcmc", npy, "-o", out, "--set", "schedule=fast", "--set", "schedule__eps=1"]
+    check_error(capsys, argv, "schedule='fast' is not one of ['adaptive', 'theory']")
+    check_error(capsys, ["fit", npy, "-o", out, "--set", "alpha__x=1"], "'alpha' is not a parameter object")
+    check_error(capsys, ["fit", npy, "-o", out, "--set", "nothing__x=1"], "expected NAME=VALUE with NAME a parameter")
+    # A value the schedule refuses is refused by its own validation, at fit, as any parameter is.
+    check_error(capsys, ["fit", "-m", "mcmc", npy, "-o", out, "--set", "schedule__n_chains=-3"], "n_chains")
+    assert not out.exists()
 
 
 # -- help and errors ---------------------------------------------------------------------

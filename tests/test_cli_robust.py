@@ -176,7 +176,7 @@ def test_interrupt_is_exit_130_and_leaves_no_partial_file(files, capsys, monkeyp
         f.write(b"PK half a model")
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("skmrf.io.np.savez_compressed", interrupted)
+    monkeypatch.setattr("skmrf.io._save.np.savez_compressed", interrupted)
     before = os.listdir(files)
     code, out, err = run(capsys, "fit", "-m", "exact", files / "x.npy", "-o", files / "n.npz")
     assert code == 130 and err == "skmrf: interrupted\n" and out == ""
@@ -196,7 +196,7 @@ def test_disk_full_when_writing_samples_keeps_the_old_file(files, capsys, monkey
     out.write_text("the previous samples")
     before = os.listdir(files)
     if suffix == ".npy":
-        monkeypatch.setattr("skmrf.cli.np.save", _disk_full)
+        monkeypatch.setattr("skmrf.cli._tables.np.save", _disk_full)
     else:
 
         class FullWriter:  # writes the header, then the disk is full
@@ -209,7 +209,7 @@ def test_disk_full_when_writing_samples_keeps_the_old_file(files, capsys, monkey
             def writerows(self, rows):
                 _disk_full()
 
-        monkeypatch.setattr("skmrf.cli.csv.writer", FullWriter)
+        monkeypatch.setattr("skmrf.cli._tables.csv.writer", FullWriter)
     line = check_error(capsys, ["sample", files / "m.npz", "-n", 5, "-o", out], "No space left on device")
     assert f"cannot write {out}" in line
     assert out.read_text() == "the previous samples"  # a failed write leaves the old file whole
@@ -221,11 +221,11 @@ def test_disk_full_when_saving_a_model_or_scores(files, capsys, monkeypatch):
         f.write(b"PK")
         _disk_full()
 
-    monkeypatch.setattr("skmrf.io.np.savez_compressed", half_then_full)
+    monkeypatch.setattr("skmrf.io._save.np.savez_compressed", half_then_full)
     before = os.listdir(files)
     check_error(capsys, ["fit", "-m", "exact", files / "x.npy", "-o", files / "n.npz"], "n.npz", "No space left")
     assert leftovers(files, before) == []
-    monkeypatch.setattr("skmrf.cli.np.save", _disk_full)
+    monkeypatch.setattr("skmrf.cli._tables.np.save", _disk_full)
     check_error(capsys, ["score", files / "m.npz", files / "x.npy", "--per-row", files / "r.npy"], "r.npy", "No space")
     assert leftovers(files, before) == []
 
@@ -443,10 +443,10 @@ def test_an_internal_error_through_the_interpreter(tmp_path, binary):
     """A bug is exit code 1 and one line; SKMRF_DEBUG=1 shows Python's traceback instead."""
     np.save(tmp_path / "x.npy", binary)
     code = (
-        "import sys, skmrf.cli as cli\n"
+        "import sys, skmrf.cli as cli, skmrf.cli._commands as commands\n"
         "def bug(*args, **kwargs):\n"
         "    raise IndexError('index 9 is out of bounds')\n"
-        "cli.read_table = bug\n"
+        "commands.read_table = bug\n"
         "sys.exit(cli.main(['fit', 'x.npy', '-o', 'm.npz']))\n"
     )
     res = _python("-c", code, cwd=tmp_path)

@@ -20,6 +20,7 @@ MODULES = [
     "skmrf.metrics",
     "skmrf.estimators",
     "skmrf.estimators.gaussian",
+    "skmrf.protein",
 ]
 # Public modules being added on other branches: checked once they exist.
 MODULES += [name for name in ["skmrf.plotting"] if importlib.util.find_spec(name) is not None]

@@ -24,7 +24,8 @@ from skmrf import (
     MetropolisHastingsMRF,
     PseudoLikelihoodEstimator,
 )
-from skmrf.io import FORMAT_VERSION, ModelFileError, _digest, load_model, read_header, save_model
+from skmrf.io import FORMAT_VERSION, ModelFileError, load_model, read_header, save_model
+from skmrf.io._format import digest as _digest
 
 RNG = np.random.default_rng(0)
 BINARY = RNG.integers(0, 2, size=(200, 4))
@@ -500,3 +501,84 @@ def test_integer_column_labels_round_trip_and_refit_by_label(tmp_path):
     np.testing.assert_array_equal(loaded.feature_labels_in_, est.feature_labels_in_)
     assert loaded.score(X) == est.score(X)  # same arithmetic on the same parameters
     assert clone(loaded).fit(X).graph_.factors == est.graph_.factors
+
+
+# -- the state protocol (skmrf/estimators/_protocol.py) -------------------------------------------
+def _same_state(a, b):
+    """Two ``__skmrf_state__`` dicts equal bit for bit (sparse arrays compared by their CSR arrays)."""
+    assert a.keys() == b.keys()
+    for key in a:
+        x, y = a[key], b[key]
+        if hasattr(x, "indptr"):
+            for part in ("data", "indices", "indptr"):
+                np.testing.assert_array_equal(getattr(x, part), getattr(y, part), err_msg=f"{key}.{part}")
+        elif isinstance(x, np.ndarray):
+            assert x.dtype == y.dtype, key
+            np.testing.assert_array_equal(x, y, err_msg=key)
+        else:
+            assert x == y or (x != x and y != y), key  # NaN log Z of a precision that is not PD
+
+
+@pytest.mark.parametrize("kind", list(MODELS))
+def test_the_state_protocol_round_trips_every_estimator_exactly(saved, kind):
+    """``__skmrf_state__`` -> a new estimator's ``__skmrf_set_state__`` -> the same state and scores.
+
+    The new estimator gets the other public fitted attributes (``n_features_in_``, ``score_method_``,
+    ...) as attributes, as :func:`load_model` sets them; the state alone sets the model.
+    """
+    from sklearn.base import clone
+
+    from skmrf.estimators._protocol import STATE_ATTRIBUTES, STATE_FIELDS
+
+    est, _ = saved[kind]
+    state = est.__skmrf_state__()
+    family = est.__skmrf_kind__
+    assert set(state) <= set(STATE_FIELDS[family])
+    new = clone(est)
+    for key, value in vars(est).items():
+        if key.endswith("_") and not key.startswith("_") and key not in STATE_ATTRIBUTES[family]:
+            setattr(new, key, value)
+    assert new.__skmrf_set_state__(state) is new
+    _same_state(new.__skmrf_state__(), state)
+    _same_model(est, new, MODELS[kind][1])
+    assert (
+        new.__skmrf_state__()["theta" if family == "discrete" else "location"]
+        is not state["theta" if family == "discrete" else "location"]
+    )  # the new estimator owns its arrays
+
+
+@pytest.mark.parametrize("kind", ["exact", "lap-ais", "pseudo", "gaussian-ml"])
+def test_the_state_is_the_fitted_model(saved, kind):
+    """What ``__skmrf_state__`` holds is the fitted model's, read from its public attributes."""
+    est, _ = saved[kind]
+    state = est.__skmrf_state__()
+    if est.__skmrf_kind__ == "discrete":
+        expected = {"n_states", "theta", "factors", "names"} | ({"log_partition"} if kind != "pseudo" else set())
+        assert set(state) == expected | ({"log_partition_std"} if kind == "lap-ais" else set())
+        assert state["factors"] == est.graph_.factors and state["theta"] is est.model_.theta
+        assert state.get("log_partition") == est.log_partition_
+    else:
+        np.testing.assert_array_equal(state["precision"].toarray(), est.standardized_precision_.toarray())
+        assert (state["adjacency"] != est.adjacency_).nnz == 0
+        assert state["log_partition"] == est.log_partition_ and state["is_positive_definite"] is True
+
+
+def test_io_and_plotting_use_no_estimator_class_and_no_private_member():
+    """#25, item 5: no import of the estimators' base classes in skmrf.io or skmrf.plotting, and no
+    private attribute read on anything but scikit-learn's own parameter validation."""
+    import ast
+    from pathlib import Path
+
+    import skmrf
+
+    root = Path(skmrf.__file__).parent
+    allowed = {"_validate_params", "_parameter_constraints"}  # scikit-learn's parameter validation
+    for path in [*root.joinpath("io").glob("*.py"), *root.joinpath("plotting").glob("*.py")]:
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                names = {a.name for a in node.names}
+                assert not names & {"BaseDiscreteMRF", "_BaseGaussianMRF"}, f"{path.name} imports {names}"
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                owner = ast.unparse(node.value)
+                assert node.attr in allowed or owner in {"np.lib", "os"}, f"{path.name}: {owner}.{node.attr}"

@@ -136,6 +136,43 @@ def test_unfitted_or_foreign_objects_are_refused():
         skplt.plot_graph(MLEInducedLikelihood())
 
 
+class _Wrapper:
+    """Not an skmrf class: a fitted model held by another object (a pipeline step, a user's class)."""
+
+    def __init__(self, **attributes):
+        self.__dict__.update(attributes)
+
+
+def test_any_object_with_a_model_is_drawn_by_its_attributes(ax, grid_fit):
+    """Duck typing (#25, item 5): plotting reads model_ and feature_names_in_, not the class."""
+    wrapped = _Wrapper(model_=grid_fit.model_, graph="grid:3x4")
+    for kind in ["maxabs", "norm"]:
+        np.testing.assert_array_equal(skplt.coupling_matrix(wrapped, kind), skplt.coupling_matrix(grid_fit, kind))
+    np.testing.assert_array_equal(skplt.node_values(wrapped), skplt.node_values(grid_fit))
+    image = skplt.plot_grid(wrapped, "horizontal", ax=ax).images[0].get_array()  # shape from its graph
+    np.testing.assert_array_equal(image, skplt.plot_grid(grid_fit, "horizontal").images[0].get_array())
+    named = _Wrapper(model_=binary_model(), feature_names_in_=np.array(["a", "b", "c"], dtype=object))
+    skplt.plot_graph(named, ax=ax)
+    assert [t.get_text() for t in ax.texts] == ["a", "b", "c"]
+
+
+def test_any_object_with_a_precision_is_drawn_by_its_attributes(ax):
+    """A scikit-learn GraphicalLasso has precision_ and no adjacency_: its graph is the non-zeros."""
+    from sklearn.covariance import GraphicalLasso
+
+    glasso = GraphicalLasso(alpha=0.3).fit(gaussian_chain(5, 2))
+    P = glasso.precision_
+    rows, cols = np.nonzero(np.triu(P, k=1))
+    assert 0 < len(rows) < 10  # some pairs shrunk to zero: the pattern is not the complete graph
+    edges, values = skplt.edge_couplings(glasso)
+    assert edges.tolist() == np.column_stack([rows, cols]).tolist()
+    # 1e-12: the same division and square root of the same entries (a few ulp).
+    np.testing.assert_allclose(values, -P[rows, cols] / np.sqrt(P[rows, rows] * P[cols, cols]), rtol=1e-12)
+    assert skplt.plot_couplings(glasso, ax=ax).get_title() == "partial correlations"
+    with pytest.raises(ValueError, match="got _Wrapper"):  # not square: not a precision
+        skplt.edge_couplings(_Wrapper(precision_=np.ones(3)))
+
+
 # -- views --------------------------------------------------------------------------------------
 
 
@@ -160,7 +197,7 @@ def test_coupling_image_shows_the_matrix(ax, gaussian_fit):
 
 
 def test_large_models_are_drawn_as_points_not_a_dense_image(ax, monkeypatch, gaussian_fit):
-    monkeypatch.setattr(skplt, "MAX_IMAGE_FEATURES", 3)
+    monkeypatch.setattr(skplt._couplings, "MAX_IMAGE_FEATURES", 3)
     skplt.plot_couplings(gaussian_fit, ax=ax)
     assert not ax.images
     points = ax.collections[0]
@@ -272,6 +309,28 @@ def test_estimators_without_a_trace_are_named(ax, binary_data):
         skplt.plot_trace(est, ax=ax)
     with pytest.raises(NotFittedError):
         skplt.plot_trace(MCMCMaxLikelihood(), ax=ax)
+
+
+def test_any_object_with_a_trace_method_is_drawn(ax):
+    """plot_trace draws what __skmrf_trace__ returns, whatever the class; its keys are checked."""
+    series = {"loss": np.array([[3.0, 2.0, 1.5], [2.5, 2.2, 1.4]]), "time": np.array([[0.1, 0.2, 0.3]])}
+    trace = skplt.Trace(series, "epoch", "loss", keys_from="history_", default_keys=("loss",))
+    runner = _Wrapper(__skmrf_trace__=lambda: trace)
+    skplt.plot_trace(runner, ax=ax)
+    assert len(ax.lines) == 2 and ax.get_xlabel() == "epoch" and ax.get_ylabel() == "loss"
+    np.testing.assert_array_equal(ax.lines[1].get_ydata(), series["loss"][1])
+    np.testing.assert_array_equal(ax.lines[0].get_xdata(), [0, 1, 2])
+    with pytest.raises(ValueError, match=r"_Wrapper.history_ has no \['lr'\]; its keys are \['loss', 'time'\]"):
+        skplt.plot_trace(runner, keys=["lr"], ax=ax)
+
+
+def test_a_loaded_mcmc_model_has_no_trace_and_says_so(ax, binary_data, tmp_path):
+    from skmrf.io import load_model, save_model
+
+    est = MCMCMaxLikelihood(schedule=AdaptiveSchedule(n_chains=50, n_iter=5), random_state=0).fit(binary_data)
+    loaded = load_model(save_model(est, tmp_path / "m.npz"))
+    with pytest.raises(ValueError, match="MCMCMaxLikelihood has no convergence trace: a model read by load_model"):
+        skplt.plot_trace(loaded, ax=ax)
 
 
 # -- docstrings ---------------------------------------------------------------------------------

@@ -541,3 +541,37 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         """The fitted parameter vector (``model_.theta``)."""
         check_is_fitted(self)
         return self.model_.theta
+
+    # -- the state protocol of skmrf.io (skmrf/estimators/_protocol.py) -------
+    __skmrf_kind__ = "discrete"
+
+    def __skmrf_state__(self):
+        """The fitted model's defining arrays: ``n_states``, ``theta``, ``factors``, ``names`` and,
+        where the estimator has them, ``log_partition`` and ``log_partition_std`` (read here, so a
+        deferred AIS estimate is made). The estimator's own arrays, not copies."""
+        check_is_fitted(self)
+        state = {
+            "n_states": np.asarray(self.n_states_, dtype=np.int64),
+            "theta": self.model_.theta,
+            "factors": self.graph_.factors,
+            "names": self.graph_.names,
+        }
+        for key in ("log_partition", "log_partition_std"):
+            value = getattr(self, key + "_", None)
+            if value is not None:
+                state[key] = float(value)
+        return state
+
+    def __skmrf_set_state__(self, state):
+        """Set ``graph_``, ``n_states_``, ``model_`` and ``log_partition_`` (None when ``state`` has
+        none), and ``log_partition_std_`` where given, from :meth:`__skmrf_state__`'s dict."""
+        for key in ("_log_partition", "_log_partition_std", "_log_partition_upper", "_ais_random_state"):
+            self.__dict__.pop(key, None)  # of an earlier fit: nothing is estimated later
+        n_states = np.array(state["n_states"], dtype=np.int64)
+        self.graph_ = MRFGraph(len(n_states), tuple(tuple(f) for f in state["factors"]), state["names"])
+        self.n_states_ = n_states
+        self.model_ = DiscreteMRF(self.graph_, n_states, state["theta"])
+        self.log_partition_ = state.get("log_partition")
+        if "log_partition_std" in state:
+            self.log_partition_std_ = state["log_partition_std"]
+        return self

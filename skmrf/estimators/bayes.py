@@ -35,10 +35,11 @@ from ..solvers._convergence import warn_not_converged
 from ..utils._docstrings import fill_doc
 from ..utils._mcmc_diagnostics import RHAT_MAX, effective_sample_size, split_rhat
 from ..utils._parallel import parallel_or_serial
-from ..utils._sklearn_compat import Interval, StrOptions, delayed
+from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted, delayed
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
 from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._protocol import Trace
 from .mle_induced import fit_mle_induced, parameter_edges
 
 __all__ = ["MetropolisHastingsMRF"]
@@ -499,6 +500,15 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
                     f"{np.array2string(theta0[k], precision=6)} (init={self.init!r}): a chain cannot move from a "
                     f"point of zero density. Start where the {what} is positive (pass init), or fix the {what}."
                 )
+
+    def __skmrf_trace__(self):
+        """``samples_`` by parameter (key: its row of ``edges_``) and chain, for :func:`~skmrf.plotting.plot_trace`."""
+        check_is_fitted(self)
+        p, edges = len(self.edges_), self.edges_
+        draws = self.samples_.reshape(len(self.chain_acceptance_rate_), -1, p)  # the fitted chains, not n_chains
+        labels = {k: f"edge ({edges[k][0]}, {edges[k][1]})" for k in range(p)}
+        series = {k: draws[:, :, k] for k in range(p)}
+        return Trace(series, "kept draw", "agreement parameter", False, "edges_", tuple(range(min(5, p))), labels)
 
     def _warn_if_not_converged(self):
         """One ConvergenceWarning naming every failed check: chains that never moved, R-hat, ESS."""

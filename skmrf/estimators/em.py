@@ -20,12 +20,13 @@ from ..model import DiscreteMRF
 from ..solvers import THETA_BOUND, minimize_in_box, projected_max, warn_if_not_converged
 from ..utils._docstrings import fill_doc
 from ..utils._parallel import parallel_or_serial, workers_for
-from ..utils._sklearn_compat import Interval, StrOptions
+from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF, model_of
 from ._existence import empty_cell_cliques, warn_no_finite_estimate
 from ._incomplete import IncompleteDataTerm, compatible_counts
+from ._protocol import Trace
 
 __all__ = ["DecomposedEM"]
 
@@ -278,6 +279,13 @@ class DecomposedEM(BaseDiscreteMRF):
         self.converged_ = bool(gmax <= self.tol)
         warn_if_not_converged(type(self).__name__, self.n_iter_, gmax, self.tol, self.max_iter, stacklevel=5)
         return model.theta
+
+    def __skmrf_trace__(self):
+        """``log_likelihood_trace_`` for :func:`~skmrf.plotting.plot_trace`: the mean log-likelihood
+        per row at the start and after every iteration."""
+        check_is_fitted(self)
+        trace = np.asarray(self.log_likelihood_trace_, dtype=np.float64).reshape(1, -1)
+        return Trace({"log_likelihood": trace}, "iteration", "mean log-likelihood per row", marker=".")
 
     def _resolve_score_method(self, random_state=None):
         """Scores are always exact: the fit itself calibrates the junction tree."""

@@ -25,11 +25,12 @@ from ..model.ising import binary_to_ising
 from ..solvers._convergence import warn_not_converged
 from ..utils._docstrings import fill_doc
 from ..utils._parallel import parallel_or_serial, workers_for
-from ..utils._sklearn_compat import Interval, StrOptions
+from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
 from ._existence import table_counts, warn_if_unbounded
+from ._protocol import Trace
 from ._schedules import AdaptiveSchedule, MCMCSchedule, TheorySchedule
 
 __all__ = ["AdaptiveSchedule", "MCMCMaxLikelihood", "MCMCSchedule", "MixingBoundWarning", "TheorySchedule"]
@@ -432,3 +433,14 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         self.n_iter_, self.converged_, self.trace_ = plan.schedule.n_iter, True, info.trace
         self.ising_fields_, self.ising_couplings_ = phi[:n].copy(), phi[n:].copy()
         return binary_theta(phi, model.n_params, positions)
+
+    def __skmrf_trace__(self):
+        """``trace_`` for :func:`~skmrf.plotting.plot_trace`: one series per key (all but ``"time"``
+        by default) against the step, log scale; None for a model read from a file (no ``trace_``)."""
+        check_is_fitted(self)
+        trace = getattr(self, "trace_", None)
+        if trace is None:
+            return None
+        series = {key: np.asarray(values, dtype=np.float64).reshape(1, -1) for key, values in trace.items()}
+        defaults = tuple(key for key in trace if key != "time")
+        return Trace(series, "step", None, True, "trace_", defaults, first_step=1)

@@ -19,16 +19,23 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
-from sklearn.utils import check_array
 
-from ...data import is_chunked, reduce_row_chunks
-from ...data.chunks import shift_rows
+from ...data import is_chunked
 from ...exceptions import NotPositiveDefiniteWarning, ScaleWarning
 from ...graphs import MRFGraph, resolve_adjacency
-from ...utils._sklearn_compat import Interval, StrOptions, check_is_fitted, validate_data
+from ...utils._sklearn_compat import (
+    Interval,
+    StrOptions,
+    _check_sample_weight,
+    _fit_context,
+    check_is_fitted,
+    validate_data,
+)
+from ...utils._verbose import ProgressLog
 from ...utils.validation import check_column_labels, check_data_array, check_real, column_names, fit_column_labels
 from .._score import MeanScoreMixin
-from .lap_kernel import CHUNK_ENTRIES, StandardisedRows
+from ._data import NON_FINITE_ADVICE, StandardisedRows, centred_peak, centred_squares, column_sums, reduce_rows
+from .lap_kernel import CHUNK_ENTRIES
 
 __all__ = ["DENSE_MAX_FEATURES", "DENSE_PRECISION_MAX_FEATURES", "NotPositiveDefiniteWarning", "ScaleWarning"]
 
@@ -36,32 +43,7 @@ __all__ = ["DENSE_MAX_FEATURES", "DENSE_PRECISION_MAX_FEATURES", "NotPositiveDef
 _TINY = np.finfo(np.float64).tiny
 
 
-#: The end of the message refusing NaN or infinity in X.
-_NON_FINITE_ADVICE = "A Gaussian MRF needs every value observed and finite; drop or impute missing values."
-
-
-def _checked_chunk(chunk, start=0):
-    """A chunk of rows (starting at row ``start``) as float64, refused as X is in memory (NaN, infinity)."""
-    chunk = check_array(chunk, dtype=None, ensure_min_samples=1, ensure_all_finite=False)
-    try:
-        return check_real(chunk, advice=_NON_FINITE_ADVICE)
-    except ValueError as err:
-        raise shift_rows(err, start) from None
-
-
-def _column_sums(chunk, start):
-    chunk = _checked_chunk(chunk, start)
-    return chunk.sum(axis=0), chunk.min(axis=0), chunk.max(axis=0)
-
-
-def _centred_peak(chunk, start, location):
-    return np.max(np.abs(_checked_chunk(chunk, start) - location), axis=0)
-
-
-def _centred_squares(chunk, start, location, peak):
-    XT = _checked_chunk(chunk, start).T - location[:, None]
-    XT /= peak[:, None]
-    return np.einsum("ij,ij->i", XT, XT)
+_NON_FINITE_ADVICE = NON_FINITE_ADVICE
 
 
 def _column_name(j, names=None):
@@ -104,38 +86,131 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         return tags
 
     # -- fit ----------------------------------------------------------------
-    def _prepare(self, X):
-        """Validate X, resolve the pattern, centre and standardise; return ``(XT, n_div, mu)``.
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None, sample_weight=None):
+        """Estimate the precision from X (see the class description for the method).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data (finite real values): an array, a ``numpy.memmap``
+            or a ``dask.array`` (read by row chunks).
+        y : None
+            Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights: a row of weight ``w`` counts as ``w`` rows
+            (weighted mean and covariance, and ``n`` is the sum of the weights
+            wherever it enters: sample-size checks, bias correction; integer
+            weights give the fit on repeated rows, up to rounding). None: every
+            row weighs 1.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            NaN or infinite values; negative, NaN or wrongly sized weights, or
+            weights summing to zero; a graph that does not match X; too few
+            samples for the method (the largest 1-neighbourhood or closed
+            neighbourhood, with ``shrinkage=0``); a column of zero variance
+            (with ``shrinkage=0``); collinear columns (a singular neighbourhood
+            covariance, or a likelihood without a maximum, named in the
+            message); a problem too large for the dense solvers; a precision
+            that overflows float64 in the units of X.
+        """
+        log = ProgressLog(type(self).__name__, self.verbose)
+        data, n_div, mu = self._prepare(X, sample_weight)
+        precision, is_pd, logdet, covariance = self._fit_precision(data, n_div, mu, log)
+        del data
+        self._store(precision, is_pd, logdet, covariance)
+        return self
+
+    def _fit_precision(self, data, n_div, mu, log):
+        """The method's kernel call on the validated, standardised data (:meth:`_prepare`):
+        ``(precision, is_positive_definite, log_det, covariance or None)`` in standardised units,
+        for :meth:`_store`. Sets the method's own fitted attributes."""
+        raise NotImplementedError
+
+    #: Whether ``fit`` wants the standardised data as one transposed in-memory array
+    #: (GaussianLAP's kernel gathers variables) rather than read by row chunks.
+    _materialise = False
+
+    def _prepare(self, X, sample_weight=None):
+        """Validate X and the weights, resolve the pattern, centre and standardise.
+
+        Returns ``(data, n_div, mu)``. ``data`` is the standardised data: a
+        transposed in-memory array (one row per variable) when the subclass sets
+        ``_materialise`` and X is in memory, else a :class:`StandardisedRows`
+        read by row chunks (in memory, from a memmap or from a dask array: no
+        transposed copy of X). ``n_div`` is the number of rows, or the sum of the
+        weights: a row of weight ``w`` counts as ``w`` rows.
 
         The fit works in standardised units: every column is divided by its
-        standard deviation ``scale_`` (after centring), so the estimates are
-        scale-equivariant and no product of the data under- or overflows.
-        The precision of ``X D`` is ``D^{-1} Theta D^{-1}`` for both estimators,
-        so :meth:`_store` maps the standardised fit back exactly. ``mu`` is the
-        shrinkage target in standardised units: the covariance-scale target
-        ``mean(diag(S)) I`` becomes ``mean(diag(S)) / scale_**2`` on the
-        diagonal, so ``shrinkage`` means what it does on the covariance scale
-        (with shrinkage, ``scale_`` is the shrunk standard deviation).
+        (weighted) standard deviation ``scale_`` (after centring), so the
+        estimates are scale-equivariant and no product of the data under- or
+        overflows. The precision of ``X D`` is ``D^{-1} Theta D^{-1}`` for both
+        estimators, so :meth:`_store` maps the standardised fit back exactly.
+        ``mu`` is the shrinkage target in standardised units: the
+        covariance-scale target ``mean(diag(S)) I`` becomes
+        ``mean(diag(S)) / scale_**2`` on the diagonal, so ``shrinkage`` means what
+        it does on the covariance scale (with shrinkage, ``scale_`` is the shrunk
+        standard deviation).
         """
-        if getattr(self, "_fits_by_chunks", False) and is_chunked(X):
-            return self._prepare_chunks(X)
-        fit_column_labels(self, X)
-        X = validate_data(self, X, reset=True, dtype=None, ensure_min_samples=2, ensure_all_finite=False)
-        check_data_array(X, 2, type(self).__name__)
-        n, p = X.shape
-        names = column_names(self)
-        X = check_real(X, names, advice=_NON_FINITE_ADVICE)
-        self.adjacency_ = resolve_adjacency(self.graph, p, names)
-        self.location_ = np.zeros(p) if self.assume_centered else X.mean(axis=0)
+        if is_chunked(X):
+            check_data_array(X, 2, type(self).__name__)
+            self.n_features_in_ = X.shape[1]
+            self.__dict__.pop("feature_names_in_", None)
+            self.__dict__.pop("feature_labels_in_", None)
+            names = None
+        else:
+            fit_column_labels(self, X)
+            X = validate_data(self, X, reset=True, dtype=None, ensure_min_samples=2, ensure_all_finite=False)
+            check_data_array(X, 2, type(self).__name__)
+            names = column_names(self)
+            X = check_real(X, names, advice=_NON_FINITE_ADVICE)
+        weights = self._check_weights(sample_weight, X.shape[0])
+        self.adjacency_ = resolve_adjacency(self.graph, X.shape[1], names)
+        if self._materialise and not is_chunked(X):
+            return self._prepare_in_memory(X, weights, names)
+        return self._prepare_rows(X, weights, names)
+
+    def _check_weights(self, sample_weight, n):
+        """The validated ``sample_weight`` (float64, non-negative, finite, length n, positive sum), or None."""
+        if sample_weight is None:
+            return None
+        weights = _check_sample_weight(sample_weight, np.empty((n, 0)), dtype=np.float64, ensure_non_negative=True)
+        total = float(np.sum(weights))
+        if not (total > 0 and np.isfinite(total)):
+            raise ValueError(
+                f"{type(self).__name__}: the sample weights sum to {total:g}; a fit needs a positive, finite "
+                "total weight (a row of weight w counts as w rows)."
+            )
+        return weights
+
+    def _prepare_in_memory(self, X, weights, names):
+        """:meth:`_prepare` of an in-memory X into one transposed standardised array."""
+        if weights is None:
+            self.location_ = np.zeros(X.shape[1]) if self.assume_centered else X.mean(axis=0)
+            n_div = float(X.shape[0])
+        else:
+            n_div = float(np.sum(weights))
+            self.location_ = np.zeros(X.shape[1]) if self.assume_centered else (weights @ X) / n_div
         if not self.assume_centered:
             # The rounded mean of a constant column c can differ from c, which would
             # leave a constant residue c - mean(c) (variance zero) in the centred data.
-            const = np.ptp(X, axis=0) == 0
-            self.location_[const] = X[0, const]
+            # With weights, "constant" is over the rows of positive weight.
+            _, low, high = reduce_rows(X, column_sums, weights, False, op=(np.add, np.minimum, np.maximum))
+            const = high == low
+            self.location_[const] = low[const]
         XT = X.T.copy()  # one row per variable: the kernels gather variables
         XT -= self.location_[:, None]
-        self.scale_, mu = self._standardise(XT, n, names)
-        return XT, float(n), mu
+        if weights is not None:
+            XT *= np.sqrt(weights)[None, :]
+        self.scale_, mu = self._standardise(XT, n_div, names)
+        return XT, n_div, mu
 
     def _standardise(self, XT, n, names):
         """Divide the rows of the centred ``XT`` by their standard deviations, in place.
@@ -145,9 +220,11 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         per-variable shrinkage target in standardised units (1.0 without
         shrinkage). With ``shrinkage > 0`` the unit of column ``j`` is its
         shrunk standard deviation instead (see the comment below). Raises
-        when a column has zero variance, unless ``shrinkage > 0``.
+        when a column has zero variance, unless ``shrinkage > 0``. ``n`` is the
+        number of rows, or the sum of the weights (weighted rows are already
+        multiplied by ``sqrt(w)``).
         """
-        peak = np.max(np.abs(XT), axis=1) if n else np.zeros(XT.shape[0])
+        peak = np.max(np.abs(XT), axis=1) if XT.shape[1] else np.zeros(XT.shape[0])
         zero = self._check_variance(peak, names)
         peak[zero] = 1.0
         XT /= peak[:, None]
@@ -158,32 +235,30 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
             XT *= factor[:, None]
         return scale, mu
 
-    def _prepare_chunks(self, X):
-        """:meth:`_prepare` of a memmap or a dask array, by row chunks: ``(data, n, mu)``.
+    def _prepare_rows(self, X, weights, names):
+        """:meth:`_prepare` by row chunks: ``(StandardisedRows, n_div, mu)``.
 
-        Four passes of :func:`~skmrf.data.reduce_row_chunks` (each chunk validated as X
-        would be): column sums and ranges (the location), the largest centred absolute
-        values, the sums of squares (the scale), and then the kernel's Gram blocks
-        (:class:`StandardisedRows`). Sums over chunks are added in another order than in
-        memory: the fit agrees with the in-memory one to about 1e-12, not bit for bit.
+        Three passes of :func:`~._data.reduce_rows` (each chunk validated as X
+        would be): column sums and ranges (the location), the largest centred
+        absolute values, and the sums of squares (the scale); the statistics of
+        the fit are accumulated by further passes (:meth:`StandardisedRows.reduce`).
+        Sums over chunks are added in another order than in memory: the fit
+        agrees with the in-memory one to about 1e-12, not bit for bit.
         """
-        check_data_array(X, 2, type(self).__name__)
         n, p = X.shape
-        self.n_features_in_ = p
-        self.__dict__.pop("feature_names_in_", None)
-        self.__dict__.pop("feature_labels_in_", None)
-        self.adjacency_ = resolve_adjacency(self.graph, p, None)
-        total, low, high = reduce_row_chunks(X, _column_sums, op=(np.add, np.minimum, np.maximum))
-        self.location_ = np.zeros(p) if self.assume_centered else total / n
+        n_div = float(n) if weights is None else float(np.sum(weights))
+        check = is_chunked(X)  # an in-memory X is validated already
+        total, low, high = reduce_rows(X, column_sums, weights, check, op=(np.add, np.minimum, np.maximum))
+        self.location_ = np.zeros(p) if self.assume_centered else total / n_div
         if not self.assume_centered:
             const = high == low
             self.location_[const] = low[const]
-        peak = reduce_row_chunks(X, _centred_peak, self.location_, op=np.maximum)
-        zero = self._check_variance(peak, None)
+        peak = reduce_rows(X, centred_peak, self.location_, weights, check, op=np.maximum)
+        zero = self._check_variance(peak, names)
         peak[zero] = 1.0
-        rms = np.sqrt(reduce_row_chunks(X, _centred_squares, self.location_, peak) / n)
+        rms = np.sqrt(reduce_rows(X, centred_squares, self.location_, peak, weights, check) / n_div)
         self.scale_, mu, factor = self._units(peak, rms, zero)
-        return StandardisedRows(X, self.location_, peak, rms, factor), float(n), mu
+        return StandardisedRows(X, self.location_, peak, rms, factor, weights), n_div, mu
 
     def _check_variance(self, peak, names):
         """The columns whose largest centred absolute value ``peak`` is zero; raises for them
@@ -317,6 +392,38 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
                 ScaleWarning,
                 stacklevel=4,  # fit's caller
             )
+
+    # -- the state protocol of skmrf.io (skmrf/estimators/_protocol.py) -------
+    __skmrf_kind__ = "gaussian"
+
+    def __skmrf_state__(self):
+        """The fitted model's defining arrays: ``location``, ``scale``, ``precision`` (the
+        standardised one) and ``adjacency`` as CSR arrays, ``is_positive_definite`` and
+        ``log_partition``. The estimator's own arrays, not copies."""
+        check_is_fitted(self)
+        return {
+            "location": self.location_,
+            "scale": self.scale_,
+            "precision": sp.csr_array(self.standardized_precision_),
+            "adjacency": sp.csr_array(self.adjacency_),
+            "is_positive_definite": bool(self.is_positive_definite_),
+            "log_partition": float(self.log_partition_),
+        }
+
+    def __skmrf_set_state__(self, state):
+        """Set the fitted attributes from :meth:`__skmrf_state__`'s dict as :meth:`_store` does at
+        fit (``precision_`` and ``covariance_`` derived, a :class:`ScaleWarning` or a ValueError as
+        there); ``log_partition_`` is the state's, bit for bit."""
+        self.location_ = np.array(state["location"], dtype=np.float64)
+        self.scale_ = scale = np.array(state["scale"], dtype=np.float64)
+        self.adjacency_ = sp.csr_array(state["adjacency"], copy=True)
+        is_pd, log_partition = bool(state["is_positive_definite"]), float(state["log_partition"])
+        # _store maps log det back with -2 sum(log scale_): give it the standardised one.
+        p = len(scale)
+        logdet = p * np.log(2 * np.pi) - 2.0 * log_partition + 2.0 * float(np.sum(np.log(scale))) if is_pd else 0.0
+        self._store(sp.csr_array(state["precision"], copy=True), is_pd, logdet)
+        self.log_partition_ = np.float64(log_partition) if is_pd else np.nan
+        return self
 
     # -- the covariance-estimator API ----------------------------------------
     def get_precision(self):

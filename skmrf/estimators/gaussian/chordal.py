@@ -24,53 +24,33 @@ import chompack
 import cvxopt
 import numpy as np
 
+from ._data import StandardisedRows, _shrink_diagonal, covariance_on_pattern
+
 __all__ = [
     "ChordalPattern",
     "chordal_max_likelihood",
+    "covariance_on_embedding",
+    "dual_bound",
+    "embedding_start",
     "likelihood_shrink",
     "likelihood_start",
-    "newton_cg_covsel",
     "objective",
     "pattern_covariance",
 ]
 
-# Entries of data gathered at once when forming the sample covariance on the pattern.
-_CHUNK_ENTRIES = 1 << 23
+#: Supernodal amalgamation (chompack's ``merge_size_fill(16, 16)``): merge a supernode into its
+#: parent when both have at most 16 columns or the merge adds at most 16 entries. Measured on
+#: the 5-point lattice (unloaded figures in the CHANGELOG): fewer, larger dense blocks make the
+#: symbolic step and the Hessian products faster at the price of about 1.8 times the storage.
+MERGE_SIZE, MERGE_FILL = 16, 16
 
 
 def pattern_covariance(XT, rows, cols, n_div, shrinkage=0.0, mu=1.0):
-    """Sample covariance on the pattern only, ``S[rows, cols]``, from centred data in chunks.
+    """Sample covariance on the pattern only, ``S[rows, cols]``, from standardised data.
 
-    Parameters
-    ----------
-    XT : ndarray of shape (p, n)
-        Centred (standardised) data, one row per variable.
-    rows, cols : ndarray of int64 of shape (q,)
-        Positions of the entries.
-    n_div : float
-        Divisor (the number of samples).
-    shrinkage : float, default=0.0
-        Weight of the ridge target.
-    mu : float or ndarray of shape (p,), default=1.0
-        Ridge target, one per variable or common.
-
-    Returns
-    -------
-    s : ndarray of shape (q,)
-        ``(1 - shrinkage) XT[rows] . XT[cols] / n_div + shrinkage mu delta_{rows, cols}``.
+    See :func:`._data.covariance_on_pattern` (``XT`` in memory or read by row chunks).
     """
-    q, n = len(rows), XT.shape[1]
-    s = np.empty(q)
-    step = max(1, _CHUNK_ENTRIES // max(1, n))
-    for a in range(0, q, step):
-        r, c = rows[a : a + step], cols[a : a + step]
-        s[a : a + step] = np.einsum("ij,ij->i", XT[r], XT[c])
-    s /= n_div
-    if shrinkage:
-        diag = rows == cols
-        s *= 1.0 - shrinkage
-        s[diag] += shrinkage * (mu[rows[diag]] if np.ndim(mu) else mu)
-    return s
+    return covariance_on_pattern(XT, rows, cols, n_div, shrinkage, mu)
 
 
 def _triplets(A):
@@ -143,37 +123,78 @@ class ChordalPattern:
         The lower-triangular pattern (``rows >= cols``), diagonal included.
     p : int
         Number of variables.
+    merge : bool, default=True
+        Amalgamate supernodes (``merge_size_fill(MERGE_SIZE, MERGE_FILL)``).
+        A chordal pattern is never merged: its closed form needs the
+        embedding to be the pattern itself.
 
     Attributes
     ----------
     symb : chompack.symbolic
         Symbolic factorisation with an approximate minimum-degree ordering.
+    chordal : bool
+        Whether the ordering has no fill (the pattern is chordal: the ML has a
+        closed form).
     n_fill : int
-        Entries of the embedding outside the pattern (0 when the pattern is
-        chordal and the ordering perfect: then the ML has a closed form).
+        Entries of the embedding outside the pattern (amalgamation included).
     n_stored : int
         Length of the block storage (what one matrix on the embedding costs, in float64).
     """
 
-    def __init__(self, rows, cols, p):
+    def __init__(self, rows, cols, p, merge=True):
         q = len(rows)
         self.rows, self.cols, self.p = rows, cols, p
         # Mark each entry with its number, 1-based, to find it in the block storage.
         marks = cvxopt.spmatrix(
             cvxopt.matrix(np.arange(1, q + 1, dtype=np.float64)), cvxopt.matrix(rows), cvxopt.matrix(cols), (p, p)
         )
+        merging = chompack.merge_size_fill(MERGE_SIZE, MERGE_FILL) if merge else None
         with _fast_symbolic_permutation():
-            self.symb = chompack.symbolic(marks, p=cvxopt.amd.order)
+            self.symb = chompack.symbolic(marks, p=cvxopt.amd.order, merge_function=merging)
+            self.chordal = self.symb.fill[0] == 0
+            if self.chordal and self.symb.fill[1]:
+                self.symb = chompack.symbolic(marks, p=cvxopt.amd.order)
             stored = np.asarray((chompack.cspmatrix(self.symb) + marks).blkval).ravel()
         where = np.flatnonzero(stored)
         self.index = np.empty(q, dtype=np.int64)
         self.index[stored[where].astype(np.int64) - 1] = where
         self.n_stored = len(stored)
         self.diagonal_slots = self._diagonal_slots(self.symb)
-        self.n_fill = int(self.symb.nnz) - q
+        self.n_fill = int(sum(self.symb.fill))
         self.diagonal = rows == cols
         # <a, b> = tr(A B) for symmetric matrices given by their lower triangles.
         self.weight = np.where(self.diagonal, 1.0, 2.0)
+        self.blocks = self._blocks(self.symb)
+
+    @property
+    def upper_slots(self):
+        """Where the block storage keeps the strict upper triangles of the diagonal blocks.
+
+        chompack reads them (its completion gives wrong results unless they are
+        zero), so a matrix filled block by block must have them cleared.
+        """
+        if not hasattr(self, "_upper_slots"):
+            parts = []
+            for offset, R, width in self.blocks:
+                c, r = np.triu_indices(width, 1)  # row r < column c, column-major: offset + c |R| + r
+                parts.append(offset + r * len(R) + c)
+            self._upper_slots = np.concatenate(parts) if parts else np.empty(0, dtype=np.int64)
+        return self._upper_slots
+
+    @staticmethod
+    def _blocks(symb):
+        """The dense blocks of the storage: ``(offset, variables, n_columns)`` per supernode.
+
+        Supernode ``k`` stores ``A[R, J]`` column-major at ``offset``, ``R`` its
+        row variables (original numbering) and ``J = R[:n_columns]`` its columns.
+        """
+        snptr, sncolptr, blkptr = (
+            np.asarray(a, dtype=np.int64).ravel() for a in (symb.snptr, symb.sncolptr, symb.blkptr)
+        )
+        perm = np.asarray(symb.p, dtype=np.int64).ravel()
+        rowidx = perm[np.asarray(symb.snrowidx, dtype=np.int64).ravel()]
+        width = np.diff(snptr)
+        return [(int(blkptr[k]), rowidx[sncolptr[k] : sncolptr[k + 1]], int(width[k])) for k in range(len(width))]
 
     @staticmethod
     def _diagonal_slots(symb):
@@ -211,6 +232,30 @@ class ChordalPattern:
         if np.isnan(log_det):  # pragma: no cover - cholesky raises first
             return None, np.nan
         return L, log_det
+
+    def smallest_eigenvalue(self, L, n_iter=30, seed=0, scale=None):
+        """The smallest eigenvalue of ``Theta`` (Cholesky factor ``L``), or of ``D^{-1} Theta D^{-1}``.
+
+        Power iteration on ``inv(Theta)`` (``D inv(Theta) D`` with ``scale = diag(D)``):
+        two triangular solves a step. On lattice-like precisions the lowest
+        eigenvalues are well separated in ratio (``m1^2 + m2^2`` for the
+        Laplacian's), so a few steps suffice; the Rayleigh quotient converges
+        from above (an overestimate).
+        """
+        # chompack.trsm permutes B itself: vectors stay in the variables' order.
+        d = None if scale is None else cvxopt.matrix(np.asarray(scale, dtype=np.float64))
+        v = cvxopt.matrix(np.random.default_rng(seed).standard_normal(self.p))
+        value = np.nan
+        for _ in range(n_iter):
+            v /= float(np.linalg.norm(np.asarray(v)))
+            w = cvxopt.matrix(v) if d is None else cvxopt.mul(v, d)
+            chompack.trsm(L, w)
+            chompack.trsm(L, w, trans="T")
+            if d is not None:
+                w = cvxopt.mul(w, d)
+            value = 1.0 / float(np.dot(np.asarray(v).ravel(), np.asarray(w).ravel()))
+            v = w
+        return value
 
     def inverse_on_pattern(self, L):
         """``(Y, inv(Theta)[rows, cols])``: the projected inverse on the embedding and its pattern values."""
@@ -257,128 +302,121 @@ def chordal_max_likelihood(pattern, s):
     return pattern.values(X), log_det
 
 
-def _conjugate_gradients(apply, precondition, b, weight, rtol, max_iter):
-    """Preconditioned CG for ``apply(d) = b`` in the inner product ``sum(weight a b)``; ``(d, iterations)``."""
-    d = np.zeros_like(b)
-    r = b.copy()
-    z = precondition(r)
-    rz = float(np.dot(weight * r, z))
-    stop = rtol * np.sqrt(max(rz, 0.0))
-    direction = z.copy()
-    iterations = 0
-    while iterations < max_iter:
-        iterations += 1
-        Hd = apply(direction)
-        curvature = float(np.dot(weight * direction, Hd))
-        if not curvature > 0:  # pragma: no cover - the Hessian is positive definite
-            break
-        a = rz / curvature
-        d += a * direction
-        r -= a * Hd
-        z = precondition(r)
-        rz_new = float(np.dot(weight * r, z))
-        if np.sqrt(max(rz_new, 0.0)) <= stop:
-            break
-        direction = z + (rz_new / rz) * direction
-        rz = rz_new
-    return d, iterations
+def embedding_gram(ZT, blocks, n_stored):
+    """``sum_t z_t z_t^T`` on the whole chordal embedding, in its block storage, from rows ``ZT``.
+
+    Parameters
+    ----------
+    ZT : ndarray of shape (p, m)
+        ``m`` (standardised, weighted) samples, one row per variable.
+    blocks : list
+        :attr:`ChordalPattern.blocks`.
+    n_stored : int
+        :attr:`ChordalPattern.n_stored`.
+
+    Returns
+    -------
+    ndarray of shape (n_stored,)
+        Each supernode's block ``ZT[R] ZT[J]^T`` column-major (entries above
+        the diagonal of a block are computed too: clear them with
+        :attr:`ChordalPattern.upper_slots` before chompack reads the matrix).
+    """
+    out = np.zeros(n_stored)
+    for offset, R, width in blocks:
+        out[offset : offset + len(R) * width] = (ZT[R[:width]] @ ZT[R].T).ravel()
+    return out
 
 
-def newton_cg_covsel(pattern, s, x0, tol=1e-10, max_iter=100, max_cg=250, log=None):
-    """Maximum-likelihood precision on a pattern by Newton-CG on its chordal embedding.
+def covariance_on_embedding(data, pattern, n_div, shrinkage=0.0, mu=1.0):
+    """The (shrunk) sample covariance on the whole chordal embedding, in its block storage.
 
-    Minimises ``f(Theta) = -log det Theta + tr(S Theta)`` over ``Theta`` with
-    entries ``x`` on the pattern. The gradient ``S - P_V(inv(Theta))`` comes
-    from the projected inverse; each Newton system ``P_V(W D W) = -g`` is
-    solved by conjugate gradients (truncated with the forcing term
-    ``min(0.1, sqrt(residual))``), preconditioned by the exact inverse
-    Hessian of the chordal embedding restricted to the pattern (exact when
-    the pattern is chordal). A backtracking line search on the Armijo
-    condition keeps every iterate positive definite (a failed Cholesky
-    factorisation rejects the step).
+    ``data`` is standardised data, one row per variable (in memory) or read by
+    row chunks (:class:`._data.StandardisedRows`). Costs ``n`` times the
+    storage of the embedding in multiply-adds, one dense product per supernode.
+    """
+    if isinstance(data, StandardisedRows):
+        s = data.reduce(embedding_gram, pattern.blocks, pattern.n_stored)
+    else:
+        s = embedding_gram(data, pattern.blocks, pattern.n_stored)
+    s[pattern.upper_slots] = 0.0
+    variables = np.asarray(pattern.symb.p, dtype=np.int64).ravel()
+    return _shrink_diagonal(s, pattern.diagonal_slots, variables, n_div, shrinkage, mu)
+
+
+def embedding_start(pattern, s_stored):
+    """The ML precision on the chordal embedding, restricted to the pattern (fill zeroed).
+
+    The embedding ``E`` contains the pattern ``V``, so its maximum-likelihood
+    precision ``Theta_E`` (closed form: the inverse of the maximum-determinant
+    completion of ``S`` on ``E``) gives the lower bound
+    ``f_V* >= f_E* = p - log det Theta_E`` on the optimum over ``V``
+    (``tr(S Theta_E) = p`` at the optimum over ``E``). Zeroing its fill gives a
+    start for Newton's method when that is positive definite.
+
+    Parameters
+    ----------
+    pattern : ChordalPattern
+    s_stored : ndarray of shape (n_stored,)
+        The sample covariance on the whole embedding (block storage).
+
+    Returns
+    -------
+    x : ndarray of shape (q,) or None
+        ``Theta_E`` on the pattern; None when it is not positive definite or
+        when ``S`` has no positive definite completion on ``E`` (a clique of the
+        embedding with more variables than samples).
+    lower_bound : float
+        ``p - log det Theta_E``, or ``-inf`` without a completion.
+    """
+    X = chompack.cspmatrix(pattern.symb, blkval=cvxopt.matrix(np.asarray(s_stored, dtype=np.float64)))
+    try:
+        chompack.completion(X)  # X := L with L L^T = Theta_E, P_E(inv(Theta_E)) = S_E
+    except ArithmeticError:
+        return None, -np.inf
+    log_det = pattern.log_det(X)
+    if np.isnan(log_det):  # pragma: no cover - completion raises first
+        return None, -np.inf
+    chompack.llt(X)
+    x = pattern.values(X)
+    return (x if pattern.cholesky(x)[0] is not None else None), pattern.p - log_det
+
+
+def dual_bound(pattern, s, Y):
+    """A certified lower bound on the optimum ``f*``: ``p + log det W`` for a completion ``W`` of ``S``.
+
+    Every positive definite ``W`` with ``W = S`` on the pattern gives
+    ``f(Theta) = -log det Theta + tr(W Theta) >= p + log det W`` for every
+    feasible ``Theta`` (Fenchel's inequality for ``-log det``), so
+    ``f(Theta) - (p + log det W)`` bounds the distance to the optimum. ``W`` is
+    the maximum-determinant completion of ``S`` on the pattern and of the
+    current ``inv(Theta)`` (its projected inverse ``Y``) on the fill: one
+    completion, about one Cholesky factorisation. At the optimum the bound is
+    exact (``W = inv(Theta*)``).
 
     Parameters
     ----------
     pattern : ChordalPattern
     s : ndarray of shape (q,)
         Sample covariance on the pattern.
-    x0 : ndarray of shape (q,)
-        Positive definite starting precision on the pattern.
-    tol : float, default=1e-10
-        Stop when ``max |inv(Theta) - S|`` over the pattern, divided by
-        ``max S_ii``, is at most ``tol``.
-    max_iter : int, default=100
-        Maximum Newton steps.
-    max_cg : int, default=250
-        Maximum CG iterations per Newton step.
-    log : callable, optional
-        Called as ``log(format, *args)`` once per step.
+    Y : chompack.cspmatrix
+        The projected inverse of the current iterate.
 
     Returns
     -------
-    x : ndarray of shape (q,)
-        The precision on the pattern.
-    n_iter : int
-        Newton steps taken.
-    residual : float
-        The final optimality residual (as ``tol``).
-    log_det : float
-        ``log det Theta``.
-
-    Raises
-    ------
-    ValueError
-        If ``x0`` is not positive definite.
+    float
+        The bound, or ``-inf`` when that partial matrix has no positive
+        definite completion (far from the optimum).
     """
-    weight = pattern.weight
-    scale = float(np.max(s[pattern.diagonal]))
-    x = np.array(x0, dtype=np.float64)
-    L, logdet = pattern.cholesky(x)
-    if L is None:
-        raise ValueError("The initial precision for Newton's method is not positive definite.")
-    f = -logdet + float(np.dot(weight * s, x))
-    n_iter, residual = 0, np.inf
-    for n_iter in range(max_iter + 1):
-        Y, w = pattern.inverse_on_pattern(L)
-        g = s - w
-        residual = float(np.max(np.abs(g))) / scale
-        if residual <= tol or n_iter == max_iter:
-            break
-        dx, n_cg = _conjugate_gradients(
-            lambda v, L=L, Y=Y: pattern.hessian(L, Y, v),
-            lambda v, L=L, Y=Y: pattern.hessian(L, Y, v, inverse=True),
-            -g,
-            weight,
-            min(0.1, np.sqrt(residual)),
-            max_cg,
-        )
-        decrement = -float(np.dot(weight * g, dx))
-        # Below this decrement the change of f is lost in its rounding (about 1e-15 |f| per
-        # entry summed), so Armijo's test is noise: a full positive definite step is taken
-        # (the iterates are then in Newton's quadratic region).
-        negligible = decrement <= 1e-12 * max(1.0, abs(f))
-        t = 1.0
-        while t > 1e-14:
-            L_new, logdet_new = pattern.cholesky(x + t * dx)
-            if L_new is not None:
-                f_new = -logdet_new + float(np.dot(weight * s, x + t * dx))
-                if negligible or f_new <= f - 0.25 * t * decrement:
-                    break
-            t *= 0.5
-        else:
-            break  # no descent along dx: stop at the current iterate
-        x = x + t * dx
-        L, logdet, f = L_new, logdet_new, f_new
-        if log is not None:
-            log(
-                "Newton-CG step %d: objective %.12g, residual %.3g, %d CG iterations, step %.3g",
-                n_iter + 1,
-                f,
-                residual,
-                n_cg,
-                t,
-            )
-    return x, n_iter, residual, logdet
+    values = np.array(Y.blkval, dtype=np.float64).ravel()
+    values[pattern.upper_slots] = 0.0
+    values[pattern.index] = s
+    X = chompack.cspmatrix(pattern.symb, blkval=cvxopt.matrix(values))
+    try:
+        chompack.completion(X)  # L L^T = inv(W)
+    except ArithmeticError:
+        return -np.inf
+    log_det = pattern.log_det(X)
+    return -np.inf if np.isnan(log_det) else pattern.p - log_det
 
 
 def objective(pattern, s, x):

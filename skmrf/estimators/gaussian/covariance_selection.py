@@ -69,7 +69,9 @@ class _PatternObjective:
         return -logdet + 2.0 * np.dot(self.half * self.target, x), c
 
     def newton_direction(self, W, resid):
-        """Gradient ``g`` and Newton step ``dx`` with the exact Hessian ``W_ik W_jl + W_il W_jk``."""
+        """``(g, dx, accuracy)``: gradient, Newton step with the exact Hessian ``W_ik W_jl + W_il W_jk``,
+        and the relative residual ``||H dx + g|| / ||g||`` of its solve (large when ``H`` is numerically
+        singular, as on a likelihood without a maximum: the decrement ``-g^T dx`` is then meaningless)."""
         rows, cols, half = self.rows, self.cols, self.half
         g = -2.0 * half * resid
         Wr, Wc = W[rows], W[cols]
@@ -80,7 +82,8 @@ class _PatternObjective:
             dx = -sla.solve(H, g, assume_a="pos", check_finite=False)
         except (np.linalg.LinAlgError, ValueError):
             dx = -np.linalg.lstsq(H, g, rcond=None)[0]
-        return g, dx
+        norm = float(np.linalg.norm(g))
+        return g, dx, float(np.linalg.norm(H @ dx + g)) / norm if norm else 0.0
 
 
 def _damped_step(objective, x, dx, f, decrement):
@@ -100,7 +103,7 @@ def _damped_step(objective, x, dx, f, decrement):
     return t, fn, cn
 
 
-def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, log=None):
+def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, decrement_tol=None, log=None):
     """Maximum-likelihood precision with support ``(rows, cols)`` by Newton's method.
 
     Minimises ``f(Theta) = -log det Theta + tr(S Theta)`` over symmetric
@@ -121,6 +124,12 @@ def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, log=None):
         Stop when the residual (see Returns) is at most ``tol``.
     max_iter : int, default=100
         Maximum Newton iterations.
+    decrement_tol : float, optional
+        Also stop, at the current iterate, when the Newton decrement (exact
+        here) satisfies ``lambda^2 / 2 <= decrement_tol``, the Newton system
+        was solved to a relative residual of ``1e-6`` (not so when the Hessian
+        is numerically singular) and the full Newton step would not lower the
+        objective by more than ``2 decrement_tol``.
     log : callable, optional
         Called as ``log(format, *args)`` once per iteration (a
         :class:`~skmrf.utils._verbose.ProgressLog`).
@@ -133,6 +142,8 @@ def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, log=None):
         Iterations run.
     kkt : float
         The final residual ``max |W - S|`` over the pattern divided by ``max S_ii``.
+    decrement : float
+        ``lambda^2 / 2`` at ``Theta`` (NaN when not computed: stopped on ``tol``).
 
     Raises
     ------
@@ -155,9 +166,20 @@ def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, log=None):
         if log is not None:
             log("Newton iteration %d, objective = %.10g, kkt = %.3g", n_iter, f, kkt)
         if kkt <= tol:
-            return objective.build(x), W, n_iter, kkt
-        g, dx = objective.newton_direction(W, resid)
-        t, fn, cn = _damped_step(objective, x, dx, f, float(-g @ dx))
+            return objective.build(x), W, n_iter, kkt, np.nan
+        g, dx, accuracy = objective.newton_direction(W, resid)
+        decrement = float(-g @ dx)
+        if decrement_tol is not None and decrement / 2 <= decrement_tol and accuracy <= 1e-6:
+            # The full step must confirm it: f falls by about lambda^2 / 2 near the optimum, but an
+            # ill-conditioned Hessian (a likelihood without a maximum) can make dx, so lambda, wrong.
+            fn, cn = objective(x + dx)
+            if cn is not None and fn >= f - 2 * decrement_tol:
+                if fn < f:  # take the full step: quadratically closer, at the cost of one inverse
+                    x, cf = x + dx, cn
+                    W = sla.cho_solve(cf, np.eye(p), check_finite=False)
+                    kkt = float(np.max(np.abs(W[rows, cols] - objective.target))) / scale
+                return objective.build(x), W, n_iter, kkt, decrement / 2
+        t, fn, cn = _damped_step(objective, x, dx, f, decrement)
         if cn is None:
             break
         x = x + t * dx
@@ -166,7 +188,7 @@ def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, log=None):
             break
     W = sla.cho_solve(cf, np.eye(p), check_finite=False)
     kkt = float(np.max(np.abs(W[rows, cols] - objective.target))) / scale
-    return objective.build(x), W, n_iter, kkt
+    return objective.build(x), W, n_iter, kkt, np.nan
 
 
 def _precision_from_regressions(S, W, neighbours):

@@ -14,12 +14,14 @@ from numbers import Integral
 import numpy as np
 
 from ...utils._docstrings import fill_doc
-from ...utils._sklearn_compat import Interval, StrOptions, _fit_context
-from ...utils._verbose import ProgressLog
+from ...utils._sklearn_compat import Interval, StrOptions
 from .._base import N_JOBS_CONSTRAINT
 from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF
-from .chordal import ChordalPattern, likelihood_start, newton_cg_covsel, pattern_covariance
+from ._data import covariance_on_pattern
+from .chordal import ChordalPattern, likelihood_start
 from .lap_kernel import LapPlan, assemble_symmetric, lap_from_data
+from .lattice import detect_lattice
+from .newton_cg import DECREMENT_TOL, newton_cg_covsel
 from .spd import logdet_spd, shrink_to_pd
 
 __all__ = ["GaussianLAP"]
@@ -101,7 +103,10 @@ class GaussianLAP(_BaseGaussianMRF):
         density, as on ill-conditioned precisions); its off-diagonal scale
         ``t`` is stored in ``repair_factor_``. Each step is a truncated Newton-CG step on a
         sparse chordal embedding with a backtracking line search that keeps
-        every iterate positive definite; no dense ``p x p`` matrix is formed.
+        every iterate positive definite (on a lattice pattern, with the
+        stationary-torus preconditioner of :class:`GaussianMaxLikelihood`); no
+        dense ``p x p`` matrix is formed. The steps stop early at statistical
+        precision (see ``n_iter_``).
         With ``newton_steps > 0``, ``repair`` is not used and no
         :class:`NotPositiveDefiniteWarning` is raised.
 
@@ -152,8 +157,10 @@ class GaussianLAP(_BaseGaussianMRF):
         for).
 
     n_iter_ : int
-        Newton steps taken (at most ``newton_steps``; fewer when the
-        optimality residual reached 1e-10 first).
+        Newton steps taken (at most ``newton_steps``; fewer when statistical
+        precision, ``lambda^2 / 2 <= 1e-3 q / n`` as in
+        :class:`GaussianMaxLikelihood`, or the optimality residual 1e-10 was
+        reached first).
 
     log_partition_ : float
         ``(p log(2 pi) - log det precision_) / 2``, the log normaliser of the
@@ -299,8 +306,9 @@ class GaussianLAP(_BaseGaussianMRF):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    # A memmap or a dask array is standardised and its Gram blocks summed by row chunks.
-    _fits_by_chunks = True
+    # An in-memory X is standardised into one transposed array (the kernel gathers
+    # variables); a memmap or a dask array is standardised and its Gram blocks summed by row chunks.
+    _materialise = True
 
     def _bias_dof(self, n):
         """Wishart degrees of freedom of the bias correction, or None when it is not applied."""
@@ -349,42 +357,38 @@ class GaussianLAP(_BaseGaussianMRF):
         warnings.warn(msg, NotPositiveDefiniteWarning, stacklevel=4)  # fit's caller
         return precision, is_pd, logdet
 
-    def _newton_refine(self, XT, n_div, mu, precision, log):
-        """``newton_steps`` Newton-CG steps of the ML problem from the LAP estimate (made positive definite)."""
-        p = XT.shape[0]
+    def _newton_refine(self, data, n_div, mu, precision, log):
+        """``newton_steps`` Newton-CG steps of the ML problem from the LAP estimate (made positive definite).
+
+        Fewer when the statistical precision of :class:`GaussianMaxLikelihood`
+        (``decrement_tol=1e-3``) is reached first; on a lattice pattern with the
+        stationary-torus preconditioner.
+        """
+        p = data.shape[0]
         cols, rows = self._unknowns()  # the lower triangle, as the chordal embedding stores it
         pattern = ChordalPattern(rows, cols, p)
-        s = pattern_covariance(XT, rows, cols, n_div, self.shrinkage, mu)
+        s = covariance_on_pattern(data, rows, cols, n_div, self.shrinkage, mu)
         x = np.asarray(precision[rows, cols]).ravel()
         self.repair_factor_ = 1.0
         if pattern.cholesky(x)[0] is None:
             x, self.repair_factor_ = likelihood_start(pattern, s, x)
             log("the LAP estimate is not positive definite; start at off-diagonal scale %.6g", self.repair_factor_)
-        x, self.n_iter_, _, logdet = newton_cg_covsel(pattern, s, x, max_iter=self.newton_steps, log=log)
-        return assemble_symmetric(rows, cols, x, p), True, logdet
+        result = newton_cg_covsel(
+            pattern,
+            s,
+            x,
+            max_iter=self.newton_steps,
+            decrement_tol=DECREMENT_TOL * len(rows) / n_div,
+            lattice=detect_lattice(rows, cols, p),
+            log=log,
+        )
+        self.n_iter_ = result.n_iter
+        return assemble_symmetric(rows, cols, result.x, p), True, result.log_det
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y=None):
-        """Estimate the precision from X.
-
-        %(fit_real)s
-
-        Raises
-        ------
-        ValueError
-            NaN or infinite values; a graph that does not match X; fewer
-            samples than the largest 1-neighbourhood needs (with
-            ``shrinkage=0``; three more than its size with
-            ``bias_correction=True``, two more with ``assume_centered``); a
-            singular neighbourhood covariance (collinear columns); a column
-            of zero variance (with ``shrinkage=0``); a precision that
-            overflows float64 in the units of X.
-        """
-        log = ProgressLog("GaussianLAP", self.verbose)
-        XT, n_div, mu = self._prepare(X)
-        p, n = XT.shape
-        log("validated %d x %d data", n, p)
+    def _fit_precision(self, XT, n_div, mu, log):
+        p, n_rows = XT.shape
+        log("validated %d x %d data", n_rows, p)
+        n = int(n_div) if n_div.is_integer() else n_div  # rows, or the sum of the weights
         plan = self._plan(n, log)
         values = lap_from_data(
             XT, plan, n_div, self.shrinkage, mu, n_jobs=self.n_jobs, verbose=self.verbose, bias_dof=self._bias_dof(n)
@@ -396,7 +400,5 @@ class GaussianLAP(_BaseGaussianMRF):
             precision, is_pd, logdet = self._newton_refine(XT, n_div, mu, precision, log)
         else:
             precision, is_pd, logdet = self._positive_definite(precision, n)
-        del XT
-        self._store(precision, is_pd, logdet)
         log("checked positive definiteness")
-        return self
+        return precision, is_pd, logdet, None

@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ...data import reduce_row_chunks
 from ...utils._parallel import parallel_or_serial, workers_for
 from ...utils._sklearn_compat import delayed
 from ...utils._threads import single_blas_thread
+from ._data import StandardisedRows
 from .covariance_selection import dense_covariance
 
 __all__ = ["CHUNK_ENTRIES", "LapPlan", "StandardisedRows", "assemble_symmetric", "lap_from_covariance", "lap_from_data"]
@@ -496,37 +496,9 @@ def lap_from_data(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0
     return np.concatenate(results) if results else np.empty(0)
 
 
-class StandardisedRows:
-    """A memmap or a dask array and the affine map to the fit's units, applied chunk by chunk.
-
-    The chunk's transpose is centred by ``location``, divided by ``peak`` and by ``rms`` and
-    multiplied by ``factor`` (if not None), the operations that standardise an in-memory X.
-
-    Parameters
-    ----------
-    X : numpy.memmap or dask.array of shape (n_samples, n_features)
-    location, peak, rms : ndarray of shape (n_features,)
-    factor : ndarray of shape (n_features,) or None
-    """
-
-    def __init__(self, X, location, peak, rms, factor):
-        self.X, self.location, self.peak, self.rms, self.factor = X, location, peak, rms, factor
-
-    @property
-    def shape(self):
-        """``(n_features, n_samples)``, as the transposed data it stands for."""
-        return self.X.shape[1], self.X.shape[0]
-
-
-def _gram_chunk(chunk, start, location, peak, rms, factor, cl_ptr, cl_idx):
-    """Worker: the clusters' Gram buffer of one chunk of rows, in the fit's units."""
-    XT = np.asarray(chunk, dtype=np.float64).T.copy()
-    XT -= location[:, None]
-    XT /= peak[:, None]
-    XT /= rms[:, None]
-    if factor is not None:
-        XT *= factor[:, None]
-    return _gram_buffer(XT, cl_ptr, cl_idx)[0]
+def _gram_chunk(ZT, cl_ptr, cl_idx):
+    """Worker: the clusters' Gram buffer of one chunk of rows in the fit's units."""
+    return _gram_buffer(ZT, cl_ptr, cl_idx)[0]
 
 
 def _lap_from_chunks(rows, plan, n_div, shrinkage, mu, bias_dof):
@@ -536,9 +508,7 @@ def _lap_from_chunks(rows, plan, n_div, shrinkage, mu, bias_dof):
     the blocks are then solved here, with one BLAS thread.
     """
     args = plan.chunk_args(0, plan.n_clusters, 0, plan.n_tasks)
-    buf = reduce_row_chunks(
-        rows.X, _gram_chunk, rows.location, rows.peak, rows.rms, rows.factor, args["cl_ptr"], args["cl_idx"]
-    )
+    buf = rows.reduce(_gram_chunk, args["cl_ptr"], args["cl_idx"])
     offsets = np.concatenate([[0], np.cumsum(plan.cluster_sizes**2)])
     with single_blas_thread():
         return _lap_from_gram(

@@ -13,21 +13,22 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from ...solvers import warn_not_converged
 from ...utils._docstrings import fill_doc
-from ...utils._sklearn_compat import Interval, StrOptions, _fit_context
-from ...utils._verbose import ProgressLog
-from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF, _column_name
-from .chordal import ChordalPattern, chordal_max_likelihood, newton_cg_covsel, pattern_covariance
-from .covariance_selection import dense_covariance, newton_covsel, regression_covsel
-from .lap_kernel import _SINGULAR_RTOL, LapPlan, assemble_symmetric, lap_from_covariance, lap_from_data
+from ...utils._sklearn_compat import Interval, StrOptions
+from ._base import _BaseGaussianMRF
+from ._data import covariance_on_pattern, dense_covariance_rows
+from ._ml_checks import _MaxLikelihoodChecks
+from .chordal import ChordalPattern, chordal_max_likelihood, dual_bound
+from .covariance_selection import newton_covsel, regression_covsel
+from .lap_kernel import LapPlan, assemble_symmetric, lap_from_covariance
+from .sparse_ml import sparse_max_likelihood
 from .spd import logdet_spd, logdet_spd_dense
 
 __all__ = ["GaussianMaxLikelihood"]
 
 
 @fill_doc
-class GaussianMaxLikelihood(_BaseGaussianMRF):
+class GaussianMaxLikelihood(_MaxLikelihoodChecks, _BaseGaussianMRF):
     """Maximum-likelihood precision of a Gaussian MRF with a known zero pattern.
 
     Covariance selection (Dempster, 1972): maximise the Gaussian likelihood
@@ -83,6 +84,24 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         columns. Newton (dense or sparse): stop when ``max |inv(Theta) - S|``
         over the diagonal and the edges is at most ``tol``. Regression: stop when a sweep
         changes no entry of the working covariance by more than ``tol``.
+        With the default ``decrement_tol`` Newton usually stops earlier, at
+        statistical precision.
+
+    decrement_tol : float or None, default=1e-3
+        Newton (dense or sparse) also stops when the Newton decrement
+        ``lambda`` satisfies ``lambda^2 / 2 <= decrement_tol * q / n`` (``q``
+        unknowns: variables plus edges; ``n`` rows, or the sum of the weights).
+        ``lambda^2 / 2`` estimates how far the objective is from its optimum,
+        and ``q / n`` is the objective's own sampling noise (see Notes), so the
+        default stops at a thousandth of what the data can resolve. None: stop
+        on ``tol`` only (the exact optimum). Not used by the regression solver.
+
+    max_time : float or None, default=None
+        Sparse solver: stop at the first Newton iterate reached more than
+        this many seconds after the iterations began (a CG solve is cut short
+        to end near the limit too), with a
+        :class:`~sklearn.exceptions.ConvergenceWarning` quoting the certified
+        ``duality_gap_`` unless a stopping rule was met. None: no limit.
 
     store_covariance : bool or "auto", default="auto"
         Keep ``covariance_ = inv(precision_)`` (dense). ``"auto"``: for at
@@ -123,6 +142,45 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     n_iter_ : int
         Newton iterations or regression sweeps run (0 for the closed form).
 
+    residual_ : float
+        The optimality residual reached: ``max |inv(Theta) - S|`` over the
+        diagonal and the edges, in standardised units (for the regression
+        solver, the largest change of its last sweep).
+
+    decrement_ : float or None
+        ``lambda^2 / 2`` of the last Newton system (None when not measured:
+        the closed form, the regression solver, or a stop on ``tol``). On a
+        stop at statistical precision it is that of the iterate before the
+        final, full Newton step, which leaves the estimate closer still. For the sparse
+        solver a lower bound, within a factor ``1 + 1e-4 kappa`` (``kappa``:
+        the condition number of the preconditioned Newton system).
+
+    objective_ : float or None
+        ``f(Theta) = -log det Theta + tr(S Theta)`` at the estimate, in
+        standardised units (the mean log-likelihood per row is
+        ``-(f + p log(2 pi)) / 2 - sum(log scale_)``); None if not positive definite.
+
+    lower_bound_ : float or None
+        A certified lower bound on the optimum of ``f``: the larger of
+        ``embedding_bound_`` and the dual bound ``p + log det W`` of one
+        positive definite completion ``W`` of ``S`` (see Notes).
+
+    duality_gap_ : float or None
+        ``objective_ - lower_bound_``: the estimate is at most this far from
+        the optimum of ``f`` (twice the mean log-likelihood per row). Zero up to
+        rounding at the exact optimum; None when no bound could be computed
+        (or with the regression solver above 2000 variables).
+
+    embedding_bound_ : float or None
+        ``p - log det Theta_E``, ``Theta_E`` the maximum-likelihood precision on
+        the chordal embedding of the pattern (a larger pattern, so its optimum
+        is lower); None when not computed (dense solvers, chordal patterns)
+        or when the embedding has a clique larger than the sample.
+
+    cg_iterations_ : ndarray of int64
+        Sparse solver: the conjugate-gradient iterations of each Newton system
+        (empty for the other solvers).
+
     %(n_features_in_)s
 
     %(feature_names_in_)s
@@ -154,20 +212,48 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
     ``mean(diag(S)) I`` is kept; it is not equivariant under per-column
     scaling (only under a common factor).
 
-    Newton (dense or sparse) starts from the LAP estimate when that is
-    positive definite (usually close, so few iterations are needed) and from
-    ``diag(1 / S_ii)`` otherwise. The regression solver starts from ``S``.
-    Each sparse Newton system is solved by conjugate gradients preconditioned
-    with the exact inverse Hessian of the chordal embedding, restricted to
-    the pattern. How well that works depends on the conditioning: at the
-    solution on a 20 x 20 lattice, the preconditioned system has condition
-    number 56 for the 5-point Laplacian precision and 1.3e6 for its square
-    (``benchmarks/gaussian_lap.py precond``), so Newton steps near the
-    optimum take tens of CG steps on the first and hundreds on the second,
-    and large fits of such ill-conditioned precisions take many minutes
-    (``benchmarks/gaussian_lap.py sparse_ml``). A looser ``tol`` saves the
-    last and most expensive steps; ``GaussianLAP(newton_steps=k)`` gives a
-    positive definite estimate for a fixed budget of steps.
+    Dense Newton starts from the LAP estimate when that is positive definite
+    and from ``diag(1 / S_ii)`` otherwise; the regression solver starts from
+    ``S``. The sparse solver forms the sample covariance on the whole chordal
+    embedding ``E`` of the pattern (one pass over the data by row chunks; X is
+    never copied whole, so a ``numpy.memmap`` or a ``dask.array`` is read chunk
+    by chunk); the closed-form ML on ``E`` gives ``embedding_bound_`` and,
+    with its fill zeroed, a candidate start. On a lattice pattern (a stencil
+    on a grid, variables in row-major order: see
+    :func:`~skmrf.estimators.gaussian.lattice.detect_lattice`) a second
+    candidate is the stationary stencil of highest likelihood on the torus,
+    rescaled so that its inverse has the sample variances on its diagonal. The
+    start is the positive definite candidate of lowest objective, else
+    ``diag(1 / S_ii)``.
+
+    Each sparse Newton system ``P_V(W D W) = -g`` (``W = inv(Theta)``) is
+    solved by preconditioned conjugate gradients. On a lattice the
+    preconditioner is the inverse Newton operator of a stationary torus model
+    of the current ``Theta = D C D`` (``D = sqrt(diag Theta)``; the median of
+    ``C``'s entries per lattice offset, wrapped periodically and shifted so
+    that its smallest eigenvalue is ``C``'s), applied with 2-D FFTs: at the
+    ML solution (``n = 1000``) the condition number of the preconditioned
+    system was 3.7 and 4.8 on the 5-point 8 x 8 and 16 x 16 lattices, where
+    the chordal preconditioner gives 11 and 37, and 152 and 316 on ``L L^T``
+    at 12 x 12 and 16 x 16, where it gives 7.7e4 and 3.7e5
+    (``benchmarks/gaussian_lap.py precond``). Elsewhere it is the exact
+    inverse Hessian of the chordal embedding restricted to the pattern. On
+    ill-conditioned precisions (the squared lattice Laplacian ``L L^T``) both
+    leave many CG iterations per step; ``max_time`` then bounds the work and
+    ``duality_gap_`` says how far the estimate is from the optimum.
+
+    Statistical precision: twice the log-likelihood ratio of the estimate
+    and the truth is about ``chi^2_q``, so the objective ``f`` (``-2 / n``
+    times the log-likelihood, up to a constant) has sampling noise of about
+    ``q / n``; near the optimum ``f - f* ~ lambda^2 / 2``, and the iterations
+    stop once that is ``decrement_tol`` times the noise.
+
+    Certified gap: every positive definite ``W`` equal to ``S`` on the pattern
+    gives ``f(Theta) >= p + log det W`` for every feasible ``Theta``
+    (Fenchel's inequality for ``-log det``). ``W`` is the maximum-determinant
+    completion of ``S`` on the pattern and of ``inv(Theta)`` on the fill of the
+    embedding: one chordal completion, about the cost of a Cholesky
+    factorisation.
 
     References
     ----------
@@ -198,6 +284,8 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         "solver": [StrOptions({"auto", "newton", "regression", "sparse"})],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "tol": [Interval(Real, 0, None, closed="neither")],
+        "decrement_tol": [Interval(Real, 0, None, closed="left"), None],
+        "max_time": [Interval(Real, 0, None, closed="neither"), None],
     }
 
     #: ``solver="auto"`` uses dense Newton up to this many unknowns (and the sparse solver above).
@@ -218,6 +306,8 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         solver="auto",
         max_iter=200,
         tol=1e-10,
+        decrement_tol=1e-3,
+        max_time=None,
         store_covariance="auto",
         sparse="auto",
         verbose=0,
@@ -228,6 +318,8 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
+        self.decrement_tol = decrement_tol
+        self.max_time = max_time
         self.store_covariance = store_covariance
         self.sparse = sparse
         self.verbose = verbose
@@ -254,9 +346,9 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             )
         return solver
 
-    def _sample_covariance(self, XT, n_div, mu):
+    def _sample_covariance(self, data, n_div, mu):
         """The dense (shrunk) sample covariance, after checking that no edge is collinear."""
-        S = dense_covariance(XT, n_div, self.shrinkage, mu)
+        S = dense_covariance_rows(data, n_div, self.shrinkage, mu)
         if np.any(np.diag(S) <= 0):
             j = int(np.flatnonzero(np.diag(S) <= 0)[0])
             raise ValueError(f"Column {j} has zero variance; remove constant columns or set shrinkage > 0.")
@@ -264,29 +356,6 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
         i, j = upper.row.astype(np.int64), upper.col.astype(np.int64)
         self._check_collinear_edges(np.diag(S), i, j, S[i, j])
         return S
-
-    def _check_collinear_edges(self, d, i, j, s_ij):
-        """Raise when two neighbours are (numerically) collinear: no maximum-likelihood estimate.
-
-        ``[inv(Theta)]_ij = S_ij`` on an edge needs the 2 x 2 block of ``S`` on
-        ``{i, j}`` (a clique of the graph) to be positive definite; with
-        ``|corr(x_i, x_j)| = 1`` the likelihood is unbounded. Same relative
-        threshold as the singular blocks of GaussianLAP.
-        """
-        bad = ~(d[i] * d[j] - s_ij**2 > _SINGULAR_RTOL * d[i] * d[j])
-        if not bad.any():
-            return
-        names = getattr(self, "feature_names_in_", None)
-        pairs = [f"({_column_name(a, names)}, {_column_name(b, names)})" for a, b in zip(i[bad][:10], j[bad][:10])]
-        k = int(np.flatnonzero(bad)[0])
-        corr = s_ij[k] / np.sqrt(d[i[k]] * d[j[k]])
-        raise ValueError(
-            f"GaussianMaxLikelihood: the sample covariance of neighbouring columns "
-            f"{', '.join(pairs)}{', ...' if bad.sum() > 10 else ''} is singular (the first pair has "
-            f"correlation {corr:.17g}): one is (numerically) a multiple of the other in this sample, so "
-            "the likelihood is unbounded and has no maximum. Remove duplicated or collinear columns, "
-            "collect more samples, or set shrinkage > 0."
-        )
 
     def _newton_start(self, S, adjacency):
         """The LAP estimate when it is positive definite (usually close to the optimum), else ``diag(1 / S_ii)``.
@@ -305,32 +374,6 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             pass
         return np.diag(1.0 / np.diag(S))
 
-    def _singular_neighbourhood(self, S):
-        """The GaussianLAP error naming a singular 1-neighbourhood block of ``S``, or None.
-
-        ``S`` is None on the sparse path, which always tried the LAP start.
-        """
-        if self._singular is None and S is not None:
-            try:
-                plan = LapPlan(self.adjacency_)
-                lap_from_covariance(S, plan)
-            except ValueError as exc:
-                self._singular = exc
-        return self._singular
-
-    def _fail(self, S, what):
-        """Raise the error explaining a failed fit: a singular neighbourhood if there is one."""
-        singular = self._singular_neighbourhood(S)
-        if singular is not None:
-            raise ValueError(
-                f"GaussianMaxLikelihood: {what}, and the maximum-likelihood estimate probably does not "
-                f"exist: {singular}"
-            ) from None
-        raise ValueError(
-            f"GaussianMaxLikelihood: {what}; the maximum-likelihood estimate probably does not exist "
-            f"with this sample (n = {self._n_samples}). Collect more samples or set shrinkage > 0."
-        )
-
     def _fit_newton(self, S, rows, cols, log):
         """Newton's method; return ``(Theta, covariance, residual)``."""
         theta0 = self._newton_start(S, self.adjacency_)
@@ -338,8 +381,8 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             # An ill-conditioned Hessian is a symptom of a likelihood without a maximum,
             # diagnosed below from the result.
             warnings.simplefilter("ignore", sla.LinAlgWarning)
-            Theta, W, self.n_iter_, resid = newton_covsel(
-                S, rows, cols, theta0, tol=self.tol, max_iter=self.max_iter, log=log
+            Theta, W, self.n_iter_, resid, self.decrement_ = newton_covsel(
+                S, rows, cols, theta0, tol=self.tol, max_iter=self.max_iter, decrement_tol=self._threshold, log=log
             )
         if not (np.all(np.isfinite(Theta)) and np.all(np.isfinite(W)) and np.isfinite(resid)):
             self._fail(S, "Newton's method diverged")
@@ -360,173 +403,118 @@ class GaussianMaxLikelihood(_BaseGaussianMRF):
             self._fail(S, "the regression solver diverged")
         return Theta, None, resid
 
-    def _check_solution(self, S, theta_diag, s_diag, resid, is_pd):
-        """Refuse a solution that is numerically singular, or failed where a neighbourhood is singular.
-
-        With ``inv(Theta)_ii = S_ii`` at the optimum, ``Theta_ii S_ii`` is
-        ``1 / (1 - R_i^2)`` for the fitted regression of ``x_i`` on the
-        others: at ``1 / _SINGULAR_RTOL`` (GaussianLAP's threshold) ``x_i`` is
-        (numerically) a linear combination of the others and the likelihood
-        has no maximum.
-        """
-        ratio = theta_diag * s_diag
-        bad = np.flatnonzero(~(ratio < 1.0 / _SINGULAR_RTOL))
-        if len(bad):
-            names = getattr(self, "feature_names_in_", None)
-            cols = ", ".join(_column_name(int(j), names) for j in bad[:10]) + (", ..." if len(bad) > 10 else "")
-            self._fail(
-                S,
-                f"the fitted precision makes column{'s' if len(bad) > 1 else ''} {cols} (numerically) a "
-                "linear combination of the others (Theta_ii * S_ii above 1e10)",
-            )
-        if resid > self.tol or not is_pd:
-            if self._singular_neighbourhood(S) is not None:
-                solver = {"regression": "the regression solver"}.get(self.solver_, "Newton's method")
-                how = "did not converge" if resid > self.tol else "ended at a matrix that is not positive definite"
-                self._fail(S, f"{solver} {how} in {self.n_iter_} iterations")
-
-    def _warn_if_not_converged(self, resid):
-        """ConvergenceWarning when the solver stopped above ``tol``."""
-        if resid <= self.tol:
-            return
-        measure = (
-            "the largest change of the working covariance in the last sweep (in standardised units) is"
-            if self.solver_ == "regression"
-            else "the optimality residual max |inv(Theta) - S| over the pattern (in standardised units) is"
-        )
-        warn_not_converged(
-            f"GaussianMaxLikelihood (solver={self.solver_!r})",
-            f"in {self.n_iter_} iterations: {measure} {resid:.3g} > tol={self.tol:g}",
-            "Increase max_iter, loosen tol, or add samples or shrinkage (the maximum-likelihood "
-            "estimate may not exist when n is small).",
-            stacklevel=4,  # fit's caller
-        )
-
-    @staticmethod
-    def _positive_definite(Theta):
-        """``(is_pd, logdet)`` of the dense solution; warn when it is not positive definite."""
-        is_pd, logdet = logdet_spd_dense(Theta)
-        if not is_pd:
-            warnings.warn(
-                "The maximum-likelihood iterations ended at a precision that is not positive "
-                "definite; is_positive_definite_ is False.",
-                NotPositiveDefiniteWarning,
-                stacklevel=4,  # fit's caller
-            )
-        return is_pd, logdet
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    @fill_doc
-    def fit(self, X, y=None):
-        """Compute the maximum-likelihood precision.
-
-        %(fit_real)s
-
-        Raises
-        ------
-        ValueError
-            NaN or infinite values; a graph that does not match X; too few
-            samples for the neighbourhood regressions (with ``shrinkage=0``);
-            a problem too large for the dense solvers; a column of zero
-            variance (with ``shrinkage=0``); collinear columns that leave the
-            likelihood without a maximum (neighbours whose correlation is
-            numerically 1, or a solution making a column a linear combination
-            of the others), named in the message; a precision that overflows
-            float64 in the units of X.
-        """
-        log = ProgressLog("GaussianMaxLikelihood", self.verbose)
-        XT, n_div, mu = self._prepare(X)
-        p, n = XT.shape
+    def _fit_precision(self, data, n_div, mu, log):
+        p = data.shape[0]
         rows, cols = self._unknowns()
         solver = self._choose_solver(len(rows), p)
-        self._singular, self._n_samples = None, n
+        self._singular, self._n_samples, self._data = None, _count(n_div), (data, n_div, mu)
+        self._threshold = None if self.decrement_tol is None else self.decrement_tol * len(rows) / n_div
         degree = np.diff(self.adjacency_.indptr)
-        self._check_enough_samples(n, int(degree.max()) + 1 if p else 0, "the largest closed neighbourhood {i} u N(i)")
+        self._check_enough_samples(
+            self._n_samples, int(degree.max()) + 1 if p else 0, "the largest closed neighbourhood {i} u N(i)"
+        )
         pattern = None
         if self.solver in ("auto", "sparse"):
             # cols >= rows: the lower triangle, as the chordal embedding stores it.
             pattern = ChordalPattern(cols, rows, p)
             log("chordal embedding: %d entries on the pattern, %d fill", len(rows), pattern.n_fill)
-            if pattern.n_fill == 0:
+            if pattern.chordal:
                 solver = "chordal"
         self.solver_ = solver
-        if solver in ("chordal", "sparse"):
-            self._check_sparse_size(pattern)
-            x, s, resid, logdet = self._fit_sparse(XT, n_div, mu, pattern, log)
-            del XT
-            self._check_solution(None, x[:p], s[:p], resid, True)
-            self._warn_if_not_converged(resid)
-            self._store(assemble_symmetric(rows, cols, x, p), True, logdet)
-            return self
+        self.decrement_, self.lower_bound_, self.embedding_bound_ = np.nan, -np.inf, -np.inf
+        self.cg_iterations_ = []
+        try:
+            if solver in ("chordal", "sparse"):
+                fit = self._fit_sparse(data, n_div, mu, pattern, log)
+            else:
+                fit = self._fit_dense(data, n_div, mu, rows, cols, log)
+        finally:
+            del self._data
+        # Not measured or not available: None (a saved model round-trips it, unlike NaN).
+        for name in ("decrement_", "objective_", "lower_bound_", "duality_gap_", "embedding_bound_"):
+            value = getattr(self, name)
+            setattr(self, name, float(value) if np.isfinite(value) else None)
+        self.cg_iterations_ = np.asarray(self.cg_iterations_, dtype=np.int64)
+        return fit
+
+    def _fit_dense(self, data, n_div, mu, rows, cols, log):
+        """Dense Newton or the regression solver on the dense sample covariance."""
+        p = data.shape[0]
         self._check_dense_size(p)
-        S = self._sample_covariance(XT, n_div, mu)
-        del XT
-        if solver == "newton":
+        S = self._sample_covariance(data, n_div, mu)
+        if self.solver_ == "newton":
             Theta, covariance, resid = self._fit_newton(S, rows, cols, log)
         else:
-            Theta, covariance, resid = self._fit_regression(S, n, log)
-        self._check_solution(S, np.diag(Theta), np.diag(S), resid, logdet_spd_dense(Theta)[0])
+            Theta, covariance, resid = self._fit_regression(S, self._n_samples, log)
+        is_pd = logdet_spd_dense(Theta)[0]
+        # The certificate needs the chordal embedding: cheap next to dense Newton's q x q Hessian, but
+        # not next to a regression sweep on a large graph with much fill, so only up to 2000 variables there.
+        certify = is_pd and (self.solver_ == "newton" or p <= 2000)
+        self._certify(S[cols, rows], Theta[cols, rows], ChordalPattern(cols, rows, p) if certify else None)
+        self._check_solution(S, np.diag(Theta), np.diag(S), resid, is_pd)
+        self.residual_ = resid
         self._warn_if_not_converged(resid)
         is_pd, logdet = self._positive_definite(Theta)
-        self._store(assemble_symmetric(rows, cols, Theta[rows, cols], p), is_pd, logdet, covariance)
-        return self
+        return assemble_symmetric(rows, cols, Theta[rows, cols], p), is_pd, logdet, covariance
 
-    def _check_dense_size(self, p):
-        """Refuse a dense problem that does not fit (after ``solver="auto"`` chose a dense solver)."""
-        if p > self.DENSE_MAX_FEATURES:  # pragma: no cover - _choose_solver refuses first
-            raise ValueError(f"{p} variables are too many for the dense solvers; use solver='sparse'.")
+    def _certify(self, s, x, pattern, Y=None):
+        """``objective_``, ``lower_bound_`` and ``duality_gap_`` of the estimate ``x`` on ``pattern``."""
+        self.objective_ = self.duality_gap_ = np.nan
+        if pattern is None:
+            return
+        L, logdet = pattern.cholesky(x)
+        if L is None:
+            return
+        if Y is None:
+            Y = pattern.inverse_on_pattern(L)[0]
+        self.objective_ = -logdet + float(np.dot(pattern.weight * s, x))
+        self.lower_bound_ = max(self.lower_bound_, dual_bound(pattern, s, Y))
+        self.duality_gap_ = self.objective_ - self.lower_bound_
 
-    def _check_sparse_size(self, pattern):
-        """Refuse a chordal embedding too large to store (a pattern with a wide elimination order)."""
-        if pattern.n_stored > self.SPARSE_MAX_STORED:
-            raise ValueError(
-                f"GaussianMaxLikelihood(solver='sparse'): the sparse Cholesky factor of this pattern "
-                f"({pattern.p} variables, {len(pattern.rows) - pattern.p} edges) has {pattern.n_fill} fill-in "
-                f"entries and stores {pattern.n_stored} numbers ({8 * pattern.n_stored / 2**30:.1f} GiB per "
-                "matrix, several matrices are needed): the graph has no narrow elimination order (random "
-                "graphs do not). Use GaussianLAP, or a sparser or more local graph."
-            )
-
-    def _fit_sparse(self, XT, n_div, mu, pattern, log):
-        """Closed form (chordal pattern) or Newton-CG; return ``(x, s, residual, log_det)`` on the pattern.
-
-        ``x`` and ``s`` hold the diagonal first (``_unknowns`` order). The
-        sample covariance is formed on the pattern only, in chunks.
-        """
-        lower_rows, lower_cols = pattern.rows, pattern.cols
-        s = pattern_covariance(XT, lower_rows, lower_cols, n_div, self.shrinkage, mu)
-        upper = lower_rows != lower_cols
-        self._check_collinear_edges(s[pattern.diagonal], lower_cols[upper], lower_rows[upper], s[upper])
+    def _fit_sparse(self, data, n_div, mu, pattern, log):
+        """The closed form (chordal pattern) or the sparse Newton-CG kernel: ``(precision, True, logdet, None)``."""
+        self._check_sparse_size(pattern)
+        p = pattern.p
         if self.solver_ == "chordal":
+            s = covariance_on_pattern(data, pattern.rows, pattern.cols, n_div, self.shrinkage, mu)
+            self._check_edges(pattern, s)
             x, logdet = chordal_max_likelihood(pattern, s)
             self.n_iter_ = 0
             if x is None:
-                self._sparse_start(XT, n_div, mu, pattern, s)  # names a singular neighbourhood, if any
                 self._fail(None, "the sample covariance has no positive definite completion on this chordal graph")
-            resid = float(np.max(np.abs(pattern.inverse_on_pattern(pattern.cholesky(x)[0])[1] - s)))
-            return x, s, resid / float(np.max(s[pattern.diagonal])), logdet
-        x0 = self._sparse_start(XT, n_div, mu, pattern, s)
-        x, self.n_iter_, resid, logdet = newton_cg_covsel(pattern, s, x0, tol=self.tol, max_iter=self.max_iter, log=log)
-        if not (np.all(np.isfinite(x)) and np.isfinite(resid)):  # pragma: no cover - steps keep definiteness
-            self._fail(None, "Newton's method diverged")
-        return x, s, resid, logdet
+            L = pattern.cholesky(x)[0]
+            Y, w = pattern.inverse_on_pattern(L)
+            resid = float(np.max(np.abs(w - s))) / float(np.max(s[pattern.diagonal]))
+        else:
+            fit = sparse_max_likelihood(
+                data,
+                pattern,
+                n_div,
+                self.shrinkage,
+                mu,
+                tol=self.tol,
+                max_iter=self.max_iter,
+                decrement_tol=self.decrement_tol,
+                check=lambda s: self._check_edges(pattern, s),
+                max_time=self.max_time,
+                log=log,
+            )
+            x, s, resid, logdet, self.n_iter_ = fit.x, fit.s, fit.residual, fit.log_det, fit.n_iter
+            self.decrement_, self.embedding_bound_, self.cg_iterations_ = (
+                fit.decrement,
+                fit.embedding_bound,
+                fit.cg_iterations,
+            )
+            self.lower_bound_, Y = fit.lower_bound, fit.Y
+            if not (np.all(np.isfinite(x)) and np.isfinite(resid)):  # pragma: no cover - steps keep definiteness
+                self._fail(None, "Newton's method diverged")
+        self._certify(s, x, pattern, Y)
+        self._check_solution(None, x[:p], s[:p], resid, True)
+        self.residual_ = resid
+        self._warn_if_not_converged(resid)
+        return assemble_symmetric(pattern.cols, pattern.rows, x, p), True, logdet, None
 
-    def _sparse_start(self, XT, n_div, mu, pattern, s):
-        """The LAP estimate on the pattern when it is positive definite, else ``diag(1 / S_ii)`` (``s`` on the pattern).
 
-        A singular 1-neighbourhood block is remembered in ``self._singular``.
-        """
-        diag = pattern.diagonal
-        try:
-            plan = LapPlan(self.adjacency_)
-            lap = assemble_symmetric(plan.ti, plan.tj, lap_from_data(XT, plan, n_div, self.shrinkage, mu), XT.shape[0])
-            x0 = np.asarray(lap[pattern.rows, pattern.cols]).ravel()
-            if pattern.cholesky(x0)[0] is not None:
-                return x0
-        except ValueError as exc:
-            self._singular = exc
-        except np.linalg.LinAlgError:
-            pass
-        x0 = np.zeros(len(s))
-        x0[diag] = 1.0 / s[diag]
-        return x0
+def _count(n_div):
+    """The number of rows (the sum of the weights) for messages: an int when it is one."""
+    return int(n_div) if float(n_div).is_integer() else float(n_div)

@@ -1,0 +1,193 @@
+"""The commands ``fit``, ``score``, ``sample`` and ``info``, and the progress line they write."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+
+import numpy as np
+
+from ..io import load_model, read_header, save_model
+from ._common import CLIError, short
+from ._graph import read_graph
+from ._params import build_estimator, fit_input, score_input
+from ._tables import check_exists, check_output, read_table, write_table
+
+
+# -- progress ----------------------------------------------------------------------
+class _Progress:
+    """A plain stderr counter of elapsed seconds while a step runs (when ``-v`` is given).
+
+    On a terminal the line is rewritten every second; elsewhere only the start
+    and end lines are written. The estimator's own ``verbose`` lines (``-vv``)
+    replace the counter.
+    """
+
+    def __init__(self, label, verbose, stream=None):
+        self.label, self.verbose = label, verbose
+        self.stream = stream if stream is not None else sys.stderr
+        self._stop = threading.Event()
+        self._thread = None
+
+    def _tick(self):
+        while not self._stop.wait(1.0):
+            self.stream.write(f"\rskmrf: {self.label} ... {time.perf_counter() - self.start:.0f} s")
+            self.stream.flush()
+
+    def __enter__(self):
+        self.start = time.perf_counter()
+        if self.verbose:
+            self.stream.write(f"skmrf: {self.label} ...")
+            live = self.verbose == 1 and getattr(self.stream, "isatty", lambda: False)()
+            if live:
+                self._thread = threading.Thread(target=self._tick, daemon=True)
+                self._thread.start()
+            else:
+                self.stream.write("\n")
+            self.stream.flush()
+        return self
+
+    def __exit__(self, *exc):
+        if self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+            self.stream.write("\r")
+        if self.verbose and exc[0] is None:
+            self.stream.write(f"skmrf: {self.label}: done in {time.perf_counter() - self.start:.2f} s\n")
+        self.stream.flush()
+        return False
+
+
+# -- commands ----------------------------------------------------------------------
+@contextlib.contextmanager
+def _user_errors(prefix):
+    """A ``ValueError`` (bad data or parameters, a damaged model file) as a CLIError starting with ``prefix``.
+
+    skmrf's estimators and :mod:`skmrf.io` refuse bad input with a ``ValueError`` subclass
+    that names the culprit; any other exception is an internal error (see :func:`main`).
+    """
+    try:
+        yield
+    except ValueError as exc:
+        message = str(exc)
+        raise CLIError(message if message.startswith(prefix) else f"{prefix}: {message}") from exc
+
+
+def _load(path):
+    check_exists(path, "model file")
+    with _user_errors(path):
+        return load_model(path)
+
+
+def cmd_fit(args):
+    check_output(args.out, "--out", (".npz",))
+    table = read_table(args.data, header=not args.no_header)
+    X = fit_input(table)
+    by_name = X is not table.values
+    est = build_estimator(args, read_graph(args.graph, table, by_name), table, by_name)
+    rows, cols = table.values.shape
+    label = f"fitting {type(est).__name__} on {args.data} ({rows} rows, {cols} columns)"
+    with _Progress(label, args.verbose), contextlib.redirect_stdout(sys.stderr), _user_errors(args.data):
+        est.fit(X)
+    try:
+        with _user_errors(args.out):
+            save_model(est, args.out)  # atomic: written beside args.out, then renamed
+    except OSError as exc:
+        raise CLIError(f"cannot write {args.out}: {exc.strerror or exc}") from exc
+    if args.verbose:
+        print(f"skmrf: saved {type(est).__name__} to {args.out}", file=sys.stderr)
+    return 0
+
+
+def cmd_score(args):
+    est = _load(args.model)
+    if args.per_row:
+        check_output(args.per_row, "--per-row")
+    table = read_table(args.data, header=not args.no_header)
+    X = score_input(est, table, args.model)
+    with _Progress(f"scoring {args.data}", args.verbose), contextlib.redirect_stdout(sys.stderr):
+        with _user_errors(args.data):
+            values = est.score_samples(X)
+    if args.per_row:
+        write_table(args.per_row, values, ["log_likelihood"])
+    print(repr(float(np.mean(values))))
+    return 0
+
+
+def cmd_sample(args):
+    """Draw ``-n`` samples; ``-n 0`` writes an empty sample (a header alone), as ``sample(0)`` returns one."""
+    est = _load(args.model)
+    if not hasattr(est, "sample"):
+        raise CLIError(f"{args.model} holds a {type(est).__name__}, which cannot sample; sample needs a discrete one.")
+    check_output(args.out, "--out")
+    with _Progress(f"drawing {args.n_samples} samples", args.verbose), contextlib.redirect_stdout(sys.stderr):
+        with _user_errors(args.model):
+            X = est.sample(args.n_samples, random_state=args.random_state, method=args.method, n_sweeps=args.n_sweeps)
+    names = getattr(est, "feature_names_in_", None)
+    write_table(args.out, X, None if names is None else [str(c) for c in names])
+    return 0
+
+
+def _summary(values):
+    values = np.asarray(values, dtype=float)
+    if not values.size:
+        return "none"
+    return f"{values.size} values, min {values.min():.6g}, max {values.max():.6g}, mean |.| {np.abs(values).mean():.6g}"
+
+
+def describe(path):
+    """The lines ``skmrf info`` prints for a saved model.
+
+    Parameters
+    ----------
+    path : str
+        A file written by :func:`skmrf.io.save_model`.
+
+    Returns
+    -------
+    list of str
+        Format version, estimator, parameters, variables, structure and fitted numbers.
+    """
+    header = read_header(path)
+    est = load_model(path)
+    n = header["n_features"]
+    names = header.get("feature_names")
+    lines = [
+        f"file: {path} ({header['format']} format version {header['format_version']}, "
+        f"written by skmrf {header.get('skmrf_version')})",
+        f"estimator: {header['estimator']} ({header['kind']})",
+        "parameters: " + ", ".join(f"{k}={short(v)}" for k, v in sorted(header["params"].items())),
+        f"variables: {n}"
+        + (f" (columns {', '.join(names[:10])}{', ...' if n > 10 else ''})" if names else " (unnamed columns)"),
+    ]
+    if header["kind"] == "discrete":
+        model = est.model_
+        k = model.n_states
+        sizes = np.bincount([len(c) for c in model.cliques])
+        lines += [
+            f"states: {k.min()}" + ("" if k.min() == k.max() else f" to {k.max()}") + " per variable",
+            "cliques: " + ", ".join(f"{c} of size {s}" for s, c in enumerate(sizes) if c),
+            f"theta: {_summary(model.theta)}",
+            f"score_method_: {getattr(est, 'score_method_', None)}, log_partition_: {est.log_partition_!r}",
+        ]
+    else:
+        P = est.standardized_precision_
+        lines += [
+            f"precision: {n} x {n}, {P.nnz} non-zeros ({(P.nnz - n) // 2} edges), "
+            f"positive definite: {'yes' if est.is_positive_definite_ else 'no'}",
+            f"log_partition_: {float(est.log_partition_)!r}",
+        ]
+    fitted = {k: v for k, v in header.get("fitted", {}).items() if k != "score_method_"}
+    if fitted:
+        lines.append("fitted: " + ", ".join(f"{k}={short(v)}" for k, v in sorted(fitted.items())))
+    return lines
+
+
+def cmd_info(args):
+    check_exists(args.model, "model file")
+    with _user_errors(args.model):
+        lines = describe(args.model)
+    print("\n".join(lines))
+    return 0

@@ -1,0 +1,313 @@
+"""Multiple sequence alignments: FASTA / A2M / A3M into integer states, and sequence weights."""
+
+from __future__ import annotations
+
+import gzip
+import os
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["ALPHABET", "PYDCA_ALPHABET", "Alignment", "read_alignment", "sequence_weights"]
+
+#: The package's 21-letter protein alphabet: state 0 is the gap, then the 20 amino acids in
+#: the alphabetical order of their one-letter codes. It is plmc's alphabet (``codesAA`` in
+#: plmc's ``plm.c``), so state ``k`` here is state ``k`` in plmc's parameters, and the gap is
+#: the reference state of skmrf's parametrisation (normalised with respect to state 0).
+ALPHABET = "-ACDEFGHIKLMNPQRSTVWY"
+#: pydca's alphabet (``RES_TO_INT_ALL['PROTEIN']`` minus one, as its C++ back end codes it):
+#: the 20 amino acids first, the gap last (state 20).
+PYDCA_ALPHABET = "ACDEFGHIKLMNPQRSTVWY-"
+
+_GAP = "-"
+#: Characters read as the gap besides ``-``: ``.`` (A2M's insert padding, read as a gap in a
+#: plain FASTA match column) and ``~`` (used by some aligners for terminal gaps).
+_GAP_LIKE = ".~"
+_FORMATS = ("auto", "fasta", "a2m", "a3m")
+_EXTENSIONS = {
+    ".a2m": "a2m",
+    ".a3m": "a3m",
+    ".fasta": "fasta",
+    ".fa": "fasta",
+    ".fas": "fasta",
+    ".faa": "fasta",
+    ".afa": "fasta",
+    ".aln": "fasta",
+    ".mfa": "fasta",
+}
+
+
+class Alignment(NamedTuple):
+    """What :func:`read_alignment` returns; unpacks as ``X, names, alphabet = ...``."""
+
+    X: np.ndarray
+    """ndarray of int64 of shape (n_sequences, n_columns): the state of every match column."""
+    names: list
+    """The sequence names (the header line after ``>``, up to the end of the line), in file order."""
+    alphabet: str
+    """The alphabet: state ``k`` is ``alphabet[k]``."""
+
+
+def _check_alphabet(alphabet):
+    if not isinstance(alphabet, str) or len(set(alphabet)) != len(alphabet) or alphabet.count(_GAP) != 1:
+        raise ValueError(
+            f"alphabet must be a string of distinct characters with exactly one gap '-'; got {alphabet!r}."
+        )
+    if any(c.islower() or c in _GAP_LIKE for c in alphabet):
+        raise ValueError(f"alphabet must hold upper-case letters and '-' only; got {alphabet!r}.")
+    return alphabet.index(_GAP)
+
+
+def _open_text(path_or_file):
+    """``(text, name)`` of a path (``.gz`` decompressed) or of an open text / binary file."""
+    if isinstance(path_or_file, (str, os.PathLike)):
+        name = os.fspath(path_or_file)
+        opener = gzip.open if name.endswith(".gz") else open
+        with opener(name, "rb") as fh:
+            data = fh.read()
+    else:
+        name = getattr(path_or_file, "name", None)
+        data = path_or_file.read()
+    if isinstance(data, bytes):
+        data = data.decode("ascii", errors="replace")
+    return data, (name if isinstance(name, str) else None)
+
+
+def _format_of(format, name, text):
+    if format not in _FORMATS:
+        raise ValueError(f"format must be one of {_FORMATS}; got {format!r}.")
+    if format != "auto":
+        return format
+    if name is not None:
+        stem = name[:-3] if name.endswith(".gz") else name
+        ext = os.path.splitext(stem)[1].lower()
+        if ext in _EXTENSIONS:
+            return _EXTENSIONS[ext]
+    # No telling extension: an insert (lower case or '.') means A2M / A3M, else plain FASTA
+    # (the two read the same when there is none).
+    body = "".join(line for line in text.splitlines() if not line.startswith((">", "#", ";")))
+    return "a2m" if any(c.islower() or c == "." for c in body) else "fasta"
+
+
+def _records(text):
+    """``(names, sequences)``: the FASTA records of ``text``, whitespace removed from sequences."""
+    lines = text.splitlines()
+    names, chunks = [], []
+    for n, line in enumerate(lines):  # a loop over the file's lines: parsing, not numerics
+        if line.startswith(">"):
+            names.append(line[1:].strip())
+            chunks.append([])
+        elif line.startswith(("#", ";")) or not line.strip():
+            continue  # A3M's '#' header, old FASTA ';' comments, blank lines
+        elif not names:
+            raise ValueError(f"Line {n + 1} holds sequence data before the first '>' header line: {line[:40]!r}.")
+        else:
+            chunks[-1].append("".join(line.split()))
+    if not names:
+        raise ValueError("The alignment holds no sequence (no line starting with '>').")
+    return names, ["".join(c) for c in chunks]
+
+
+def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="gap"):
+    """Read a multiple sequence alignment (FASTA, A2M or A3M) into integer states.
+
+    Parameters
+    ----------
+    path_or_file : str, path-like or file object
+        A file name (``.gz`` files are decompressed) or an open text or binary file.
+    format : {"auto", "fasta", "a2m", "a3m"}, default="auto"
+        ``"fasta"``: aligned FASTA, every character is a column (case is ignored; ``.``
+        and ``~`` are gaps). ``"a2m"`` and ``"a3m"``: lower-case letters and ``.`` are
+        insertions and are dropped; upper-case letters and ``-`` are the match columns
+        (A2M pads insertions with ``.``, A3M does not; both read the same way).
+        ``"auto"``: by the file extension (``.a2m``, ``.a3m``, ``.fasta``, ``.fa``,
+        ``.fas``, ``.faa``, ``.afa``, ``.aln``, ``.mfa``, each optionally ``.gz``),
+        otherwise ``"a2m"`` if the sequences hold a lower-case letter or a ``.`` and
+        ``"fasta"`` if not.
+    alphabet : str, default=ALPHABET
+        State ``k`` is the letter ``alphabet[k]``; it must hold one gap ``-``.
+        :data:`ALPHABET` (``"-ACDEFGHIKLMNPQRSTVWY"``, the gap is state 0) is plmc's;
+        :data:`PYDCA_ALPHABET` (``"ACDEFGHIKLMNPQRSTVWY-"``, the gap is state 20) is
+        pydca's.
+    nonstandard : {"gap", "drop"}, default="gap"
+        What to do with a letter that is not in ``alphabet`` (``B``, ``Z``, ``X``,
+        ``U``, ``O``, ``J`` for proteins): read it as the gap (pydca's choice), or
+        drop every sequence holding one (plmc's choice).
+
+    Returns
+    -------
+    Alignment
+        A named tuple ``(X, names, alphabet)``: ``X``, an int64 array of shape
+        ``(n_sequences, n_columns)`` of states, ``names``, the header of every kept
+        sequence, and the alphabet.
+
+    Raises
+    ------
+    ValueError
+        If a sequence holds a character that is neither a letter nor a gap (``*``, a
+        digit, ...), naming the sequence, the character and its position; if the
+        sequences do not all have the same number of match columns, naming the first
+        one that differs from the first sequence; if there is no sequence.
+
+    Notes
+    -----
+    To reproduce plmc's reading of an alignment: ``alphabet=ALPHABET``,
+    ``nonstandard="drop"``, and, in plmc's focus mode (``-f NAME``), keep the columns
+    where the focus sequence is not a gap, ``X[:, X[k] != 0]`` (plmc also drops the
+    columns where the focus sequence is lower case; :func:`read_alignment` drops every
+    insert column). To reproduce pydca's: ``alphabet=PYDCA_ALPHABET``, the default
+    ``nonstandard="gap"``, and pydca's removal of duplicate sequences, keeping the first
+    of each: ``X[np.sort(np.unique(X, axis=0, return_index=True)[1])]``.
+
+    Examples
+    --------
+    >>> import io
+    >>> from skmrf.protein import read_alignment
+    >>> text = ">seq1\\nAC-Dx\\n>seq2\\nAcC-Da.\\n"
+    >>> X, names, alphabet = read_alignment(io.StringIO(text), format="a2m")
+    >>> X
+    array([[1, 2, 0, 3],
+           [1, 2, 0, 3]])
+    >>> names
+    ['seq1', 'seq2']
+    """
+    gap = _check_alphabet(alphabet)
+    if nonstandard not in ("gap", "drop"):
+        raise ValueError(f"nonstandard must be 'gap' or 'drop'; got {nonstandard!r}.")
+    text, name = _open_text(path_or_file)
+    fmt = _format_of(format, name, text)
+    names, seqs = _records(text)
+    lengths = np.array([len(s) for s in seqs], dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    raw = np.frombuffer("".join(seqs).encode("ascii", errors="replace"), dtype=np.uint8)
+
+    # One lookup table over the 256 byte values (int8: one byte per character of the file): the
+    # state of each letter, -1 for an insert (dropped), -2 for a letter outside the alphabet,
+    # -3 for anything else (an error).
+    lut = np.full(256, -3, dtype=np.int8)
+    for c in range(ord("A"), ord("Z") + 1):
+        lut[c] = lut[c + 32] = -2
+    for k, c in enumerate(alphabet):
+        lut[ord(c)] = k
+        if c.isalpha():
+            lut[ord(c.lower())] = k
+    for c in _GAP_LIKE:
+        lut[ord(c)] = gap
+    if fmt in ("a2m", "a3m"):
+        lut[ord("a") : ord("z") + 1] = -1
+        lut[ord(".")] = -1
+    codes = lut[raw]
+    bad = np.flatnonzero(codes == -3)
+    if bad.size:
+        s = int(np.searchsorted(starts, bad[0], side="right")) - 1
+        raise ValueError(
+            f"Sequence {s} ({names[s]!r}) holds the character {chr(raw[bad[0]])!r} at position {bad[0] - starts[s]}, "
+            "which is neither a letter nor a gap ('-', '.', '~'). Remove it (a '*' stop codon, a digit) before reading."
+        )
+    keep = codes != -1
+    n_match = np.zeros(len(seqs), dtype=np.int64)
+    full = lengths > 0
+    if full.any():
+        n_match[full] = np.add.reduceat(keep.view(np.uint8), starts[full], dtype=np.int64)
+    differs = np.flatnonzero(n_match != n_match[0])
+    if differs.size:
+        s = differs[0]
+        what = "match columns (upper case and '-')" if fmt != "fasta" else "columns"
+        raise ValueError(
+            f"Sequence {s} ({names[s]!r}) has {n_match[s]} {what}, the first sequence ({names[0]!r}) has "
+            f"{n_match[0]}: the sequences are not aligned."
+            + (" If lower case letters are aligned columns, read with format='fasta'." if fmt != "fasta" else "")
+        )
+    if n_match[0] == 0:
+        raise ValueError(
+            "The sequences have no match column. If lower case letters are aligned columns, read with format='fasta'."
+        )
+    X = codes[keep].reshape(len(seqs), n_match[0]).astype(np.int64)
+    outside = X == -2
+    if nonstandard == "drop":
+        rows = ~outside.any(axis=1)
+        X = X[rows]
+        names = [nm for nm, r in zip(names, rows) if r]
+    else:
+        X[outside] = gap
+    return Alignment(X, names, alphabet)
+
+
+def _one_hot(X, n_states):
+    """Dense float32 one-hot rows, shape ``(len(X), n_columns * n_states)``."""
+    n, L = X.shape
+    out = np.zeros((n, L * n_states), dtype=np.float32)
+    out[np.arange(n)[:, None], np.arange(L) * n_states + X] = 1.0
+    return out
+
+
+def sequence_weights(X, identity=0.8, *, block_bytes=1 << 25):
+    """Compute the DCA sequence weights: one over the number of sequences at least ``identity`` identical.
+
+    Parameters
+    ----------
+    X : array-like of int of shape (n_sequences, n_columns)
+        Aligned sequences as states (:func:`read_alignment`).
+    identity : float in [0, 1], default=0.8
+        Two sequences are neighbours when the fraction of their columns that hold the same
+        state is at least ``identity``. Gaps are states like any other: two gaps in the same
+        column count as identical, and the fraction is over all ``n_columns`` columns.
+    block_bytes : int, default=2**25
+        Bytes of each block of one-hot rows (float32): memory stays within a few times this
+        whatever the number of sequences.
+
+    Returns
+    -------
+    ndarray of float64 of shape (n_sequences,)
+        ``w_n = 1 / #{m : identical(n, m) >= identity * n_columns}``, ``n`` itself included,
+        so every weight is in ``(0, 1]``. Their sum is the "effective number of sequences"
+        ``M_eff``.
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is not a 2-d array of non-negative integers, or ``identity`` is not in [0, 1].
+
+    Notes
+    -----
+    This is plmc's convention exactly (``-t theta`` is ``1 - identity``: plmc counts
+    ``id >= (1 - theta) * L`` identical positions, gaps included, and adds the sequence
+    itself). pydca's plmDCA counts neighbours with a strictly larger fraction,
+    ``id / L > seqid`` (in float32), after removing duplicate sequences: the weights differ
+    only for pairs exactly at the threshold.
+
+    Identity counts come from products of one-hot blocks (float32, exact below 2^24
+    columns) in BLAS: ``O(n_sequences^2 * n_columns * n_states)`` operations, ``O(block)``
+    memory, no Python loop over sequences.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skmrf.protein import sequence_weights
+    >>> X = np.array([[1, 2, 3, 4, 5], [1, 2, 3, 4, 6], [7, 8, 9, 10, 11]])
+    >>> sequence_weights(X, identity=0.8)
+    array([0.5, 0.5, 1. ])
+    """
+    X = np.asarray(X)
+    if X.ndim != 2 or X.dtype.kind not in "iu":
+        raise ValueError(f"X must be a 2-d array of integer states; got shape {X.shape} and dtype {X.dtype}.")
+    if X.size and X.min() < 0:
+        raise ValueError(f"X holds the negative state {X.min()}; states are 0, 1, ...")
+    if not 0.0 <= float(identity) <= 1.0:
+        raise ValueError(f"identity must be in [0, 1]; got {identity!r}.")
+    n, L = X.shape
+    if n == 0:
+        return np.zeros(0)
+    n_states = int(X.max()) + 1
+    threshold = float(identity) * L  # compared as plmc does: id >= (1 - theta) * L in float64
+    block = max(1, int(block_bytes // (4 * max(1, L * n_states))))
+    counts = np.zeros(n, dtype=np.int64)
+    for start in range(0, n, block):  # blocks of rows, not rows
+        A = _one_hot(X[start : start + block], n_states)
+        for other in range(start, n, block):
+            B = A if other == start else _one_hot(X[other : other + block], n_states)
+            near = (A @ B.T) >= threshold
+            counts[start : start + len(A)] += near.sum(axis=1)
+            if other != start:
+                counts[other : other + len(B)] += near.sum(axis=0)
+    return 1.0 / counts

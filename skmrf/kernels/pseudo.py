@@ -19,6 +19,7 @@ from scipy.special import logsumexp
 
 from ..data import distinct_projections
 from ..solvers import minimize_in_box, projected_max
+from ..solvers.lbfgs import minimize_low_memory
 from ..utils._memory import LBFGS_VECTORS, check_fit_memory
 from ..utils._parallel import parallel_or_serial, workers_for
 from ..utils._sklearn_compat import delayed
@@ -43,7 +44,13 @@ DENSE_MIN_WORK_PER_WORKER = 1e7
 #: L-BFGS correction pairs of the records path (its memory is small) and of the one-hot path,
 #: whose parameters reach millions: (2 m + 5) float64 vectors of them.
 LBFGS_CORRECTIONS = 20
-DENSE_LBFGS_CORRECTIONS = 10
+DENSE_LBFGS_CORRECTIONS = 5
+#: The one-hot products run in float32 when ``tol`` is at least this (the gradient's rounding,
+#: about ``1e-7`` of the largest logit, stays below ``tol``), in float64 otherwise.
+DENSE_FLOAT32_TOL = 1e-6
+#: Relative rounding of the one-hot objective by the dtype of its products (the line search's
+#: ``f_noise``): float32 logits are rounded to ``6e-8`` of their size and summed over the columns.
+DENSE_F_NOISE = {"float32": 1e-6, "float64": 1e-12}
 DENSE_FIELD_START = True
 #: Seconds per evaluation of the records path, ``a + b * work`` (:func:`choose_path`). TODO measure.
 RECORDS_SECONDS = (3e-4, 1.2e-8)
@@ -298,16 +305,20 @@ def fit_pseudo_likelihood(
         n_workers = workers_for(n_jobs, obj.work, PL_MIN_WORK_PER_WORKER)
         n_records, corrections, x0 = obj.n_records, LBFGS_CORRECTIONS, np.zeros(size)
     else:
-        obj = DensePseudoLikelihood(layout, X, a, weight, rows.total, tables=tables)
+        dtype = np.float32 if tol >= DENSE_FLOAT32_TOL else np.float64
+        obj = DensePseudoLikelihood(layout, X, a, weight, rows.total, tables=tables, dtype=dtype)
         n_workers = workers_for(n_jobs, obj.work, DENSE_MIN_WORK_PER_WORKER)
         n_records, corrections = X.shape[0] * X.shape[1], DENSE_LBFGS_CORRECTIONS
         x0 = field_start(obj.index, X, obj.scale, rows.total) if DENSE_FIELD_START else np.zeros(size)
     if n_workers > 1:
         obj.split(n_workers)
     with parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as parallel:
-        x, f, g, n_iter = minimize_in_box(
-            partial(obj, parallel=parallel), x0, max_iter, tol, callback, n_corrections=corrections
-        )
+        fun = partial(obj, parallel=parallel)
+        if path == "records":
+            x, f, g, n_iter = minimize_in_box(fun, x0, max_iter, tol, callback, n_corrections=corrections)
+        else:
+            noise = DENSE_F_NOISE[np.dtype(obj.W.dtype).name]
+            x, f, g, n_iter = minimize_low_memory(fun, x0, max_iter, tol, callback, corrections, noise)
     ridge_term = 0.5 * a * x @ x if np.ndim(a) == 0 else 0.5 * float((a * x) @ x)
     pll = float(-(f - ridge_term))
     theta = _normalise(layout, x) if tables else x

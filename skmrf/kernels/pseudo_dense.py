@@ -114,6 +114,11 @@ class OneHotIndex:
         size = int(np.prod(group.shape))
         if select is None:
             select = np.arange(len(group.first))
+        if group.start is not None and len(select) and select[-1] - select[0] == len(select) - 1:
+            # contiguous cliques: a slice, no index array of the parameters' size
+            lo = group.start + size * int(select[0])
+            g[lo : lo + size * len(select)] += values.reshape(-1)
+            return
         if group.start is not None:
             pos = group.start + size * select[:, None] + np.arange(size)
         else:
@@ -276,7 +281,9 @@ class DensePseudoLikelihood:
         for p in parts[1:]:
             g += p[1]
         ax = self.alpha * x
-        return f + 0.5 * float(ax @ x), g + ax
+        f += 0.5 * float(ax @ x)
+        g += ax
+        return f, g
 
 
 def normalise_pairwise(layout, full):

@@ -1,0 +1,133 @@
+"""The one-hot (DCA-scale) pseudo-likelihood path, per-order alpha and the low-memory L-BFGS (#26 items 2-3)."""
+
+import numpy as np
+import pytest
+
+import skmrf.kernels.pseudo as kernel
+from skmrf.datasets import sample_random_mrf
+from skmrf.estimators.pseudo import PseudoLikelihoodEstimator
+from skmrf.kernels.pseudo_dense import DensePseudoLikelihood
+from skmrf.solvers import THETA_BOUND
+from skmrf.solvers.lbfgs import minimize_low_memory
+
+from .test_pseudo import brute_force_pl
+
+L, Q = 5, 3
+COMPLETE = [(i, j) for i in range(L) for j in range(i + 1, L)]
+
+
+@pytest.fixture(scope="module")
+def potts():
+    X, _ = sample_random_mrf(COMPLETE, 300, n_states=Q, n_variables=L, random_state=0)
+    w = np.random.default_rng(0).integers(1, 4, size=len(X)).astype(float)
+    return X, w
+
+
+def _fit(monkeypatch, path, X, w=None, **params):
+    """A complete-graph fit with the evaluation path forced."""
+    monkeypatch.setattr(kernel, "choose_path", lambda *a, **k: kernel.PathChoice(path, 0.0, 0.0))
+    est = PseudoLikelihoodEstimator(graph="complete", n_states=Q, **params).fit(X, sample_weight=w)
+    assert est.n_iter_ < est.max_iter
+    return est
+
+
+@pytest.mark.filterwarnings("ignore:PseudoLikelihoodEstimator did not converge")
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_one_hot_objective_equals_brute_force_pl(potts, dtype):
+    X, _ = potts
+    est = PseudoLikelihoodEstimator(graph="complete", n_states=Q, max_iter=1).fit(X)
+    theta = np.random.default_rng(1).normal(scale=0.7, size=est.model_.n_params)
+    f_ref, g_ref = brute_force_pl(est.model_, X, 0.0)(theta)
+    f, g = DensePseudoLikelihood(est.model_.layout, X, 0.0, dtype=dtype)(theta)
+    # float64: rounding of sums of ~L * Q terms of size ~3 (1e-13); float32 products: logits rounded to
+    # 2^-24 of ~3 summed over L columns, ~1e-6 on each log-probability and on each gradient mean.
+    tol = 1e-11 if dtype == np.float64 else 1e-5
+    assert abs(f - f_ref) < tol * L
+    np.testing.assert_allclose(g, g_ref, atol=tol)
+
+
+@pytest.mark.parametrize("alpha", [0.01, {1: 0.001, 2: 0.02}])
+def test_one_hot_path_reaches_the_records_optimum(monkeypatch, potts, alpha):
+    X, w = potts
+    tol = 1e-8
+    a = _fit(monkeypatch, "records", X, w, alpha=alpha, tol=tol)
+    b = _fit(monkeypatch, "one-hot", X, w, alpha=alpha, tol=tol)
+    assert b.n_records_ == X.shape[0] * L
+    # The objective is alpha_min-strongly convex, so two points whose gradients are each below tol in
+    # every component are within 2 tol sqrt(n_params) / alpha_min of the optimum and of each other.
+    alpha_min = min(alpha.values()) if isinstance(alpha, dict) else alpha
+    bound = 2 * tol * np.sqrt(a.model_.n_params) / alpha_min
+    np.testing.assert_allclose(b.theta_, a.theta_, rtol=0, atol=bound)
+    assert abs(a.pseudo_log_likelihood_ - b.pseudo_log_likelihood_) < 1e-8
+
+
+def test_one_hot_path_with_ridge_on_tables_and_float32(monkeypatch, potts):
+    X, w = potts
+    a = _fit(monkeypatch, "records", X, w, alpha={1: 0.01, 2: 0.02}, ridge="tables", tol=1e-8)
+    b = _fit(monkeypatch, "one-hot", X, w, alpha={1: 0.01, 2: 0.02}, ridge="tables", tol=1e-6)
+    # In table coordinates both are within tol sqrt(n_table) / alpha_min of the optimum (b's tol, float32
+    # products, rounding ~1e-7 on the gradient, below tol); theta adds at most 2 L table entries per field
+    # (4 per coupling), so its components are within 2 L times that.
+    n_table = a.model_.layout.n_table
+    bound = 2 * L * 2 * 1e-6 * np.sqrt(n_table) / 0.01
+    np.testing.assert_allclose(b.theta_, a.theta_, rtol=0, atol=bound)
+
+
+def test_integer_weights_equal_repeated_rows_on_the_one_hot_path(monkeypatch, potts):
+    X, w = potts
+    tol = 1e-9
+    a = _fit(monkeypatch, "one-hot", X, w, alpha=0.01, tol=tol)
+    b = _fit(monkeypatch, "one-hot", np.repeat(X, w.astype(int), axis=0), alpha=0.01, tol=tol)
+    # Not bit for bit: the one-hot products sum a weighted row once and its repetitions w times (another
+    # rounding order). The objectives are equal, so the solutions are within 2 tol sqrt(p) / alpha.
+    bound = 2 * tol * np.sqrt(a.model_.n_params) / 0.01
+    np.testing.assert_allclose(a.theta_, b.theta_, rtol=0, atol=bound)
+
+
+@pytest.mark.parametrize(
+    "alpha, match",
+    [
+        ({0: 0.1, 2: 0.1}, r"got the key 0"),
+        ({"fields": 0.1}, r"got the key 'fields'"),
+        ({True: 0.1}, r"got the key True"),
+        ({1: -0.1, 2: 0.1}, r"alpha\[1\] must be a float >= 0"),
+        ({1: 0.1, 2: np.nan}, r"alpha\[2\] must be a float >= 0"),
+        ({1: 0.1, 2: "big"}, r"alpha\[2\] must be a float >= 0"),
+        ({1: 0.1}, r"cliques of order \[2\]"),
+    ],
+)
+def test_bad_alpha_dict_is_refused(potts, alpha, match):
+    X, _ = potts
+    with pytest.raises(ValueError, match=match):
+        PseudoLikelihoodEstimator(graph="complete", n_states=Q, alpha=alpha).fit(X)
+
+
+def test_alpha_dict_auto_and_float_equivalence(potts):
+    X, w = potts
+    est = PseudoLikelihoodEstimator(graph="complete", n_states=Q, alpha={1: "auto", 2: 0.05}, tol=1e-9).fit(X, sample_weight=w)
+    assert est.alpha_ == {1: 1.0 / w.sum(), 2: 0.05}
+    one = PseudoLikelihoodEstimator(graph="complete", n_states=Q, alpha=0.05, tol=1e-9).fit(X, sample_weight=w)
+    same = PseudoLikelihoodEstimator(graph="complete", n_states=Q, alpha={1: 0.05, 2: 0.05}, tol=1e-9).fit(X, sample_weight=w)
+    # The same objective (one alpha per order equal to the float): both stop below tol, 2 tol sqrt(p) / alpha.
+    np.testing.assert_allclose(one.theta_, same.theta_, rtol=0, atol=2e-9 * np.sqrt(one.model_.n_params) / 0.05)
+
+
+def test_low_memory_lbfgs_converges_and_respects_the_box():
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(30, 20))
+    H = A.T @ A / 30 + 0.1 * np.eye(20)
+    c = rng.normal(size=20)
+
+    def quad(x):
+        return 0.5 * x @ H @ x - c @ x, H @ x - c
+
+    x, f, g, it = minimize_low_memory(quad, np.zeros(20), 500, 1e-10)
+    assert np.abs(g).max() <= 1e-10 and it < 500
+    # The minimiser solves H x = c; the residual g bounds the error by ||g|| / lambda_min(H) >= 0.1.
+    np.testing.assert_allclose(x, np.linalg.solve(H, c), rtol=0, atol=1e-10 * np.sqrt(20) / 0.1)
+
+    def outside(x):  # minimum at 40 in every component, outside the box
+        return 0.5 * np.sum((x - 40.0) ** 2), x - 40.0
+
+    x, _, g, _ = minimize_low_memory(outside, np.zeros(3), 200, 1e-8)
+    np.testing.assert_array_equal(x, THETA_BOUND)

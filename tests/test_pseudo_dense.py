@@ -131,3 +131,9 @@ def test_low_memory_lbfgs_converges_and_respects_the_box():
 
     x, _, g, _ = minimize_low_memory(outside, np.zeros(3), 200, 1e-8)
     np.testing.assert_array_equal(x, THETA_BOUND)
+
+
+def test_alpha_dict_with_an_order_the_graph_lacks_is_refused(potts):
+    X, _ = potts
+    with pytest.raises(ValueError, match=r"clique order 3.*Remove alpha\[3\]"):
+        PseudoLikelihoodEstimator(graph="complete", n_states=Q, alpha={1: 0.1, 2: 0.1, 3: 0.1}).fit(X)

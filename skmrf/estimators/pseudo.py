@@ -30,10 +30,34 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
     ----------
     %(graph)s
     %(n_states)s
-    alpha : float or "auto", default="auto"
+    alpha : float, "auto" or dict, default="auto"
         Ridge penalty ``alpha / 2 * ||theta||^2`` added to the negative mean
         pseudo-log-likelihood.
         %(alpha_auto)s
+        A dict gives one ridge per clique order, ``{1: alpha_fields,
+        2: alpha_couplings}`` (values floats >= 0 or ``"auto"``; every order of
+        the graph's cliques must be given, and only those). Direct coupling
+        analysis (plmc, pydca, plmDCA) minimises ``-sum_n w_n PLL_n +
+        lambda_h ||h||^2 + lambda_J ||J||^2`` over the full q-state tables,
+        with plmc's ``lambda_h = 0.01`` and ``lambda_J = 0.01 (q - 1)(L - 1)``
+        for ``L`` columns; divided by the effective number of sequences
+        ``M_eff = sum_n w_n`` it is this objective with
+        ``alpha={1: 2 * lambda_h / M_eff, 2: 2 * lambda_J / M_eff}``,
+        ``ridge="tables"`` and ``sample_weight=w`` (as in
+        ``benchmarks/protein_dca.py``).
+    ridge : {"parameters", "tables"}, default="parameters"
+        What ``alpha`` penalises: ``theta`` (the parameters normalised with
+        respect to state 0), or every entry of every clique's full table (the
+        DCA convention; the pseudo-likelihood depends only on the model the
+        tables represent, so the ridge picks the tables of least norm, and
+        ``theta_`` is their normalisation).
+    symmetric : bool, default=True
+        True: one coupling per pair, fitted jointly (symmetric PL). False:
+        the asymmetric variant of plmDCA and pydca, pairwise graphs only: each
+        column's conditional is fitted on its own (a multinomial logistic
+        regression on its neighbours with the same ridges, each coupling's
+        ``alpha`` halved as it is fitted twice) and each coupling is the mean
+        of its two estimates in the reduced form.
     max_iter : int, default=1000
         Maximum L-BFGS iterations.
     tol : float, default=1e-8
@@ -63,7 +87,8 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         Mean pseudo-log-likelihood of the training data at the solution.
     n_records_ : int
         Distinct (variable, Markov-blanket configuration) pairs the data were
-        compressed to.
+        compressed to (the records path), or rows times variables (the
+        one-hot path).
     %(log_partition_ais_)s
     %(score_method_)s
     %(n_features_in_)s
@@ -90,6 +115,17 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
     ``c_m`` cliques containing ``m``, independent of the number of rows once
     ``R_m`` saturates. Parameters are boxed to ``+-30`` so a state never
     observed gives a finite (clipped) estimate when ``alpha = 0``.
+
+    On dense pairwise graphs with many states (a Potts model over a protein
+    alignment: complete graph, ``q = 21``) the records are as many as rows
+    times variables and cost ``O(rows x parameters)``. There the rows are
+    one-hot coded instead and each evaluation is two matrix products with the
+    ``(L q) x (L q)`` coupling matrix, by row chunks (memory ``O(parameters +
+    rows x variables)``), with columns split over ``n_jobs`` threads
+    (:mod:`skmrf.kernels.pseudo_dense`); the path is chosen from the estimated
+    cost of each. The products run in float32 when ``tol >= 1e-6``, the loss
+    and gradient are summed in float64, and L-BFGS keeps its correction pairs
+    in float32.
 
     References
     ----------
@@ -176,6 +212,12 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         if not isinstance(self.alpha_, dict):
             return self.alpha_
         orders = [len(c) for c in self.model_.cliques]
+        extra = sorted(set(self.alpha_) - set(orders))
+        if extra:
+            raise ValueError(
+                f"alpha gives the clique order {extra[0]}, but the graph has cliques of the orders "
+                f"{sorted(set(orders))} only. Remove alpha[{extra[0]}]."
+            )
         missing = sorted(set(orders) - set(self.alpha_))
         if missing:
             raise ValueError(

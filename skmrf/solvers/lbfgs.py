@@ -130,18 +130,23 @@ def minimize_low_memory(fun, x0, max_iter, tol, callback=None, n_corrections=5, 
 
 
 def _two_loop(g, S, Y, rho):
-    """The L-BFGS direction ``-H g`` from the stored pairs (scaled by ``s^T y / y^T y`` of the last)."""
-    q = g.copy()
+    """The L-BFGS direction ``-H g`` from the stored pairs (scaled by ``s^T y / y^T y`` of the last).
+
+    In the pairs' float32 (BLAS sdot/saxpy, no float64 copies of the pairs): the direction is a
+    preconditioned gradient, its rounding only changes the path; a direction that is not one of
+    descent is caught by the caller.
+    """
+    q = g.astype(np.float32)
     a = np.zeros(len(S))
     for k in range(len(S) - 1, -1, -1):
-        a[k] = rho[k] * float(S[k] @ q)
-        q -= a[k] * Y[k]
+        a[k] = rho[k] * float(np.dot(S[k], q))
+        q -= np.float32(a[k]) * Y[k]
     if S:
-        q *= 1.0 / (rho[-1] * float(Y[-1] @ Y[-1]))
+        q *= np.float32(1.0 / (rho[-1] * float(np.dot(Y[-1], Y[-1]))))
     for k in range(len(S)):
-        b = rho[k] * float(Y[k] @ q)
-        q += (a[k] - b) * S[k]
-    return -q
+        b = rho[k] * float(np.dot(Y[k], q))
+        q += np.float32(a[k] - b) * S[k]
+    return -q.astype(np.float64)
 
 
 def warn_if_not_converged(name, n_iter, grad_max, tol, max_iter, diverges=False, stacklevel=2):

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from scipy.optimize import minimize
+from scipy.special import logsumexp
 
 import skmrf.kernels.pseudo as kernel
 from skmrf.datasets import sample_random_mrf
@@ -10,6 +12,7 @@ from skmrf.kernels.pseudo_dense import DensePseudoLikelihood
 from skmrf.solvers import THETA_BOUND
 from skmrf.solvers.lbfgs import minimize_low_memory
 
+from . import brute_force as bf
 from .test_pseudo import brute_force_pl
 
 L, Q = 5, 3
@@ -104,10 +107,14 @@ def test_bad_alpha_dict_is_refused(potts, alpha, match):
 
 def test_alpha_dict_auto_and_float_equivalence(potts):
     X, w = potts
-    est = PseudoLikelihoodEstimator(graph="complete", n_states=Q, alpha={1: "auto", 2: 0.05}, tol=1e-9).fit(X, sample_weight=w)
+    est = PseudoLikelihoodEstimator(graph="complete", n_states=Q, alpha={1: "auto", 2: 0.05}, tol=1e-9).fit(
+        X, sample_weight=w
+    )
     assert est.alpha_ == {1: 1.0 / w.sum(), 2: 0.05}
     one = PseudoLikelihoodEstimator(graph="complete", n_states=Q, alpha=0.05, tol=1e-9).fit(X, sample_weight=w)
-    same = PseudoLikelihoodEstimator(graph="complete", n_states=Q, alpha={1: 0.05, 2: 0.05}, tol=1e-9).fit(X, sample_weight=w)
+    same = PseudoLikelihoodEstimator(graph="complete", n_states=Q, alpha={1: 0.05, 2: 0.05}, tol=1e-9).fit(
+        X, sample_weight=w
+    )
     # The same objective (one alpha per order equal to the float): both stop below tol, 2 tol sqrt(p) / alpha.
     np.testing.assert_allclose(one.theta_, same.theta_, rtol=0, atol=2e-9 * np.sqrt(one.model_.n_params) / 0.05)
 
@@ -137,3 +144,46 @@ def test_alpha_dict_with_an_order_the_graph_lacks_is_refused(potts):
     X, _ = potts
     with pytest.raises(ValueError, match=r"clique order 3.*Remove alpha\[3\]"):
         PseudoLikelihoodEstimator(graph="complete", n_states=Q, alpha={1: 0.1, 2: 0.1, 3: 0.1}).fit(X)
+
+
+def _column_objective(model, X, v, alpha_h, alpha_j):
+    """Brute-force ``-mean log p(x_v | x_-v)`` plus the ridge of column ``v``'s own regression: its
+    field at ``alpha_h``, each of its couplings at ``alpha_j / 2`` (fitted by both columns)."""
+    K = int(model.n_states.max())
+    F = np.stack([bf.features(model, np.where(np.arange(L) == v, k, X)) for k in range(K)], axis=1)
+    layout = model.layout
+    ridge = np.zeros(model.n_params)
+    for c, clique in enumerate(layout.cliques):
+        if v in clique:
+            block = slice(layout.block_offsets[c], layout.block_offsets[c] + layout.block_sizes[c])
+            ridge[block] = alpha_h if len(clique) == 1 else alpha_j / 2
+    rows = np.arange(len(X))
+
+    def objective(theta):
+        e = F @ theta
+        lse = logsumexp(e, axis=1)
+        p = np.exp(e - lse[:, None])
+        f = -np.mean(e[rows, X[:, v]] - lse) + 0.5 * theta @ (ridge * theta)
+        g = -np.mean(F[rows, X[:, v]] - np.einsum("nk,nkp->np", p, F), axis=0) + ridge * theta
+        return f, g
+
+    return objective, ridge > 0
+
+
+def test_asymmetric_pl_averages_brute_force_column_regressions(potts):
+    X, _ = potts
+    est = PseudoLikelihoodEstimator(graph="complete", n_states=Q, alpha={1: 0.02, 2: 0.05}, symmetric=False, tol=1e-9)
+    est.fit(X)
+    layout = est.model_.layout
+    expected = np.zeros(est.model_.n_params)
+    for v in range(L):
+        objective, own = _column_objective(est.model_, X, v, 0.02, 0.05)
+        ref = minimize(objective, np.zeros(est.model_.n_params), jac=True, method="BFGS", options={"gtol": 1e-10})
+        for c, clique in enumerate(layout.cliques):
+            if v in clique:
+                block = slice(layout.block_offsets[c], layout.block_offsets[c] + layout.block_sizes[c])
+                expected[block] += ref.x[block] / len(clique)
+        assert np.abs(ref.x[~own]).max() < 1e-12  # parameters outside the column's regression stay at 0
+    # Each column's regression is (alpha_j / 2)-strongly convex; both stop at gradients below 1e-9
+    # (the kernel's tol; BFGS at 1e-10), so each estimate is within 2e-9 sqrt(p) / (alpha_j / 2).
+    np.testing.assert_allclose(est.theta_, expected, rtol=0, atol=2e-9 * np.sqrt(est.model_.n_params) / 0.025)

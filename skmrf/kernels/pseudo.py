@@ -333,7 +333,17 @@ def _fit_asymmetric(layout, X, weight, total, alpha, tables, max_iter, tol, n_jo
     n_workers = workers_for(n_jobs, work, DENSE_MIN_WORK_PER_WORKER)
     with parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as parallel:
         theta, n_iter, grad_max = fit_asymmetric(
-            layout, X, alpha, weight, total, tables=tables, max_iter=max_iter, tol=tol, n_blocks=n_workers, parallel=parallel
+            layout,
+            X,
+            alpha,
+            weight,
+            total,
+            tables=tables,
+            max_iter=max_iter,
+            tol=tol,
+            n_blocks=n_workers,
+            parallel=parallel,
+            dtype=np.float32 if tol >= DENSE_FLOAT32_TOL else np.float64,
         )
     f, _ = DensePseudoLikelihood(layout, X, 0.0, weight, total)(theta)
     return theta, PseudoLikelihoodFit(n_iter, grad_max, -float(f), n * L, "one-hot")
@@ -374,7 +384,10 @@ def choose_path(layout, graph, n_rows, tables=False):
     members = np.concatenate([np.array(c) for c in layout.cliques])
     in_cliques = np.bincount(members, minlength=len(k))
     configs = np.array(
-        [min(float(n_rows), float(np.exp(min(logk[v] + logk[list(graph.neighbours[v])].sum(), 700.0)))) for v in range(len(k))]
+        [
+            min(float(n_rows), float(np.exp(min(logk[v] + logk[list(graph.neighbours[v])].sum(), 700.0))))
+            for v in range(len(k))
+        ]
     )
     records = RECORDS_SECONDS[0] + RECORDS_SECONDS[1] * kmax * float(configs @ in_cliques)
     D = len(k) * (kmax - (0 if tables else 1))

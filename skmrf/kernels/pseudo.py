@@ -307,6 +307,7 @@ def fit_pseudo_likelihood(
     else:
         dtype = np.float32 if tol >= DENSE_FLOAT32_TOL else np.float64
         obj = DensePseudoLikelihood(layout, X, a, weight, rows.total, tables=tables, dtype=dtype)
+        a = obj  # the objective keeps the ridge as runs of one value; no parameter-sized vector
         n_workers = workers_for(n_jobs, obj.work, DENSE_MIN_WORK_PER_WORKER)
         n_records, corrections = X.shape[0] * X.shape[1], DENSE_LBFGS_CORRECTIONS
         x0 = field_start(obj.index, X, obj.scale, rows.total) if DENSE_FIELD_START else np.zeros(size)
@@ -319,7 +320,10 @@ def fit_pseudo_likelihood(
         else:
             noise = DENSE_F_NOISE[np.dtype(obj.W.dtype).name]
             x, f, g, n_iter = minimize_low_memory(fun, x0, max_iter, tol, callback, corrections, noise)
-    ridge_term = 0.5 * a * x @ x if np.ndim(a) == 0 else 0.5 * float((a * x) @ x)
+    if path != "records":
+        ridge_term = obj.ridge_term(x)
+    else:
+        ridge_term = 0.5 * a * x @ x if np.ndim(a) == 0 else 0.5 * float((a * x) @ x)
     pll = float(-(f - ridge_term))
     theta = _normalise(layout, x) if tables else x
     return theta, PseudoLikelihoodFit(n_iter, projected_max(x, g), pll, n_records, path)

@@ -37,6 +37,8 @@ __all__ = ["DENSE_CHUNK_BYTES", "DensePseudoLikelihood", "OneHotIndex"]
 #: Bytes of the temporaries of one block of columns per row chunk (the one-hot chunk and the
 #: float64 logits, probabilities and residuals of the block's columns).
 DENSE_CHUNK_BYTES = 1 << 26
+#: Entries of the gradient gathered from the one-hot coordinates at a time.
+SCATTER_ENTRIES = 1 << 20
 
 
 class _Group(NamedTuple):
@@ -209,12 +211,13 @@ def _block_terms(index, W, H, codes, scale, c0, c1, chunk_rows, size):
                 index.add_blocks(g, grp, gh[grp.first[sel] - c0, : grp.shape[0]], sel)
             continue
         k1, k2 = grp.shape
+        step = max(1, SCATTER_ENTRIES // (k1 * k2))  # cliques per gather: bounded temporaries
         sel = np.flatnonzero((grp.first >= c0) & (grp.first < c1))
-        if len(sel):
-            index.add_blocks(g, grp, GB4[grp.first[sel] - c0, :k1, grp.second[sel], :k2], sel)
+        for s in (sel[a : a + step] for a in range(0, len(sel), step)):
+            index.add_blocks(g, grp, GB4[grp.first[s] - c0, :k1, grp.second[s], :k2], s)
         sel = np.flatnonzero((grp.second >= c0) & (grp.second < c1))
-        if len(sel):
-            index.add_blocks(g, grp, GB4[grp.second[sel] - c0, :k2, grp.first[sel], :k1].transpose(0, 2, 1), sel)
+        for s in (sel[a : a + step] for a in range(0, len(sel), step)):
+            index.add_blocks(g, grp, GB4[grp.second[s] - c0, :k2, grp.first[s], :k1].transpose(0, 2, 1), s)
     return f, g
 
 
@@ -241,7 +244,7 @@ class DensePseudoLikelihood:
 
     def __init__(self, layout, X, alpha, weight=None, total=None, *, tables=False, dtype=np.float32, n_blocks=1):
         self.index = index = OneHotIndex(layout, tables)
-        self.alpha = alpha
+        self.ridge_runs = _runs(alpha, index.size)
         self.codes = index.codes(X)
         n = X.shape[0]
         total = float(n) if total is None else float(total)
@@ -265,6 +268,10 @@ class DensePseudoLikelihood:
         per_row = D * self.W.dtype.itemsize + 4 * 8 * widest
         self.chunk_rows = int(max(1, min(self.codes.shape[0], DENSE_CHUNK_BYTES // per_row)))
 
+    def ridge_term(self, x):
+        """``sum alpha / 2 * x^2``."""
+        return sum(0.5 * a * float(x[lo:hi] @ x[lo:hi]) for lo, hi, a in self.ridge_runs)
+
     def __call__(self, x, parallel=None):
         """Objective and gradient at ``x``."""
         self.index.fill(x, self.H, self.W.reshape(self.index.L, self.index.d, self.index.L, self.index.d))
@@ -280,10 +287,22 @@ class DensePseudoLikelihood:
         g = parts[0][1]
         for p in parts[1:]:
             g += p[1]
-        ax = self.alpha * x
-        f += 0.5 * float(ax @ x)
-        g += ax
+        for lo, hi, a in self.ridge_runs:  # by runs of one alpha and slices of 2^20: no x-sized temporaries
+            for r in range(lo, hi, 1 << 20):
+                xs = x[r : min(hi, r + (1 << 20))]
+                f += 0.5 * a * float(xs @ xs)
+                g[r : r + len(xs)] += a * xs
         return f, g
+
+
+def _runs(alpha, size):
+    """``alpha`` (a float or a vector of ``size``) as ``[(start, stop, value), ...]`` runs of one value."""
+    if np.ndim(alpha) == 0:
+        return [(0, size, float(alpha))] if alpha else []
+    alpha = np.asarray(alpha, dtype=np.float64)
+    cuts = np.flatnonzero(alpha[1:] != alpha[:-1]) + 1
+    starts, stops = np.r_[0, cuts], np.r_[cuts, size]
+    return [(int(a), int(b), float(alpha[a])) for a, b in zip(starts, stops) if alpha[a]]
 
 
 def normalise_pairwise(layout, full):

@@ -92,11 +92,11 @@ def minimize_low_memory(fun, x0, max_iter, tol, callback=None, n_corrections=5, 
     S, Y, rho = [], [], []
     it = 0
     while it < max_iter and np.max(np.abs(g), initial=0.0) > tol:
-        d = _two_loop(g, S, Y, rho)
+        d = _two_loop(g, S, Y, rho)  # float32
         gd = float(g @ d)
         if gd >= 0:  # not a descent direction (rounding): restart from steepest descent
             S, Y, rho = [], [], []
-            d = -g
+            d = -g.astype(np.float32)
             gd = float(g @ d)
         step = 1.0 if S else 1.0 / max(np.sqrt(-gd), 1e-300)
         for _ in range(30):
@@ -113,13 +113,9 @@ def minimize_low_memory(fun, x0, max_iter, tol, callback=None, n_corrections=5, 
             step = max(0.1 * step, min(0.5 * step, -gd * step * step / (2 * curv))) if np.isfinite(curv) else 0.1 * step
         else:
             break
-        s, y = x_new - x, g_new - g
-        sy = float(s @ y)
-        if sy > 0:
-            if len(S) == n_corrections:
-                S.pop(0), Y.pop(0), rho.pop(0)
-            S.append(s.astype(np.float32)), Y.append(y.astype(np.float32)), rho.append(1.0 / sy)
+        _store_pair(S, Y, rho, step, d, g_new, g, n_corrections)
         x, f, g = x_new, f_new, g_new
+        del x_new, g_new
         it += 1
         if callback is not None:
             callback(it, f, float(np.max(np.abs(g), initial=0.0)))
@@ -129,8 +125,23 @@ def minimize_low_memory(fun, x0, max_iter, tol, callback=None, n_corrections=5, 
     return x, f, g, it
 
 
+def _store_pair(S, Y, rho, step, d, g_new, g, n_corrections):
+    """Append ``s = step d``, ``y = g_new - g`` in float32 (into the oldest pair's arrays once
+    ``n_corrections`` are kept: no new allocation), unless ``s^T y <= 0``."""
+    if len(S) == n_corrections:
+        s, y = S.pop(0), Y.pop(0)
+        rho.pop(0)
+    else:
+        s, y = np.empty(len(d), np.float32), np.empty(len(d), np.float32)
+    np.multiply(d, np.float32(step), out=s)
+    np.subtract(g_new, g, out=y, casting="unsafe")
+    sy = float(np.dot(s, y))
+    if sy > 0:
+        S.append(s), Y.append(y), rho.append(1.0 / sy)
+
+
 def _two_loop(g, S, Y, rho):
-    """The L-BFGS direction ``-H g`` from the stored pairs (scaled by ``s^T y / y^T y`` of the last).
+    """The L-BFGS direction ``-H g`` (float32) from the stored pairs (scaled by ``s^T y / y^T y`` of the last).
 
     In the pairs' float32 (BLAS sdot/saxpy, no float64 copies of the pairs): the direction is a
     preconditioned gradient, its rounding only changes the path; a direction that is not one of
@@ -146,7 +157,7 @@ def _two_loop(g, S, Y, rho):
     for k in range(len(S)):
         b = rho[k] * float(np.dot(Y[k], q))
         q += np.float32(a[k] - b) * S[k]
-    return -q.astype(np.float64)
+    return np.negative(q, out=q)
 
 
 def warn_if_not_converged(name, n_iter, grad_max, tol, max_iter, diverges=False, stacklevel=2):

@@ -39,10 +39,13 @@ __all__ = [
 #: per-evaluation dispatch is paid hundreds of times per fit, so two threads start at 8e5.
 PL_MIN_WORK_PER_WORKER = 4e5
 #: Multiply-adds per thread (:attr:`DensePseudoLikelihood.work`) before the one-hot path runs
-#: its blocks of columns in parallel. TODO measure.
-DENSE_MIN_WORK_PER_WORKER = 1e7
-#: L-BFGS correction pairs of the records path (its memory is small) and of the one-hot path,
-#: whose parameters reach millions: (2 m + 5) float64 vectors of them.
+#: its blocks of columns in parallel. Not measured on this path: the records path broke even at
+#: about 1.7e5 units of 1.2e-8 s (2 ms of work per evaluation, PL_MIN_WORK_PER_WORKER's table),
+#: and the one-hot path's products take 3.5e-11 s per multiply-add (ONE_HOT_SECONDS), so 2 ms is 6e7.
+DENSE_MIN_WORK_PER_WORKER = 6e7
+#: L-BFGS correction pairs of the records path (its memory is small: scipy's L-BFGS-B, (2 m + 5)
+#: float64 vectors) and of the one-hot path, whose parameters reach millions
+#: (:func:`~skmrf.solvers.lbfgs.minimize_low_memory`: 2 m float32 vectors).
 LBFGS_CORRECTIONS = 20
 DENSE_LBFGS_CORRECTIONS = 5
 #: The one-hot products run in float32 when ``tol`` is at least this (the gradient's rounding,
@@ -52,10 +55,13 @@ DENSE_FLOAT32_TOL = 1e-6
 #: ``f_noise``): float32 logits are rounded to ``6e-8`` of their size and summed over the columns.
 DENSE_F_NOISE = {"float32": 1e-6, "float64": 1e-12}
 DENSE_FIELD_START = True
-#: Seconds per evaluation of the records path, ``a + b * work`` (:func:`choose_path`). TODO measure.
+#: Seconds per evaluation of the records path, ``a + b * work`` (:func:`choose_path`).
 RECORDS_SECONDS = (3e-4, 1.2e-8)
 #: Seconds per evaluation of the one-hot path: ``a`` plus per multiply-add of the two products,
-#: per (row, column) and per (row, one-hot column). TODO measure.
+#: per (row, column) and per (row, one-hot column). Both checked (CPU time, one thread, load ~11)
+#: on complete graphs, n x L x q = 2000 x 8 x 4, 2000 x 12 x 4, 3000 x 10 x 21, 1000 x 30 x 21:
+#: records 7.3, 13.6, 62, 149 ms measured against 6.4, 14.1, 76, 227 estimated; one-hot 2.4, 3.5,
+#: 13.4, 38.9 ms against 1.5, 2.1, 13.2, 30.1; and 3469 x 159 x 21 one-hot 2.5 s against 2.8 s.
 ONE_HOT_SECONDS = (5e-4, 3.5e-11, 4.5e-8, 5e-9)
 #: The one-hot path is taken only when estimated this many times faster than the records.
 PATH_MARGIN = 2.0
@@ -377,8 +383,8 @@ def choose_path(layout, graph, n_rows, tables=False):
     containing it (the bound is used: the data are not read); the one-hot path (pairwise
     models only) ``ONE_HOT_SECONDS[0] + ONE_HOT_SECONDS[1] * 2 n D^2`` with ``D = L * d``
     one-hot columns. The one-hot path is taken when it is estimated :data:`PATH_MARGIN` times
-    cheaper, so that fits near the boundary keep the records path (the constants were measured
-    by ``benchmarks/pl_scale.py --calibrate``).
+    cheaper, so that fits near the boundary keep the records path (the constants' check is beside
+    them).
     """
     if any(len(c) > 2 for c in layout.cliques):
         return PathChoice("records", np.nan, np.nan)

@@ -394,7 +394,16 @@ def main():
             lines.append(row + "  the same fit")
             continue
         notes = [f"CPU {cpu / base_cpu:.2f}x {peers[0]}" if peers and name != peers[0] else ""]
-        for key in ("weights", "alpha", "alpha_h", "n_iter", "m_eff", "weights_max_abs_diff", "C_pearson", "f1_pearson"):
+        for key in (
+            "weights",
+            "alpha",
+            "alpha_h",
+            "n_iter",
+            "m_eff",
+            "weights_max_abs_diff",
+            "C_pearson",
+            "f1_pearson",
+        ):
             if key in info:
                 v = info[key]
                 notes.append(f"{key}={v:.4g}" if isinstance(v, float) else f"{key}={v}")

@@ -187,3 +187,13 @@ def test_asymmetric_pl_averages_brute_force_column_regressions(potts):
     # Each column's regression is (alpha_j / 2)-strongly convex; both stop at gradients below 1e-9
     # (the kernel's tol; BFGS at 1e-10), so each estimate is within 2e-9 sqrt(p) / (alpha_j / 2).
     np.testing.assert_allclose(est.theta_, expected, rtol=0, atol=2e-9 * np.sqrt(est.model_.n_params) / 0.025)
+
+
+def test_one_hot_path_in_parallel_blocks_of_columns(monkeypatch, potts):
+    X, w = potts
+    monkeypatch.setattr(kernel, "DENSE_MIN_WORK_PER_WORKER", 0.0)  # threads even on this small model
+    tol = 1e-8
+    a = _fit(monkeypatch, "one-hot", X, w, alpha=0.01, tol=tol)
+    b = _fit(monkeypatch, "one-hot", X, w, alpha=0.01, tol=tol, n_jobs=2)
+    # Two blocks of columns sum the gradient in another order; both stop below tol: 2 tol sqrt(p) / alpha.
+    np.testing.assert_allclose(b.theta_, a.theta_, rtol=0, atol=2 * tol * np.sqrt(a.model_.n_params) / 0.01)

@@ -54,6 +54,7 @@ DENSE_FLOAT32_TOL = 1e-6
 #: Relative rounding of the one-hot objective by the dtype of its products (the line search's
 #: ``f_noise``): float32 logits are rounded to ``6e-8`` of their size and summed over the columns.
 DENSE_F_NOISE = {"float32": 1e-6, "float64": 1e-12}
+#: The one-hot path starts L-BFGS at the independent-site fields (:func:`~.pseudo_dense.field_start`).
 DENSE_FIELD_START = True
 #: Seconds per evaluation of the records path, ``a + b * work`` (:func:`choose_path`).
 RECORDS_SECONDS = (3e-4, 1.2e-8)

@@ -280,9 +280,7 @@ class DensePseudoLikelihood:
         if parallel is None or len(spans) == 1:
             parts = [_block_terms(*args, c0, c1, self.chunk_rows, self.index.size) for c0, c1 in spans]
         else:
-            parts = parallel(
-                delayed(_block_terms)(*args, c0, c1, self.chunk_rows, self.index.size) for c0, c1 in spans
-            )
+            parts = parallel(delayed(_block_terms)(*args, c0, c1, self.chunk_rows, self.index.size) for c0, c1 in spans)
         f = sum(p[0] for p in parts)
         g = parts[0][1]
         for p in parts[1:]:
@@ -423,7 +421,9 @@ def _fit_columns(index, X, scale, columns, neighbours, alpha_h, alpha_rows, dtyp
     return out
 
 
-def fit_asymmetric(layout, X, alpha, weight, total, *, tables, max_iter, tol, n_blocks=1, parallel=None, dtype=np.float32):
+def fit_asymmetric(
+    layout, X, alpha, weight, total, *, tables, max_iter, tol, n_blocks=1, parallel=None, dtype=np.float32
+):
     """Asymmetric pseudo-likelihood: each column's conditional fitted on its own, couplings averaged.
 
     Column ``i``'s conditional is a multinomial logistic regression on its neighbours

@@ -191,6 +191,10 @@ class PseudoLikelihoodObjective:
             summer = sp.csr_matrix((np.ones(len(r)), (r, np.arange(len(r)))), shape=(b - a, len(r)))
             self.chunks.append((pos[pa:pb], summer, x_own[a:b], invalid[a:b], weight[a:b]))
 
+    def ridge_term(self, x):
+        """``alpha / 2 * ||x||^2`` (elementwise when ``alpha`` is a vector)."""
+        return 0.5 * float((self.alpha * x) @ x)
+
     def __call__(self, theta, parallel=None):
         """Objective and gradient at ``theta`` (the flat full tables when ``tables``)."""
         full = theta if self.tables else self.layout.full_tables(theta)
@@ -248,7 +252,7 @@ def ridge_vector(layout, alpha, tables):
     return np.repeat(np.asarray(alpha, dtype=np.float64), sizes)
 
 
-def fit_pseudo_likelihood(
+def fit_pseudo_likelihood(  # over 60 lines by its docstring (the code is 20)
     layout,
     graph,
     rows,
@@ -305,35 +309,33 @@ def fit_pseudo_likelihood(
         return _fit_asymmetric(layout, X, weight, rows.total, alpha, tables, max_iter, tol, n_jobs, verbose)
     if path == "auto":
         path = choose_path(layout, graph, X.shape[0]).path
-    a = ridge_vector(layout, alpha, tables)
-    size = layout.n_table if tables else layout.n_params
-    if path == "records":
-        obj = PseudoLikelihoodObjective(layout, graph, X, a, weight=weight, total=rows.total, tables=tables)
-        n_workers = workers_for(n_jobs, obj.work, PL_MIN_WORK_PER_WORKER)
-        n_records, corrections, x0 = obj.n_records, LBFGS_CORRECTIONS, np.zeros(size)
-    else:
-        dtype = np.float32 if tol >= DENSE_FLOAT32_TOL else np.float64
-        obj = DensePseudoLikelihood(layout, X, a, weight, rows.total, tables=tables, dtype=dtype)
-        a = obj  # the objective keeps the ridge as runs of one value; no parameter-sized vector
-        n_workers = workers_for(n_jobs, obj.work, DENSE_MIN_WORK_PER_WORKER)
-        n_records, corrections = X.shape[0] * X.shape[1], DENSE_LBFGS_CORRECTIONS
-        x0 = field_start(obj.index, X, obj.scale, rows.total) if DENSE_FIELD_START else np.zeros(size)
+    obj, n_workers, x0, minimize = _objective(layout, graph, X, weight, rows.total, alpha, tables, path, tol, n_jobs)
     if n_workers > 1:
         obj.split(n_workers)
     with parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as parallel:
-        fun = partial(obj, parallel=parallel)
-        if path == "records":
-            x, f, g, n_iter = minimize_in_box(fun, x0, max_iter, tol, callback, n_corrections=corrections)
-        else:
-            noise = DENSE_F_NOISE[np.dtype(obj.W.dtype).name]
-            x, f, g, n_iter = minimize_low_memory(fun, x0, max_iter, tol, callback, corrections, noise)
-    if path != "records":
-        ridge_term = obj.ridge_term(x)
-    else:
-        ridge_term = 0.5 * a * x @ x if np.ndim(a) == 0 else 0.5 * float((a * x) @ x)
-    pll = float(-(f - ridge_term))
+        x, f, g, n_iter = minimize(partial(obj, parallel=parallel), x0, max_iter, tol, callback)
+    pll = float(-(f - obj.ridge_term(x)))
     theta = _normalise(layout, x) if tables else x
+    n_records = obj.n_records if path == "records" else X.shape[0] * X.shape[1]
     return theta, PseudoLikelihoodFit(n_iter, projected_max(x, g), pll, n_records, path)
+
+
+def _objective(layout, graph, X, weight, total, alpha, tables, path, tol, n_jobs):
+    """The objective of ``path``, its number of threads, its start and its minimiser."""
+    a = ridge_vector(layout, alpha, tables)
+    if path == "records":
+        obj = PseudoLikelihoodObjective(layout, graph, X, a, weight=weight, total=total, tables=tables)
+        minimize = partial(minimize_in_box, n_corrections=LBFGS_CORRECTIONS)
+        x0 = np.zeros(layout.n_table if tables else layout.n_params)
+        return obj, workers_for(n_jobs, obj.work, PL_MIN_WORK_PER_WORKER), x0, minimize
+    dtype = np.float32 if tol >= DENSE_FLOAT32_TOL else np.float64
+    obj = DensePseudoLikelihood(layout, X, a, weight, total, tables=tables, dtype=dtype)
+    del a  # the objective keeps the ridge as runs of one value; no parameter-sized vector
+    x0 = field_start(obj.index, X, obj.scale, total) if DENSE_FIELD_START else np.zeros(obj.index.size)
+    minimize = partial(
+        minimize_low_memory, n_corrections=DENSE_LBFGS_CORRECTIONS, f_noise=DENSE_F_NOISE[np.dtype(dtype).name]
+    )
+    return obj, workers_for(n_jobs, obj.work, DENSE_MIN_WORK_PER_WORKER), x0, minimize
 
 
 def _fit_asymmetric(layout, X, weight, total, alpha, tables, max_iter, tol, n_jobs, verbose):

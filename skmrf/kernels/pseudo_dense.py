@@ -202,6 +202,14 @@ def _block_terms(index, W, H, codes, scale, c0, c1, chunk_rows, size):
         Z *= s.astype(dtype)[:, None, None]  # the residuals
         gh += Z.sum(axis=0, dtype=np.float64)
         GB += Z.reshape(m, B * d).T @ O
+    return f, _gather_gradient(index, GB, gh, c0, c1, size)
+
+
+def _gather_gradient(index, GB, gh, c0, c1, size):
+    """The gradient vector (of ``size``) from the one-hot blocks of columns ``c0 .. c1 - 1``:
+    ``gh`` (their fields) and ``GB`` (their rows of ``R^T O``), each coupling getting its entry
+    from both of its columns' rows when they are in the block."""
+    B, d = c1 - c0, index.d
     g = np.zeros(size)
     GB4 = GB.reshape(B, d, index.L, d)
     for grp in index.groups:
@@ -218,7 +226,7 @@ def _block_terms(index, W, H, codes, scale, c0, c1, chunk_rows, size):
         sel = np.flatnonzero((grp.second >= c0) & (grp.second < c1))
         for s in (sel[a : a + step] for a in range(0, len(sel), step)):
             index.add_blocks(g, grp, GB4[grp.second[s] - c0, :k2, grp.first[s], :k1].transpose(0, 2, 1), s)
-    return f, g
+    return g
 
 
 class DensePseudoLikelihood:
@@ -441,7 +449,7 @@ def fit_asymmetric(
         The largest projected gradient of a column's objective at its solution.
     """
     index = OneHotIndex(layout, tables)
-    L, d, first = index.L, index.d, index.first
+    L = index.L
     n = X.shape[0]
     scale = (np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)) / float(total)
     per_clique = np.broadcast_to(np.asarray(alpha, dtype=np.float64), (len(layout.cliques),))
@@ -467,6 +475,15 @@ def fit_asymmetric(
     else:
         parts = parallel(delayed(_fit_columns)(*args, cols, *tail) for cols in spans)
     fits = [fit for part in parts for fit in part]
+    theta = _average_reduced(layout, index, fits, neighbours)
+    return theta, max(f[2] for f in fits), max(f[3] for f in fits)
+
+
+def _average_reduced(layout, index, fits, neighbours):
+    """``theta`` from the columns' regressions ``fits`` (``(h, B, ...)`` each): every regression in
+    the reduced form of its conditional, the fields of its own column, each coupling the mean of
+    its two columns' estimates."""
+    L, d, first = index.L, index.d, index.first
     # Each column's conditional in reduced form: fields (L, d - 1 + first) and couplings R4[i, a, j, b].
     dr = d - 1 + first
     fields = np.zeros((L, dr))
@@ -488,4 +505,4 @@ def fit_asymmetric(
             k1, k2 = grp.shape
             both = R4[grp.first, :k1, grp.second, :k2] + R4[grp.second, :k2, grp.first, :k1].transpose(0, 2, 1)
             red.add_blocks(theta, grp, 0.5 * both)
-    return theta, max(f[2] for f in fits), max(f[3] for f in fits)
+    return theta

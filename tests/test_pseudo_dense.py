@@ -6,6 +6,7 @@ from scipy.optimize import minimize
 from scipy.special import logsumexp
 
 import skmrf.kernels.pseudo as kernel
+import skmrf.kernels.pseudo_dense as dense
 from skmrf.datasets import sample_random_mrf
 from skmrf.estimators.pseudo import PseudoLikelihoodEstimator
 from skmrf.kernels.pseudo_dense import DensePseudoLikelihood
@@ -189,11 +190,13 @@ def test_asymmetric_pl_averages_brute_force_column_regressions(potts):
     np.testing.assert_allclose(est.theta_, expected, rtol=0, atol=2e-9 * np.sqrt(est.model_.n_params) / 0.025)
 
 
-def test_one_hot_path_in_parallel_blocks_of_columns(monkeypatch, potts):
+@pytest.mark.parametrize("n_jobs, block_bytes", [(2, 1 << 26), (1, 1000), (2, 1000)])
+def test_one_hot_path_in_blocks_of_columns(monkeypatch, potts, n_jobs, block_bytes):
     X, w = potts
     monkeypatch.setattr(kernel, "DENSE_MIN_WORK_PER_WORKER", 0.0)  # threads even on this small model
     tol = 1e-8
     a = _fit(monkeypatch, "one-hot", X, w, alpha=0.01, tol=tol)
-    b = _fit(monkeypatch, "one-hot", X, w, alpha=0.01, tol=tol, n_jobs=2)
+    monkeypatch.setattr(dense, "DENSE_BLOCK_BYTES", block_bytes)  # 1000: one column per block
+    b = _fit(monkeypatch, "one-hot", X, w, alpha=0.01, tol=tol, n_jobs=n_jobs)
     # Two blocks of columns sum the gradient in another order; both stop below tol: 2 tol sqrt(p) / alpha.
     np.testing.assert_allclose(b.theta_, a.theta_, rtol=0, atol=2 * tol * np.sqrt(a.model_.n_params) / 0.01)

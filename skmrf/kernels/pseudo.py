@@ -48,6 +48,9 @@ DENSE_MIN_WORK_PER_WORKER = 6e7
 #: (:func:`~skmrf.solvers.lbfgs.minimize_low_memory`: 2 m float32 vectors).
 LBFGS_CORRECTIONS = 20
 DENSE_LBFGS_CORRECTIONS = 5
+#: ... fewer (down to 2) when their 8 bytes per parameter per pair would exceed this: 5 pairs up
+#: to 2.7e7 parameters (L = 370 columns at q = 21), 2 at L = 500.
+DENSE_LBFGS_BYTES = 1 << 30
 #: The one-hot products run in float32 when ``tol`` is at least this (the gradient's rounding,
 #: about ``1e-7`` of the largest logit, stays below ``tol``), in float64 otherwise.
 DENSE_FLOAT32_TOL = 1e-6
@@ -332,9 +335,8 @@ def _objective(layout, graph, X, weight, total, alpha, tables, path, tol, n_jobs
     obj = DensePseudoLikelihood(layout, X, a, weight, total, tables=tables, dtype=dtype)
     del a  # the objective keeps the ridge as runs of one value; no parameter-sized vector
     x0 = field_start(obj.index, X, obj.scale, total) if DENSE_FIELD_START else np.zeros(obj.index.size)
-    minimize = partial(
-        minimize_low_memory, n_corrections=DENSE_LBFGS_CORRECTIONS, f_noise=DENSE_F_NOISE[np.dtype(dtype).name]
-    )
+    pairs = int(np.clip(DENSE_LBFGS_BYTES // (8 * obj.index.size), 2, DENSE_LBFGS_CORRECTIONS))
+    minimize = partial(minimize_low_memory, n_corrections=pairs, f_noise=DENSE_F_NOISE[np.dtype(dtype).name])
     return obj, workers_for(n_jobs, obj.work, DENSE_MIN_WORK_PER_WORKER), x0, minimize
 
 

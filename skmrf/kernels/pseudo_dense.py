@@ -39,6 +39,9 @@ __all__ = ["DENSE_CHUNK_BYTES", "DensePseudoLikelihood", "OneHotIndex"]
 DENSE_CHUNK_BYTES = 1 << 26
 #: Entries of the gradient gathered from the one-hot coordinates at a time.
 SCATTER_ENTRIES = 1 << 20
+#: Bytes of one block of columns' float64 gradient rows ``(block width, D)``: the columns are taken
+#: in blocks of at most this (serially, or ``n_jobs`` at a time), not the whole ``D x D`` at once.
+DENSE_BLOCK_BYTES = 1 << 26
 
 
 class _Group(NamedTuple):
@@ -155,8 +158,8 @@ def one_hot(codes, D, dtype):
     return out[:, :D]
 
 
-def _block_terms(index, W, H, codes, scale, c0, c1, chunk_rows, size):
-    """Loss and gradient (a vector of ``size``) of the conditionals of columns ``c0 .. c1 - 1``.
+def _block_terms(index, W, H, codes, scale, c0, c1, chunk_rows, g):
+    """Loss of the conditionals of columns ``c0 .. c1 - 1``; their gradient is added to ``g``.
 
     ``W`` (D, D) is the symmetric coupling matrix in the product dtype, ``H`` (n_columns, d)
     the fields (float64), ``scale`` the row weights over their sum. Rows are taken by chunks
@@ -202,15 +205,15 @@ def _block_terms(index, W, H, codes, scale, c0, c1, chunk_rows, size):
         Z *= s.astype(dtype)[:, None, None]  # the residuals
         gh += Z.sum(axis=0, dtype=np.float64)
         GB += Z.reshape(m, B * d).T @ O
-    return f, _gather_gradient(index, GB, gh, c0, c1, size)
+    _gather_gradient(index, GB, gh, c0, c1, g)
+    return f
 
 
-def _gather_gradient(index, GB, gh, c0, c1, size):
-    """The gradient vector (of ``size``) from the one-hot blocks of columns ``c0 .. c1 - 1``:
+def _gather_gradient(index, GB, gh, c0, c1, g):
+    """Add to the gradient vector ``g`` the terms from the one-hot blocks of columns ``c0 .. c1 - 1``:
     ``gh`` (their fields) and ``GB`` (their rows of ``R^T O``), each coupling getting its entry
     from both of its columns' rows when they are in the block."""
     B, d = c1 - c0, index.d
-    g = np.zeros(size)
     GB4 = GB.reshape(B, d, index.L, d)
     for grp in index.groups:
         if grp.second is None:
@@ -226,7 +229,13 @@ def _gather_gradient(index, GB, gh, c0, c1, size):
         sel = np.flatnonzero((grp.second >= c0) & (grp.second < c1))
         for s in (sel[a : a + step] for a in range(0, len(sel), step)):
             index.add_blocks(g, grp, GB4[grp.second[s] - c0, :k2, grp.first[s], :k1].transpose(0, 2, 1), s)
-    return g
+
+
+def _span_terms(args, spans, chunk_rows, size):
+    """Loss and gradient (one vector of ``size``) of the blocks of columns ``spans``, one after another."""
+    g = np.zeros(size)
+    f = sum(_block_terms(*args, c0, c1, chunk_rows, g) for c0, c1 in spans)
+    return f, g
 
 
 class DensePseudoLikelihood:
@@ -246,11 +255,11 @@ class DensePseudoLikelihood:
         Whether ``x`` is ``theta`` or the flat full tables (:class:`OneHotIndex`).
     dtype : numpy dtype, default=np.float32
         Of ``W`` and ``O`` in the two products.
-    n_blocks : int, default=1
-        Blocks of columns (parallel tasks).
+    n_workers : int, default=1
+        Threads (:meth:`split`).
     """
 
-    def __init__(self, layout, X, alpha, weight=None, total=None, *, tables=False, dtype=np.float32, n_blocks=1):
+    def __init__(self, layout, X, alpha, weight=None, total=None, *, tables=False, dtype=np.float32, n_workers=1):
         self.index = index = OneHotIndex(layout, tables)
         self.ridge_runs = _runs(alpha, index.size)
         self.codes = index.codes(X)
@@ -259,21 +268,27 @@ class DensePseudoLikelihood:
         self.scale = (np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)) / total
         self.H = np.zeros((index.L, index.d))
         self.W = np.zeros((index.D, index.D), dtype=dtype)
-        self.split(n_blocks)
+        self.split(n_workers)
 
     @property
     def work(self):
         """Multiply-adds of one evaluation's two products: ``2 n D^2``."""
         return 2.0 * self.codes.shape[0] * float(self.index.D) ** 2
 
-    def split(self, n_blocks):
-        """Split the columns into ``n_blocks`` blocks; row chunks keep each block's temporaries
-        within :data:`DENSE_CHUNK_BYTES`."""
+    def split(self, n_workers):
+        """Split the columns into blocks, ``n_workers`` groups of them (one per thread): at least
+        enough blocks that each one's float64 gradient rows ``(block width, D)`` fit in
+        :data:`DENSE_BLOCK_BYTES`. Row chunks keep each block's temporaries within
+        :data:`DENSE_CHUNK_BYTES`."""
         L, d, D = self.index.L, self.index.d, self.index.D
-        n_blocks = max(1, min(n_blocks, L))
-        self.bounds = np.linspace(0, L, n_blocks + 1).astype(np.int64)
-        widest = int(np.diff(self.bounds).max()) * d
-        per_row = D * self.W.dtype.itemsize + 4 * 8 * widest
+        n_workers = max(1, min(n_workers, L))
+        per_worker = max(1, -(-int(8 * D * D / DENSE_BLOCK_BYTES) // n_workers))
+        n_blocks = min(L, n_workers * per_worker)
+        bounds = np.linspace(0, L, n_blocks + 1).astype(np.int64).tolist()
+        spans = list(zip(bounds[:-1], bounds[1:]))
+        self.groups = [spans[k::n_workers] for k in range(n_workers)]
+        widest = max(b - a for a, b in spans) * d
+        per_row = D * self.W.dtype.itemsize + 4 * self.W.dtype.itemsize * widest
         self.chunk_rows = int(max(1, min(self.codes.shape[0], DENSE_CHUNK_BYTES // per_row)))
 
     def ridge_term(self, x):
@@ -284,11 +299,11 @@ class DensePseudoLikelihood:
         """Objective and gradient at ``x``."""
         self.index.fill(x, self.H, self.W.reshape(self.index.L, self.index.d, self.index.L, self.index.d))
         args = (self.index, self.W, self.H, self.codes, self.scale)
-        spans = list(zip(self.bounds[:-1].tolist(), self.bounds[1:].tolist()))
-        if parallel is None or len(spans) == 1:
-            parts = [_block_terms(*args, c0, c1, self.chunk_rows, self.index.size) for c0, c1 in spans]
+        tail = (self.chunk_rows, self.index.size)
+        if parallel is None or len(self.groups) == 1:
+            parts = [_span_terms(args, spans, *tail) for spans in self.groups]
         else:
-            parts = parallel(delayed(_block_terms)(*args, c0, c1, self.chunk_rows, self.index.size) for c0, c1 in spans)
+            parts = parallel(delayed(_span_terms)(args, spans, *tail) for spans in self.groups)
         f = sum(p[0] for p in parts)
         g = parts[0][1]
         for p in parts[1:]:

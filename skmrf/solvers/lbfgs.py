@@ -93,11 +93,16 @@ def minimize_low_memory(fun, x0, max_iter, tol, callback=None, n_corrections=5, 
     it = 0
     while it < max_iter and np.max(np.abs(g), initial=0.0) > tol:
         d = _two_loop(g, S, Y, rho)  # float32
-        gd = float(g @ d)
+        gd = float(np.dot(g.astype(np.float32), d))
         if gd >= 0:  # not a descent direction (rounding): restart from steepest descent
             S, Y, rho = [], [], []
             d = -g.astype(np.float32)
-            gd = float(g @ d)
+            gd = -float(np.dot(d, d))
+        # During the line search g is only needed for y = g_new - g: kept as -g in float32, in the
+        # array of the next pair (the oldest pair's once n_corrections are kept).
+        s_next, y_next = _next_pair(S, Y, rho, len(d), n_corrections)
+        np.negative(g, out=y_next, casting="unsafe")
+        del g
         step = 1.0 if S else 1.0 / max(np.sqrt(-gd), 1e-300)
         for _ in range(30):
             x_new = x + step * d
@@ -107,13 +112,18 @@ def minimize_low_memory(fun, x0, max_iter, tol, callback=None, n_corrections=5, 
             # Hager & Zhang's approximate Wolfe condition, for steps whose decrease is below the
             # objective's rounding: no increase beyond it, and the slope has not turned upward more
             # than it went down at x.
-            if f_new <= f + f_noise * abs(f) and float(g_new @ d) <= -(1 - 2e-4) * gd:
+            if f_new <= f + f_noise * abs(f) and float(np.dot(g_new.astype(np.float32), d)) <= -(1 - 2e-4) * gd:
                 break
             curv = f_new - f - step * gd  # the quadratic through f, f' and f_new has its minimum at
             step = max(0.1 * step, min(0.5 * step, -gd * step * step / (2 * curv))) if np.isfinite(curv) else 0.1 * step
         else:
+            g = -y_next.astype(np.float64)  # no step found: x stays, its gradient to float32 precision
             break
-        _store_pair(S, Y, rho, step, d, g_new, g, n_corrections)
+        np.multiply(d, np.float32(step), out=s_next)
+        np.add(y_next, g_new, out=y_next, casting="unsafe")
+        sy = float(np.dot(s_next, y_next))
+        if sy > 0:
+            S.append(s_next), Y.append(y_next), rho.append(1.0 / sy)
         x, f, g = x_new, f_new, g_new
         del x_new, g_new
         it += 1
@@ -125,19 +135,13 @@ def minimize_low_memory(fun, x0, max_iter, tol, callback=None, n_corrections=5, 
     return x, f, g, it
 
 
-def _store_pair(S, Y, rho, step, d, g_new, g, n_corrections):
-    """Append ``s = step d``, ``y = g_new - g`` in float32 (into the oldest pair's arrays once
-    ``n_corrections`` are kept: no new allocation), unless ``s^T y <= 0``."""
+def _next_pair(S, Y, rho, n, n_corrections):
+    """Float32 arrays for the next ``(s, y)``: the oldest pair's (dropped) once ``n_corrections``
+    are kept, no new allocation."""
     if len(S) == n_corrections:
-        s, y = S.pop(0), Y.pop(0)
         rho.pop(0)
-    else:
-        s, y = np.empty(len(d), np.float32), np.empty(len(d), np.float32)
-    np.multiply(d, np.float32(step), out=s)
-    np.subtract(g_new, g, out=y, casting="unsafe")
-    sy = float(np.dot(s, y))
-    if sy > 0:
-        S.append(s), Y.append(y), rho.append(1.0 / sy)
+        return S.pop(0), Y.pop(0)
+    return np.empty(n, np.float32), np.empty(n, np.float32)
 
 
 def _two_loop(g, S, Y, rho):

@@ -185,6 +185,47 @@ def _worker_skmrf(a):
         json.dump(info, fh)
 
 
+def _worker_memory(a):
+    """A complete-graph q = 21 PL fit of ``--memory-probe L,N,ITERS`` on uniform random sequences,
+    stopped after ITERS iterations (peak memory does not grow with iterations once L-BFGS holds its
+    pairs, which it does after 2-5; the products' temporaries are bounded per row chunk)."""
+    import warnings
+
+    from skmrf import PseudoLikelihoodEstimator
+
+    L, n, iters = (int(v) for v in a.memory_probe.split(","))
+    X = np.random.default_rng(0).integers(0, Q, size=(n, L), dtype=np.int8)
+    alpha = {1: 2 * a.lambda_h / n, 2: 2 * a.lambda_J_per_Lq * (Q - 1) * (L - 1) / n}
+    est = PseudoLikelihoodEstimator(
+        graph="complete", n_states=Q, alpha=alpha, ridge="tables", max_iter=iters, tol=1e-6, score_method="pseudo"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # not converged, by design
+        est.fit(X)
+    print(f"n_params={est.model_.n_params} n_iter={est.n_iter_}")
+
+
+def memory_probe(a):
+    """Peak memory of :func:`_worker_memory` in its own process."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    load = os.getloadavg()
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "memory", "--memory-probe", a.memory_probe]
+    log, cpu, wall, mem, rc = timed(cmd, env)
+    L, n, iters = a.memory_probe.split(",")
+    text = (
+        f"# python benchmarks/protein_dca.py --memory-probe {a.memory_probe}: skmrf PL, complete graph, q = {Q}, "
+        f"L = {L}, {n} uniform random sequences, ridge='tables', tol=1e-6, max_iter={iters} (stopped early on "
+        f"purpose: memory only)\n# {log.strip().splitlines()[0] if rc == 0 else 'FAILED ' + log[-300:]}\n"
+        f"# peak {mem:.0f} MiB, CPU {cpu:.1f} s, wall {wall:.1f} s; load average {load[0]:.2f}/{load[1]:.2f}/"
+        f"{load[2]:.2f} at start, {os.getloadavg()[0]:.2f} at end"
+    )
+    print(text)
+    if a.out:
+        with open(a.out, "a") as fh:
+            fh.write(text + "\n\n")
+
+
 # -- the driver ----------------------------------------------------------------------------------
 
 
@@ -289,10 +330,14 @@ def main():
     p.add_argument("--n-columns", type=int, help=argparse.SUPPRESS)
     p.add_argument("--lambda-J", type=float, help=argparse.SUPPRESS)
     p.add_argument("--worker-out", dest="out_worker", help=argparse.SUPPRESS)
+    p.add_argument("--memory-probe", help="L,N,ITERS: peak memory of a synthetic complete-graph PL fit only")
     a = p.parse_args()
     if a.worker:
         a.out = a.out_worker
-        (_worker_pydca if a.worker == "pydca" else _worker_skmrf)(a)
+        {"pydca": _worker_pydca, "memory": _worker_memory}.get(a.worker, _worker_skmrf)(a)
+        return
+    if a.memory_probe:
+        memory_probe(a)
         return
     if not a.synthetic and not a.alignment:
         p.error("give --alignment (plmc's example/protein/DHFR.a2m) or --synthetic")

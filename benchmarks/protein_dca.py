@@ -41,10 +41,11 @@ Regularisation, matched (derivation in ``doc/user_guide/protein.rst``): plmc and
 ``sum_n w_n PLL_n + lambda_h ||h||^2 + lambda_J ||J||^2`` with EVcouplings' default
 ``lambda_h = 0.01`` and ``lambda_J = 0.01 (q - 1)(L - 1)``; skmrf minimises the mean
 ``-(1/M_eff) sum_n w_n PLL_n + alpha/2 ||theta||^2``, so the same problem has
-``alpha_J = 2 lambda_J / M_eff`` and ``alpha_h = 2 lambda_h / M_eff``. Today's
-``PseudoLikelihoodEstimator`` takes one ``alpha`` (used: ``alpha_J``) and no ``sample_weight``
-(the fit falls back to unweighted rows, and ``--emulate-weights`` adds a fit on rows resampled
-with probabilities proportional to the weights).
+``alpha_J = 2 lambda_J / M_eff`` and ``alpha_h = 2 lambda_h / M_eff``: skmrf PL is fitted with
+``alpha={1: alpha_h, 2: alpha_J}``, ``ridge="tables"`` (the ridge on every entry of the full
+q-state tables, as plmc and pydca penalise them) and ``sample_weight`` = the sequence weights
+(``--emulate-weights`` adds a fit on rows resampled with probabilities proportional to them).
+The skmrf tools run first, then the peers.
 
 Run:
 ``python benchmarks/protein_dca.py --alignment DHFR.a2m --focus DYR_ECOLI --columns 0:40 \\
@@ -95,11 +96,16 @@ def _worker_pydca(a):
 def _fit_pl(X, w, alpha, a, emulate):
     from skmrf import PseudoLikelihoodEstimator
 
-    # TODO(#26 items 1-3): pass the field penalty alpha_h separately once PseudoLikelihoodEstimator takes
-    # per-order regularisation (plmc's lambda_h = 0.01 is alpha_h = 2 * 0.01 / M_eff, about 1e-5 here);
-    # today one alpha (alpha_J) penalises fields and couplings alike.
+    # plmc's and pydca's objective: per-order ridge on every entry of the full q-state tables
+    # (fields lambda_h, couplings lambda_J), weighted rows; alpha = 2 lambda / M_eff on skmrf's mean.
     est = PseudoLikelihoodEstimator(
-        graph="complete", n_states=Q, alpha=alpha, max_iter=a.max_iter, tol=1e-6, n_jobs=a.threads
+        graph="complete",
+        n_states=Q,
+        alpha={1: 2 * a.lambda_h / w.sum(), 2: alpha},
+        ridge="tables",
+        max_iter=a.max_iter,
+        tol=1e-6,
+        n_jobs=a.threads,
     )
     info = {}
     if emulate:
@@ -108,12 +114,9 @@ def _fit_pl(X, w, alpha, a, emulate):
         est.fit(X[rows])
         info["weights"] = "emulated (rows resampled with p proportional to w)"
         return est, info
-    try:
-        est.fit(X, sample_weight=w)
-        info["weights"] = "sample_weight"
-    except TypeError:  # today's fit(X, y=None) has no sample_weight
-        est.fit(X)
-        info["weights"] = "none (fit has no sample_weight yet)"
+    est.fit(X, sample_weight=w)
+    info["weights"] = "sample_weight"
+    info["alpha_h"] = est.alpha_[1]
     return est, info
 
 
@@ -180,6 +183,47 @@ def _worker_skmrf(a):
         info["C_pearson"], info["f1_pearson"] = moment_match(est.model_, X, w, a.moment_samples, a.moment_sweeps)
     with open(a.out + ".json", "w") as fh:
         json.dump(info, fh)
+
+
+def _worker_memory(a):
+    """A complete-graph q = 21 PL fit of ``--memory-probe L,N,ITERS`` on uniform random sequences,
+    stopped after ITERS iterations (peak memory does not grow with iterations once L-BFGS holds its
+    pairs, which it does after 2-5; the products' temporaries are bounded per row chunk)."""
+    import warnings
+
+    from skmrf import PseudoLikelihoodEstimator
+
+    L, n, iters = (int(v) for v in a.memory_probe.split(","))
+    X = np.random.default_rng(0).integers(0, Q, size=(n, L), dtype=np.int8)
+    alpha = {1: 2 * a.lambda_h / n, 2: 2 * a.lambda_J_per_Lq * (Q - 1) * (L - 1) / n}
+    est = PseudoLikelihoodEstimator(
+        graph="complete", n_states=Q, alpha=alpha, ridge="tables", max_iter=iters, tol=1e-6, score_method="pseudo"
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # not converged, by design
+        est.fit(X)
+    print(f"n_params={est.model_.n_params} n_iter={est.n_iter_}")
+
+
+def memory_probe(a):
+    """Peak memory of :func:`_worker_memory` in its own process."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    load = os.getloadavg()
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "memory", "--memory-probe", a.memory_probe]
+    log, cpu, wall, mem, rc = timed(cmd, env)
+    L, n, iters = a.memory_probe.split(",")
+    text = (
+        f"# python benchmarks/protein_dca.py --memory-probe {a.memory_probe}: skmrf PL, complete graph, q = {Q}, "
+        f"L = {L}, {n} uniform random sequences, ridge='tables', tol=1e-6, max_iter={iters} (stopped early on "
+        f"purpose: memory only)\n# {log.strip().splitlines()[0] if rc == 0 else 'FAILED ' + log[-300:]}\n"
+        f"# peak {mem:.0f} MiB, CPU {cpu:.1f} s, wall {wall:.1f} s; load average {load[0]:.2f}/{load[1]:.2f}/"
+        f"{load[2]:.2f} at start, {os.getloadavg()[0]:.2f} at end"
+    )
+    print(text)
+    if a.out:
+        with open(a.out, "a") as fh:
+            fh.write(text + "\n\n")
 
 
 # -- the driver ----------------------------------------------------------------------------------
@@ -286,10 +330,14 @@ def main():
     p.add_argument("--n-columns", type=int, help=argparse.SUPPRESS)
     p.add_argument("--lambda-J", type=float, help=argparse.SUPPRESS)
     p.add_argument("--worker-out", dest="out_worker", help=argparse.SUPPRESS)
+    p.add_argument("--memory-probe", help="L,N,ITERS: peak memory of a synthetic complete-graph PL fit only")
     a = p.parse_args()
     if a.worker:
         a.out = a.out_worker
-        (_worker_pydca if a.worker == "pydca" else _worker_skmrf)(a)
+        {"pydca": _worker_pydca, "memory": _worker_memory}.get(a.worker, _worker_skmrf)(a)
+        return
+    if a.memory_probe:
+        memory_probe(a)
         return
     if not a.synthetic and not a.alignment:
         p.error("give --alignment (plmc's example/protein/DHFR.a2m) or --synthetic")
@@ -319,6 +367,25 @@ def main():
     common += ["--lambda-J", str(lambda_J), "--max-iter", str(a.max_iter), "--threads", str(a.threads)]
     runs = {}  # name -> (scores matrix or None, cpu, wall, MiB, info)
 
+    workers = [] if a.skip_skmrf else ["skmrf-pl"] + (["skmrf-pl-emulated"] if a.emulate_weights else [])
+    if not a.skip_skmrf and not a.skip_mcmc:
+        workers.append("skmrf-mcmc")
+    for name in workers:
+        out = os.path.join(workdir, name + ".npy")
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", name, "--worker-out", out, *common]
+        cmd += ["--mcmc-iter", str(a.mcmc_iter), "--moment-samples", str(a.moment_samples)]
+        cmd += ["--moment-sweeps", str(a.moment_sweeps)] + (["--moments"] if a.moments else [])
+        log, cpu, wall, mem, rc = timed(cmd, env)
+        info = json.load(open(out + ".json")) if os.path.exists(out + ".json") else {"rc": rc}
+        if rc != 0:
+            print(log[-3000:], file=sys.stderr)
+        label = {"skmrf-pl": "skmrf PL", "skmrf-pl-emulated": "skmrf PL, weights emulated"}.get(name, "skmrf MCMC ML")
+        if os.path.exists(out):
+            runs[label] = (np.load(out), cpu, wall, mem, info)
+            runs[label + " [gap out]"] = (np.load(out.replace(".npy", "_nogap.npy")), cpu, wall, mem, info)
+        else:
+            runs[label] = (None, cpu, wall, mem, info)
+
     if a.plmc:
         out = os.path.join(workdir, "plmc.txt")
         wfile = os.path.join(workdir, "plmc_weights.txt")
@@ -342,25 +409,6 @@ def main():
             runs["pydca plmDCA"] = (np.load(out), cpu, wall, mem, info)
         else:
             print(log[-2000:], file=sys.stderr)
-    workers = [] if a.skip_skmrf else ["skmrf-pl"] + (["skmrf-pl-emulated"] if a.emulate_weights else [])
-    if not a.skip_skmrf and not a.skip_mcmc:
-        workers.append("skmrf-mcmc")
-    for name in workers:
-        out = os.path.join(workdir, name + ".npy")
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", name, "--worker-out", out, *common]
-        cmd += ["--mcmc-iter", str(a.mcmc_iter), "--moment-samples", str(a.moment_samples)]
-        cmd += ["--moment-sweeps", str(a.moment_sweeps)] + (["--moments"] if a.moments else [])
-        log, cpu, wall, mem, rc = timed(cmd, env)
-        info = json.load(open(out + ".json")) if os.path.exists(out + ".json") else {"rc": rc}
-        if rc != 0:
-            print(log[-3000:], file=sys.stderr)
-        label = {"skmrf-pl": "skmrf PL", "skmrf-pl-emulated": "skmrf PL, weights emulated"}.get(name, "skmrf MCMC ML")
-        if os.path.exists(out):
-            runs[label] = (np.load(out), cpu, wall, mem, info)
-            runs[label + " [gap out]"] = (np.load(out.replace(".npy", "_nogap.npy")), cpu, wall, mem, info)
-        else:
-            runs[label] = (None, cpu, wall, mem, info)
-
     peers = [k for k in ("plmc", "pydca plmDCA") if k in runs]
     true = None
     if contacts is not None:
@@ -391,7 +439,16 @@ def main():
             lines.append(row + "  the same fit")
             continue
         notes = [f"CPU {cpu / base_cpu:.2f}x {peers[0]}" if peers and name != peers[0] else ""]
-        for key in ("weights", "alpha", "n_iter", "m_eff", "weights_max_abs_diff", "C_pearson", "f1_pearson"):
+        for key in (
+            "weights",
+            "alpha",
+            "alpha_h",
+            "n_iter",
+            "m_eff",
+            "weights_max_abs_diff",
+            "C_pearson",
+            "f1_pearson",
+        ):
             if key in info:
                 v = info[key]
                 notes.append(f"{key}={v:.4g}" if isinstance(v, float) else f"{key}={v}")

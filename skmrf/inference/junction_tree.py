@@ -35,6 +35,12 @@ _ADVICE = (
 )
 
 
+
+def _count(n):
+    """An integer count for a message: with thousands separators up to 10^15, else as 10^k
+    (a table of 21^500 entries does not convert to a float)."""
+    return f"{n:,}" if n < 10**15 else f"about 10^{len(str(n)) - 1}"
+
 def _logsumexp(a, axis):
     """``log(sum(exp(a)))`` over ``axis``, finite-safe when all entries are -inf."""
     if not axis:
@@ -112,8 +118,8 @@ def _greedy(neighbours, heuristic="min_fill", n_states=None, max_entries=None):
             if entries > max_entries:
                 raise TreewidthError(
                     f"Exact inference is too large: the {heuristic} elimination order reaches a "
-                    f"clique of {len(nb) + 1} variables whose table alone has {entries:,.0f} entries "
-                    f"({8 * entries / 1024**2:,.0f} MiB), so the treewidth is at least about "
+                    f"clique of {len(nb) + 1} variables whose table alone has {_count(entries)} entries "
+                    f"({_count(8 * entries // 1024**2)} MiB), so the treewidth is at least about "
                     f"{len(nb)} for this order. " + _ADVICE
                 )
         done[v] = True

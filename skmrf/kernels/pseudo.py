@@ -19,17 +19,56 @@ from scipy.special import logsumexp
 
 from ..data import distinct_projections
 from ..solvers import minimize_in_box, projected_max
+from ..solvers.lbfgs import minimize_low_memory
 from ..utils._memory import LBFGS_VECTORS, check_fit_memory
 from ..utils._parallel import parallel_or_serial, workers_for
 from ..utils._sklearn_compat import delayed
+from .pseudo_dense import DensePseudoLikelihood, field_start, fit_asymmetric, normalise_pairwise
 
-__all__ = ["PseudoLikelihoodFit", "PseudoLikelihoodObjective", "fit_pseudo_likelihood"]
+__all__ = [
+    "PathChoice",
+    "PseudoLikelihoodFit",
+    "PseudoLikelihoodObjective",
+    "choose_path",
+    "fit_pseudo_likelihood",
+]
 
 #: Work (:attr:`PseudoLikelihoodObjective.work` of one evaluation) each thread needs before a
 #: fit runs its objective in parallel. Measured (benchmarks/results/parallel_threshold.txt):
 #: t(2 jobs) / t(1 job) was 34 at 1e3 units, 3.3 at 7e4, 1.0 at 1.7e5, 0.91 at 7.6e5; the
 #: per-evaluation dispatch is paid hundreds of times per fit, so two threads start at 8e5.
 PL_MIN_WORK_PER_WORKER = 4e5
+#: Multiply-adds per thread (:attr:`DensePseudoLikelihood.work`) before the one-hot path runs
+#: its blocks of columns in parallel. Not measured on this path: the records path broke even at
+#: about 1.7e5 units of 1.2e-8 s (2 ms of work per evaluation, PL_MIN_WORK_PER_WORKER's table),
+#: and the one-hot path's products take 3.5e-11 s per multiply-add (ONE_HOT_SECONDS), so 2 ms is 6e7.
+DENSE_MIN_WORK_PER_WORKER = 6e7
+#: L-BFGS correction pairs of the records path (its memory is small: scipy's L-BFGS-B, (2 m + 5)
+#: float64 vectors) and of the one-hot path, whose parameters reach millions
+#: (:func:`~skmrf.solvers.lbfgs.minimize_low_memory`: 2 m float32 vectors).
+LBFGS_CORRECTIONS = 20
+DENSE_LBFGS_CORRECTIONS = 5
+#: ... fewer (down to 2) when their 8 bytes per parameter per pair would exceed this: 5 pairs up
+#: to 2.7e7 parameters (L = 370 columns at q = 21), 2 at L = 500.
+DENSE_LBFGS_BYTES = 1 << 30
+#: The one-hot products run in float32 when ``tol`` is at least this (the gradient's rounding,
+#: about ``1e-7`` of the largest logit, stays below ``tol``), in float64 otherwise.
+DENSE_FLOAT32_TOL = 1e-6
+#: Relative rounding of the one-hot objective by the dtype of its products (the line search's
+#: ``f_noise``): float32 logits are rounded to ``6e-8`` of their size and summed over the columns.
+DENSE_F_NOISE = {"float32": 1e-6, "float64": 1e-12}
+#: The one-hot path starts L-BFGS at the independent-site fields (:func:`~.pseudo_dense.field_start`).
+DENSE_FIELD_START = True
+#: Seconds per evaluation of the records path, ``a + b * work`` (:func:`choose_path`).
+RECORDS_SECONDS = (3e-4, 1.2e-8)
+#: Seconds per evaluation of the one-hot path: ``a`` plus per multiply-add of the two products,
+#: per (row, column) and per (row, one-hot column). Both checked (CPU time, one thread, load ~11)
+#: on complete graphs, n x L x q = 2000 x 8 x 4, 2000 x 12 x 4, 3000 x 10 x 21, 1000 x 30 x 21:
+#: records 7.3, 13.6, 62, 149 ms measured against 6.4, 14.1, 76, 227 estimated; one-hot 2.4, 3.5,
+#: 13.4, 38.9 ms against 1.5, 2.1, 13.2, 30.1; and 3469 x 159 x 21 one-hot 2.5 s against 2.8 s.
+ONE_HOT_SECONDS = (5e-4, 3.5e-11, 4.5e-8, 5e-9)
+#: The one-hot path is taken only when estimated this many times faster than the records.
+PATH_MARGIN = 2.0
 
 
 class PseudoLikelihoodObjective:
@@ -41,8 +80,9 @@ class PseudoLikelihoodObjective:
         Parameter layout of the model.
     graph : MRFGraph
     X : ndarray of int of shape (n_samples, n_variables)
-    alpha : float
-        Ridge ``alpha / 2 * ||theta||^2``.
+    alpha : float or ndarray
+        Ridge ``alpha / 2 * ||x||^2`` on the objective's variable ``x`` (elementwise when an array
+        of its length).
     n_chunks : int, default=1
         Records are split into this many chunks, evaluated by ``parallel``
         (:meth:`split` changes it).
@@ -50,6 +90,10 @@ class PseudoLikelihoodObjective:
         Row weights; a record's weight is then the sum of its rows' weights.
     total : float, optional
         The number of rows the objective averages over: ``n_samples``, or the sum of the weights.
+    tables : bool, default=False
+        The variable ``x`` is ``theta`` (False) or the flat full tables of every clique (True,
+        every state included: the pseudo-likelihood only depends on the model they represent,
+        the ridge on every entry).
 
     Notes
     -----
@@ -70,9 +114,10 @@ class PseudoLikelihoodObjective:
     the number of (record, clique containing its variable) pairs.
     """
 
-    def __init__(self, layout, graph, X, alpha, n_chunks=1, weight=None, total=None):
+    def __init__(self, layout, graph, X, alpha, n_chunks=1, weight=None, total=None, tables=False):
         self.layout = layout
-        self.alpha = float(alpha)
+        self.alpha = float(alpha) if np.ndim(alpha) == 0 else np.asarray(alpha, dtype=np.float64)
+        self.tables = tables
         k = layout.n_states
         kmax = int(k.max())
         self.kmax = kmax
@@ -149,18 +194,25 @@ class PseudoLikelihoodObjective:
             summer = sp.csr_matrix((np.ones(len(r)), (r, np.arange(len(r)))), shape=(b - a, len(r)))
             self.chunks.append((pos[pa:pb], summer, x_own[a:b], invalid[a:b], weight[a:b]))
 
+    def ridge_term(self, x):
+        """``alpha / 2 * ||x||^2`` (elementwise when ``alpha`` is a vector)."""
+        return 0.5 * float((self.alpha * x) @ x)
+
     def __call__(self, theta, parallel=None):
-        """Objective and gradient at ``theta``."""
-        full = self.layout.full_tables(theta)
+        """Objective and gradient at ``theta`` (the flat full tables when ``tables``)."""
+        full = theta if self.tables else self.layout.full_tables(theta)
         if parallel is None or len(self.chunks) == 1:
             parts = [_pl_chunk(full, *c, self.layout.n_table) for c in self.chunks]
         else:
             parts = parallel(delayed(_pl_chunk)(full, *c, self.layout.n_table) for c in self.chunks)
-        f = sum(p[0] for p in parts) + 0.5 * self.alpha * theta @ theta
         gfull = parts[0][1]
         for p in parts[1:]:
             gfull = gfull + p[1]
-        return f, gfull[self.layout.theta_pos] + self.alpha * theta
+        g = gfull if self.tables else gfull[self.layout.theta_pos]
+        if np.ndim(self.alpha):
+            ax = self.alpha * theta
+            return sum(p[0] for p in parts) + 0.5 * float(ax @ theta), g + ax
+        return sum(p[0] for p in parts) + 0.5 * self.alpha * theta @ theta, g + self.alpha * theta
 
 
 def _pl_chunk(full, pos, summer, x_own, invalid, weight, n_table):
@@ -181,16 +233,43 @@ class PseudoLikelihoodFit(NamedTuple):
     """What :func:`fit_pseudo_likelihood` ran."""
 
     n_iter: int
-    """L-BFGS iterations."""
+    """L-BFGS iterations (the largest of the columns' for the asymmetric variant)."""
     grad_max: float
     """Largest projected-gradient component at the solution."""
     pseudo_log_likelihood: float
     """Mean pseudo-log-likelihood of the rows at the solution (the ridge term excluded)."""
     n_records: int
-    """Distinct (variable, Markov-blanket configuration) pairs the rows were compressed to."""
+    """Records the objective evaluated: distinct (variable, Markov-blanket configuration) pairs
+    on the records path, every (row, variable) pair on the one-hot path."""
+    path: str
+    """``"records"`` or ``"one-hot"`` (:func:`choose_path`)."""
 
 
-def fit_pseudo_likelihood(layout, graph, rows, alpha, *, max_iter, tol, n_jobs=None, callback=None, verbose=0):
+def ridge_vector(layout, alpha, tables):
+    """``alpha`` (a float, or one value per clique) as the ridge of the objective's variable:
+    the float itself, or the per-clique values repeated over each clique's block (``theta``)
+    or full table (``tables``)."""
+    if np.ndim(alpha) == 0:
+        return float(alpha)
+    sizes = layout.table_sizes if tables else layout.block_sizes
+    return np.repeat(np.asarray(alpha, dtype=np.float64), sizes)
+
+
+def fit_pseudo_likelihood(  # over 60 lines by its docstring (the code is 20)
+    layout,
+    graph,
+    rows,
+    alpha,
+    *,
+    max_iter,
+    tol,
+    n_jobs=None,
+    callback=None,
+    verbose=0,
+    ridge="parameters",
+    path="auto",
+    symmetric=True,
+):
     """Maximum pseudo-likelihood parameters by L-BFGS-B from zero.
 
     Parameters
@@ -201,17 +280,26 @@ def fit_pseudo_likelihood(layout, graph, rows, alpha, *, max_iter, tol, n_jobs=N
         The resolved graph (its Markov blankets).
     rows : Rows
         The validated rows and their weights.
-    alpha : float
-        Ridge ``alpha / 2 * ||theta||^2`` on the mean negative pseudo-log-likelihood.
+    alpha : float or ndarray of shape (n_cliques,)
+        Ridge ``alpha / 2 * ||theta||^2`` on the mean negative pseudo-log-likelihood; an array
+        gives each clique's block (or table) its own ``alpha``.
     max_iter, tol : int, float
         L-BFGS iterations and projected-gradient tolerance.
     n_jobs : int, optional
         Threads evaluating chunks of the objective (serial below :data:`PL_MIN_WORK_PER_WORKER`
-        per thread).
+        per thread on the records path, :data:`DENSE_MIN_WORK_PER_WORKER` on the one-hot path).
     callback : callable, optional
         ``callback(iteration, objective, grad_max)`` after each iteration.
     verbose : int, default=0
         joblib's verbosity is ``verbose - 1``.
+    ridge : {"parameters", "tables"}, default="parameters"
+        What the ridge penalises: ``theta``, or every entry of every clique's full table
+        (minimised over the tables of the same model, then normalised to ``theta``).
+    path : {"auto", "records", "one-hot"}, default="auto"
+        How the objective is evaluated; ``"auto"`` is :func:`choose_path`.
+    symmetric : bool, default=True
+        False: the asymmetric variant (:func:`~skmrf.kernels.pseudo_dense.fit_asymmetric`, pairwise
+        models only; ``path`` is then ignored).
 
     Returns
     -------
@@ -219,13 +307,105 @@ def fit_pseudo_likelihood(layout, graph, rows, alpha, *, max_iter, tol, n_jobs=N
     info : PseudoLikelihoodFit
     """
     X, weight = rows.dense()
-    obj = PseudoLikelihoodObjective(layout, graph, X, alpha, weight=weight, total=rows.total)
-    n_workers = workers_for(n_jobs, obj.work, PL_MIN_WORK_PER_WORKER)
+    tables = ridge == "tables"
+    if not symmetric:
+        return _fit_asymmetric(layout, X, weight, rows.total, alpha, tables, max_iter, tol, n_jobs, verbose)
+    if path == "auto":
+        path = choose_path(layout, graph, X.shape[0]).path
+    obj, n_workers, x0, minimize = _objective(layout, graph, X, weight, rows.total, alpha, tables, path, tol, n_jobs)
     if n_workers > 1:
         obj.split(n_workers)
     with parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as parallel:
-        theta, f, g, n_iter = minimize_in_box(
-            partial(obj, parallel=parallel), np.zeros(layout.n_params), max_iter, tol, callback
+        x, f, g, n_iter = minimize(partial(obj, parallel=parallel), x0, max_iter, tol, callback)
+    pll = float(-(f - obj.ridge_term(x)))
+    theta = _normalise(layout, x) if tables else x
+    n_records = obj.n_records if path == "records" else X.shape[0] * X.shape[1]
+    return theta, PseudoLikelihoodFit(n_iter, projected_max(x, g), pll, n_records, path)
+
+
+def _objective(layout, graph, X, weight, total, alpha, tables, path, tol, n_jobs):
+    """The objective of ``path``, its number of threads, its start and its minimiser."""
+    a = ridge_vector(layout, alpha, tables)
+    if path == "records":
+        obj = PseudoLikelihoodObjective(layout, graph, X, a, weight=weight, total=total, tables=tables)
+        minimize = partial(minimize_in_box, n_corrections=LBFGS_CORRECTIONS)
+        x0 = np.zeros(layout.n_table if tables else layout.n_params)
+        return obj, workers_for(n_jobs, obj.work, PL_MIN_WORK_PER_WORKER), x0, minimize
+    dtype = np.float32 if tol >= DENSE_FLOAT32_TOL else np.float64
+    obj = DensePseudoLikelihood(layout, X, a, weight, total, tables=tables, dtype=dtype)
+    del a  # the objective keeps the ridge as runs of one value; no parameter-sized vector
+    x0 = field_start(obj.index, X, obj.scale, total) if DENSE_FIELD_START else np.zeros(obj.index.size)
+    pairs = int(np.clip(DENSE_LBFGS_BYTES // (8 * obj.index.size), 2, DENSE_LBFGS_CORRECTIONS))
+    minimize = partial(minimize_low_memory, n_corrections=pairs, f_noise=DENSE_F_NOISE[np.dtype(dtype).name])
+    return obj, workers_for(n_jobs, obj.work, DENSE_MIN_WORK_PER_WORKER), x0, minimize
+
+
+def _fit_asymmetric(layout, X, weight, total, alpha, tables, max_iter, tol, n_jobs, verbose):
+    """:func:`~skmrf.kernels.pseudo_dense.fit_asymmetric` with its columns in parallel, and the
+    mean pseudo-log-likelihood of the averaged model (one evaluation of the symmetric objective)."""
+    n, L = X.shape
+    work = 2.0 * n * (L * (int(layout.n_states.max()) - 1)) ** 2  # one sweep of products over the columns
+    n_workers = workers_for(n_jobs, work, DENSE_MIN_WORK_PER_WORKER)
+    with parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as parallel:
+        theta, n_iter, grad_max = fit_asymmetric(
+            layout,
+            X,
+            alpha,
+            weight,
+            total,
+            tables=tables,
+            max_iter=max_iter,
+            tol=tol,
+            n_blocks=n_workers,
+            parallel=parallel,
+            dtype=np.float32 if tol >= DENSE_FLOAT32_TOL else np.float64,
         )
-    pll = float(-(f - 0.5 * alpha * theta @ theta))
-    return theta, PseudoLikelihoodFit(n_iter, projected_max(theta, g), pll, obj.n_records)
+    f, _ = DensePseudoLikelihood(layout, X, 0.0, weight, total)(theta)
+    return theta, PseudoLikelihoodFit(n_iter, grad_max, -float(f), n * L, "one-hot")
+
+
+def _normalise(layout, full):
+    """``theta`` of full tables (vectorised for pairwise layouts)."""
+    if all(len(c) <= 2 for c in layout.cliques):
+        return normalise_pairwise(layout, full)
+    return layout.normalise(full)
+
+
+class PathChoice(NamedTuple):
+    """What :func:`choose_path` decided, and the estimates it compared (seconds per evaluation)."""
+
+    path: str
+    records_seconds: float
+    one_hot_seconds: float
+
+
+def choose_path(layout, graph, n_rows, tables=False):
+    """The cheaper way to evaluate the pseudo-likelihood of ``layout`` on ``n_rows`` rows.
+
+    The records path costs ``RECORDS_SECONDS[0] + RECORDS_SECONDS[1] * work`` per evaluation
+    with ``work = kmax * sum_v R_v c_v``, ``R_v <= min(n_rows, prod of the states of v and its
+    Markov blanket)`` distinct blanket configurations of variable ``v`` and ``c_v`` cliques
+    containing it (the bound is used: the data are not read); the one-hot path (pairwise
+    models only) ``ONE_HOT_SECONDS[0] + ONE_HOT_SECONDS[1] * 2 n D^2`` with ``D = L * d``
+    one-hot columns. The one-hot path is taken when it is estimated :data:`PATH_MARGIN` times
+    cheaper, so that fits near the boundary keep the records path (the constants' check is beside
+    them).
+    """
+    if any(len(c) > 2 for c in layout.cliques):
+        return PathChoice("records", np.nan, np.nan)
+    k = layout.n_states
+    kmax = int(k.max())
+    logk = np.log(k.astype(np.float64))
+    members = np.concatenate([np.array(c) for c in layout.cliques])
+    in_cliques = np.bincount(members, minlength=len(k))
+    configs = np.array(
+        [
+            min(float(n_rows), float(np.exp(min(logk[v] + logk[list(graph.neighbours[v])].sum(), 700.0))))
+            for v in range(len(k))
+        ]
+    )
+    records = RECORDS_SECONDS[0] + RECORDS_SECONDS[1] * kmax * float(configs @ in_cliques)
+    D = len(k) * (kmax - (0 if tables else 1))
+    a, per_product, per_entry, per_coordinate = ONE_HOT_SECONDS
+    one_hot = a + n_rows * (per_product * 2.0 * D * D + per_entry * len(k) + per_coordinate * D)
+    return PathChoice("one-hot" if PATH_MARGIN * one_hot < records else "records", records, one_hot)

@@ -148,7 +148,7 @@ def test_keyboard_interrupt_between_pool_calls_kills_process_workers(data, monke
     before = {c.pid for c in psutil.Process().children(recursive=True)}
     started = []
 
-    def interrupted_after_one_step(fun, x0, *args):
+    def interrupted_after_one_step(fun, x0, *args, **kwargs):
         fun(x0)  # one parallel evaluation: the pool's workers are started
         started.extend(_loky_workers(before))
         raise KeyboardInterrupt

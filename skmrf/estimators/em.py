@@ -21,6 +21,7 @@ from ..model import DiscreteMRF
 from ..solvers import THETA_BOUND, minimize_in_box, projected_max, warn_if_not_converged
 from ..utils._docstrings import fill_doc
 from ..utils._parallel import parallel_or_serial, workers_for
+from ..utils._progress import Progress
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
@@ -310,11 +311,12 @@ class DecomposedEM(BaseDiscreteMRF):
             return value / n_rows - log_z, grad, stats
 
         n_workers = workers_for(self.n_jobs, data.work, EM_MIN_WORK_PER_WORKER)
-        with parallel_or_serial(n_workers, prefer="threads", verbose=max(0, self.verbose - 1)) as pool:
-            if self.method == "em":
-                trace, gmax = self._fit_em(evaluate, pool, log)
-            else:
-                trace, gmax = self._fit_gradient(evaluate, pool, log)
+        with (
+            parallel_or_serial(n_workers, prefer="threads", verbose=max(0, self.verbose - 1)) as pool,
+            Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar,
+        ):
+            fit = self._fit_em if self.method == "em" else self._fit_gradient
+            trace, gmax = fit(evaluate, pool, bar.follow(log))
         self.log_likelihood_trace_ = np.asarray(trace)
         self.log_likelihood_ = float(trace[-1])
         self.converged_ = bool(gmax <= self.tol)

@@ -8,6 +8,7 @@ from ..kernels.exact import exact_hessian, fit_exact, fit_max_likelihood
 from ..solvers import THETA_BOUND, warn_if_not_converged
 from ..solvers.ipf import ZERO_LOG_GAP
 from ..utils._docstrings import fill_doc
+from ..utils._progress import Progress
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._verbose import ProgressLog
 from ._base import ALPHA_CONSTRAINT, LBFGS_VECTORS, BaseDiscreteMRF, check_fit_memory
@@ -144,20 +145,23 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
         empty = empty_cell_cliques(model, counts) if self.alpha_ == 0 else []
         log = ProgressLog(type(self).__name__, self.verbose)
 
-        def report(it, f, g):
-            log("Iteration %d, negative log-likelihood = %.8f, max |grad| = %.2e", it, f, g)
+        with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar:
+            log = bar.follow(log)
 
-        theta, info = fit_exact(
-            model,
-            counts,
-            rows.total,
-            self.alpha_,
-            extended=bool(empty),
-            max_iter=self.max_iter,
-            tol=self.tol,
-            max_bytes=self.max_bytes,
-            callback=report,
-        )
+            def report(it, f, g):
+                log("Iteration %d, negative log-likelihood = %.8f, max |grad| = %.2e", it, f, g)
+
+            theta, info = fit_exact(
+                model,
+                counts,
+                rows.total,
+                self.alpha_,
+                extended=bool(empty),
+                max_iter=self.max_iter,
+                tol=self.tol,
+                max_bytes=self.max_bytes,
+                callback=report,
+            )
         self.n_iter_ = info.n_iter
         if empty:
             self._warn_extended(empty, info)

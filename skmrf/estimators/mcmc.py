@@ -26,6 +26,7 @@ from ..model.ising import binary_to_ising
 from ..solvers._convergence import warn_not_converged
 from ..utils._docstrings import fill_doc
 from ..utils._parallel import parallel_or_serial, workers_for
+from ..utils._progress import Progress
 from ..utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from ..utils._verbose import ProgressLog
 from ..utils.validation import check_generator
@@ -385,7 +386,10 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         self.schedule_ = MCMCSchedule("adaptive", n_iter, n_chains, n_sweeps, constraint.fast_mixing)
         self.sweep_autocorrelation_ = plan.sweep_autocorrelation
         mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
-        with self._pool(n_chains, n_sweeps) as parallel:
+        with (
+            self._pool(n_chains, n_sweeps) as parallel,
+            Progress(n_iter, type(self).__name__, self.verbose) as bar,
+        ):
             theta, info = fit_adaptive(
                 model.layout,
                 colours,
@@ -405,7 +409,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 average=schedule.average,
                 rng=rng,
                 parallel=parallel,
-                callback=partial(_report, log) if self.verbose else None,
+                callback=partial(_report, bar.follow(log)) if self.verbose else None,
             )
         self.lipschitz_, self.trace_ = info.lipschitz, info.trace
         self.n_iter_, self.converged_, self.n_averaged_ = info.n_iter, info.converged, info.n_averaged
@@ -446,7 +450,10 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         self.schedule_ = MCMCSchedule("theory", *plan.schedule, constraint.fast_mixing)
         self.max_coupling_, self.mixing_constant_, self.mixing_rate_ = geometry[:3]
         self.lipschitz_, self.suff_stat_bound_, self.distance_bound_ = plan[2:]
-        with self._pool(plan.schedule.n_samples, plan.schedule.n_sweeps) as parallel:
+        with (
+            self._pool(plan.schedule.n_samples, plan.schedule.n_sweeps) as parallel,
+            Progress(plan.schedule.n_iter, type(self).__name__, self.verbose) as bar,
+        ):
             phi, info = fit_theory(
                 model.layout,
                 colour_classes(self.graph_),
@@ -461,7 +468,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 reproject=self.projection == "spectral",
                 rng=rng,
                 parallel=parallel,
-                callback=partial(_report, log) if self.verbose else None,
+                callback=partial(_report, bar.follow(log)) if self.verbose else None,
             )
         self.n_iter_, self.converged_, self.trace_ = plan.schedule.n_iter, True, info.trace
         self.n_averaged_ = plan.schedule.n_iter if schedule.average else 1

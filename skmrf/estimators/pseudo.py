@@ -9,6 +9,7 @@ import numpy as np
 from ..kernels.pseudo import PL_MIN_WORK_PER_WORKER, PseudoLikelihoodObjective, choose_path, fit_pseudo_likelihood
 from ..solvers import THETA_BOUND, warn_if_not_converged
 from ..utils._docstrings import fill_doc
+from ..utils._progress import Progress
 from ..utils._sklearn_compat import Interval, StrOptions
 from ..utils._verbose import ProgressLog
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
@@ -262,22 +263,25 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
                 choice.one_hot_seconds,
             )
 
-        def report(it, f, g):
-            log("Iteration %d, negative pseudo-log-likelihood = %.8f, max |grad| = %.2e", it, f, g)
+        with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar:
+            log = bar.follow(log)
 
-        theta, info = fit_pseudo_likelihood(
-            self.model_.layout,
-            self.graph_,
-            rows,
-            alpha,
-            max_iter=self.max_iter,
-            tol=self.tol,
-            n_jobs=self.n_jobs,
-            callback=report,
-            verbose=self.verbose,
-            ridge=self.ridge,
-            symmetric=self.symmetric,
-        )
+            def report(it, f, g):
+                log("Iteration %d, negative pseudo-log-likelihood = %.8f, max |grad| = %.2e", it, f, g)
+
+            theta, info = fit_pseudo_likelihood(
+                self.model_.layout,
+                self.graph_,
+                rows,
+                alpha,
+                max_iter=self.max_iter,
+                tol=self.tol,
+                n_jobs=self.n_jobs,
+                callback=report,
+                verbose=self.verbose,
+                ridge=self.ridge,
+                symmetric=self.symmetric,
+            )
         self.n_iter_, self.n_records_ = info.n_iter, info.n_records
         self.pseudo_log_likelihood_ = info.pseudo_log_likelihood
         warn_if_not_converged(type(self).__name__, info.n_iter, info.grad_max, self.tol, self.max_iter, stacklevel=5)

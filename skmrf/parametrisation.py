@@ -23,12 +23,9 @@ import math
 import numpy as np
 
 from .data import c_order_strides, count_joint_states, encode_rows, transposed_states
+from .utils._budgets import LAYOUT_CHUNK_ENTRIES as CHUNK_ENTRIES
 
 __all__ = ["CHUNK_ENTRIES", "CliqueLayout"]
-
-#: Rows x clique-columns per chunk when coding data (bounds temporary memory to about
-#: ``8 * CHUNK_ENTRIES`` bytes per array).
-CHUNK_ENTRIES = 1 << 22
 
 
 class CliqueLayout:

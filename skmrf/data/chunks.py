@@ -18,12 +18,10 @@ import re
 
 import numpy as np
 
+from ..utils._budgets import CHUNK_BYTES
 from ..utils.validation import check_states
 
 __all__ = ["count_dtype", "is_chunked", "reduce_row_chunks", "scan_states"]
-
-#: Bytes of one chunk of rows read from a memmap.
-CHUNK_BYTES = 1 << 28
 
 
 def _is_dask(X):

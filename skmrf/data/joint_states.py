@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["c_order_strides", "count_joint_states", "encode_rows", "transposed_states"]
+from ..utils._budgets import COUNT_CHUNK as _COUNT_CHUNK
 
-# Rows x subsets gathered at once while counting.
-_COUNT_CHUNK = 1 << 24
+__all__ = ["c_order_strides", "count_joint_states", "encode_rows", "transposed_states"]
 
 
 def c_order_strides(n_states) -> np.ndarray:

@@ -11,6 +11,8 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
+from ..utils._budgets import EM_CHUNK_FLOATS as CHUNK_FLOATS
+
 __all__ = [
     "CHUNK_FLOATS",
     "COST_MODEL",
@@ -22,8 +24,6 @@ __all__ = [
     "union_cost",
 ]
 
-#: Floats (pattern x table entries) per batched calibration: one task of the E-step.
-CHUNK_FLOATS = 1 << 20
 
 #: Predicted seconds per evaluation of the sub-networks' data term below which ``decompose="auto"``
 #: does not plan the row-wise split. Planning it took 4 to 11 ms on the networks of Table 1 at

@@ -32,6 +32,7 @@ from ..kernels.likelihoods import (
 )
 from ..model.agreement import agreement_matrix, check_agreement_parameters
 from ..solvers._convergence import warn_not_converged
+from ..utils._budgets import MAX_BATCH, STEP_BLOCK
 from ..utils._docstrings import fill_doc
 from ..utils._mcmc_diagnostics import RHAT_MAX, effective_sample_size, split_rhat
 from ..utils._parallel import parallel_or_serial
@@ -45,8 +46,6 @@ from ._protocol import Trace
 
 __all__ = ["MetropolisHastingsMRF"]
 
-#: MH steps whose proposal noise is drawn at once, per chain.
-STEP_BLOCK = 1024
 
 LIKELIHOODS = ("exact", "pseudo", "mle_induced", "laplace", "persistent_mc", "exchange")
 
@@ -119,7 +118,6 @@ def _run_chains(plugin, log_prior, theta0, seeds, n_steps, scale, burn_in, thin,
 #: Steps evaluated ahead by the speculative runner, at most; and rows of one likelihood call
 #: over all chains, at most (the window shrinks with many chains).
 MAX_WINDOW = 512
-MAX_BATCH = 4096
 
 
 def _call_costs(function, theta):

@@ -19,6 +19,7 @@ from ..data import Rows
 from ..kernels.exact import fit_max_likelihood
 from ..model import DiscreteMRF
 from ..solvers import THETA_BOUND, minimize_in_box, projected_max, warn_if_not_converged
+from ..utils._budgets import EM_MIN_WORK_PER_WORKER
 from ..utils._docstrings import fill_doc
 from ..utils._parallel import parallel_or_serial, workers_for
 from ..utils._progress import Progress
@@ -39,12 +40,6 @@ M_STEP_MAX_ITER = 200
 COMPLETE_ROWS_MIN_ALPHA = 1e-2
 #: Standard deviation of the ``init="random"`` parameters.
 RANDOM_INIT_SCALE = 0.1
-
-#: Work (:attr:`IncompleteDataTerm.work`, floats of one E-step's calibrations) each thread
-#: needs before the E-step runs in parallel. Measured (benchmarks/results/parallel_threshold.txt):
-#: t(2 jobs) / t(1 job) was 1.34 at 7e4, 1.16 at 7.8e5, 0.66 at 7.7e6, 0.55 at 7.3e7, so two
-#: threads start at 2e6.
-EM_MIN_WORK_PER_WORKER = 1e6
 
 
 @fill_doc

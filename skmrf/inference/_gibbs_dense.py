@@ -31,11 +31,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["DENSE_MAX_TABLE_BYTES", "DenseFields", "uniform_bits24"]
+from ..utils._budgets import DENSE_MAX_TABLE_BYTES
 
-#: The dense path keeps one float32 coupling table of ``(n * K_max)^2`` entries (10 MB at
-#: ``n = 75, K_max = 21``, 71 MB at ``n = 200``); above this the sparse tables are used.
-DENSE_MAX_TABLE_BYTES = 1 << 30
+__all__ = ["DENSE_MAX_TABLE_BYTES", "DenseFields", "uniform_bits24"]
 
 
 def uniform_bits24(raw, n):

@@ -15,6 +15,7 @@ import math
 import numpy as np
 
 from ..exceptions import TreewidthError
+from ..utils._budgets import DEFAULT_MAX_BYTES
 
 __all__ = ["elimination_order", "JunctionTree", "Calibration", "TreewidthError", "DEFAULT_MAX_BYTES"]
 
@@ -24,9 +25,6 @@ _SAFE_SPREAD = 700.0
 #: With heuristic="auto", min-fill is retried after min-degree fails only up to this size.
 _MIN_FILL_RETRY_MAX = 2000
 
-#: Default memory budget for the junction-tree tables (bytes).
-DEFAULT_MAX_BYTES = 2 * 1024**3
-
 
 _ADVICE = (
     "Use an approximate method instead: LAPEstimator or PseudoLikelihoodEstimator to fit, "
@@ -35,11 +33,11 @@ _ADVICE = (
 )
 
 
-
 def _count(n):
     """An integer count for a message: with thousands separators up to 10^15, else as 10^k
     (a table of 21^500 entries does not convert to a float)."""
     return f"{n:,}" if n < 10**15 else f"about 10^{len(str(n)) - 1}"
+
 
 def _logsumexp(a, axis):
     """``log(sum(exp(a)))`` over ``axis``, finite-safe when all entries are -inf."""

@@ -28,6 +28,8 @@ import numpy as np
 from numpy.polynomial.legendre import leggauss
 from scipy.special import expit, gammaln, logit, ndtri_exp
 
+from ..utils._budgets import EDGE_BLOCK as _EDGE_BLOCK
+
 __all__ = [
     "ScoreTables",
     "log_tail",
@@ -60,8 +62,6 @@ U_CLIP = 37.5
 #: ``exp`` overflows above about 709: the tabulated range must stay below this in ``z`` and
 #: ``z + c``, so that ``log1p(exp(.))`` (8x faster than ``np.logaddexp``) is exact per query.
 Z_LIMIT = 700.0
-#: Edges per block when building the tables (bounds the temporaries to ~100 MB).
-_EDGE_BLOCK = 64
 
 
 def marginal_log_likelihood_kernel(theta, n_agree, n_samples, eta0):

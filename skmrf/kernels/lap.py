@@ -31,6 +31,7 @@ import numpy as np
 from ..data import Rows, count_dtype, count_joint_states, transposed_states
 from ..solvers import batched_newton
 from ..solvers.newton import BATCH_FLOATS
+from ..utils._budgets import LAP_MIN_WORK_PER_WORKER, PASS_ENTRIES
 from ..utils._parallel import parallel_or_serial, workers_for
 from ..utils._sklearn_compat import delayed
 from ..utils._threads import single_blas_thread
@@ -39,18 +40,9 @@ from .lap_structure import AuxiliaryStructure, group_by_structure
 
 __all__ = ["LAPFit", "LAPSubproblem", "fit_lap"]
 
-#: Work (:func:`_solve_work` of all the auxiliary problems) each thread needs before the
-#: problems are solved in parallel. Measured (benchmarks/results/parallel_threshold.txt):
-#: t(2 jobs) / t(1 job) was 1.7 at 1.5e4, 1.04 at 3e6, 0.69 at 7.5e6, 0.68 at 1.5e8, so two
-#: threads start at 4e6.
-LAP_MIN_WORK_PER_WORKER = 2e6
 
 #: Default limit on the joint states of one 1-neighbourhood (enumerated exactly).
 MAX_NEIGHBOURHOOD_STATES = 1 << 16
-
-#: Empirical frequencies (float64 entries, problems x joint states) counted and held at once:
-#: 256 MiB. The auxiliary problems are counted, solved and read off in passes of this size.
-PASS_ENTRIES = 1 << 25
 
 
 def _solve_chunk(tasks, alpha, max_iter, tol):

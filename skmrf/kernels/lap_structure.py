@@ -18,14 +18,9 @@ from ..data import c_order_strides
 from ..exceptions import NeighbourhoodTooLargeError
 from ..graphs import MRFGraph
 from ..inference.enumerate import Enumerator
+from ..utils._budgets import MAX_FEATURE_ENTRIES
 
 __all__ = ["AuxiliaryStructure", "NeighbourhoodTooLargeError", "auxiliary_factors", "group_by_structure"]
-
-
-#: Largest number of float64 entries of one auxiliary structure's enumerated features
-#: (joint states x parameters) plus its Newton Hessian (parameters squared): 256 MiB each.
-#: ``fit`` refuses a larger structure before building it.
-MAX_FEATURE_ENTRIES = 1 << 25
 
 
 def _outside_boundaries(graph, A):

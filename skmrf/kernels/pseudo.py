@@ -20,6 +20,7 @@ from scipy.special import logsumexp
 from ..data import distinct_projections
 from ..solvers import minimize_in_box, projected_max
 from ..solvers.lbfgs import minimize_low_memory
+from ..utils._budgets import DENSE_LBFGS_BYTES, DENSE_MIN_WORK_PER_WORKER, PL_MIN_WORK_PER_WORKER
 from ..utils._memory import LBFGS_VECTORS, check_fit_memory
 from ..utils._parallel import parallel_or_serial, workers_for
 from ..utils._sklearn_compat import delayed
@@ -33,24 +34,11 @@ __all__ = [
     "fit_pseudo_likelihood",
 ]
 
-#: Work (:attr:`PseudoLikelihoodObjective.work` of one evaluation) each thread needs before a
-#: fit runs its objective in parallel. Measured (benchmarks/results/parallel_threshold.txt):
-#: t(2 jobs) / t(1 job) was 34 at 1e3 units, 3.3 at 7e4, 1.0 at 1.7e5, 0.91 at 7.6e5; the
-#: per-evaluation dispatch is paid hundreds of times per fit, so two threads start at 8e5.
-PL_MIN_WORK_PER_WORKER = 4e5
-#: Multiply-adds per thread (:attr:`DensePseudoLikelihood.work`) before the one-hot path runs
-#: its blocks of columns in parallel. Not measured on this path: the records path broke even at
-#: about 1.7e5 units of 1.2e-8 s (2 ms of work per evaluation, PL_MIN_WORK_PER_WORKER's table),
-#: and the one-hot path's products take 3.5e-11 s per multiply-add (ONE_HOT_SECONDS), so 2 ms is 6e7.
-DENSE_MIN_WORK_PER_WORKER = 6e7
 #: L-BFGS correction pairs of the records path (its memory is small: scipy's L-BFGS-B, (2 m + 5)
 #: float64 vectors) and of the one-hot path, whose parameters reach millions
 #: (:func:`~skmrf.solvers.lbfgs.minimize_low_memory`: 2 m float32 vectors).
 LBFGS_CORRECTIONS = 20
 DENSE_LBFGS_CORRECTIONS = 5
-#: ... fewer (down to 2) when their 8 bytes per parameter per pair would exceed this: 5 pairs up
-#: to 2.7e7 parameters (L = 370 columns at q = 21), 2 at L = 500.
-DENSE_LBFGS_BYTES = 1 << 30
 #: The one-hot products run in float32 when ``tol`` is at least this (the gradient's rounding,
 #: about ``1e-7`` of the largest logit, stays below ``tol``), in float64 otherwise.
 DENSE_FLOAT32_TOL = 1e-6

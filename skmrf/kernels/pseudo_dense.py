@@ -30,18 +30,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..solvers import minimize_in_box, projected_max
+from ..utils._budgets import DENSE_BLOCK_BYTES, DENSE_CHUNK_BYTES, SCATTER_ENTRIES
 from ..utils._sklearn_compat import delayed
 
 __all__ = ["DENSE_CHUNK_BYTES", "DensePseudoLikelihood", "OneHotIndex"]
-
-#: Bytes of the temporaries of one block of columns per row chunk (the one-hot chunk and the
-#: float64 logits, probabilities and residuals of the block's columns).
-DENSE_CHUNK_BYTES = 1 << 26
-#: Entries of the gradient gathered from the one-hot coordinates at a time.
-SCATTER_ENTRIES = 1 << 20
-#: Bytes of one block of columns' float64 gradient rows ``(block width, D)``: the columns are taken
-#: in blocks of at most this (serially, or ``n_jobs`` at a time), not the whole ``D x D`` at once.
-DENSE_BLOCK_BYTES = 1 << 26
 
 
 class _Group(NamedTuple):

@@ -7,12 +7,10 @@ from typing import NamedTuple
 import numpy as np
 
 from ..model import DiscreteMRF
+from ..utils._budgets import SCORE_CHUNK_ENTRIES as _CHUNK_ENTRIES
 
 __all__ = ["CouplingScores", "PottsParameters", "average_product_correction", "coupling_scores", "zero_sum_gauge"]
 
-#: Entries of the full coupling tables handled at once (a chunk of edges): about eight float64
-#: temporaries of this size, 16 MiB each.
-_CHUNK_ENTRIES = 1 << 21
 
 PAIR_DTYPE = np.dtype([("i", np.int64), ("j", np.int64), ("score", np.float64)])
 

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..utils._budgets import BATCH_FLOATS
 from .box import THETA_BOUND, projected_max
 
 __all__ = ["batched_newton"]
 
-#: Floats of the largest temporary (problems x configurations x parameters) of one batch.
-BATCH_FLOATS = 1 << 23
 # Added to the Newton system only (not the objective) so that it is never singular.
 _JITTER = 1e-10
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ...utils._budgets import GLAP_CHUNK_ENTRIES as CHUNK_ENTRIES
+from ...utils._budgets import GLAP_MIN_WORK_PER_WORKER
 from ...utils._parallel import parallel_or_serial, workers_for
 from ...utils._sklearn_compat import delayed
 from ...utils._threads import single_blas_thread
@@ -23,14 +25,6 @@ from .covariance_selection import dense_covariance
 
 __all__ = ["CHUNK_ENTRIES", "LapPlan", "StandardisedRows", "assemble_symmetric", "lap_from_covariance", "lap_from_data"]
 
-#: Entries (float64) of the Gram buffer, of the gathered blocks and of the
-#: gathered data in one work chunk of the LAP kernel (each about 32 MB).
-CHUNK_ENTRIES = 1 << 22
-
-#: Work (:meth:`LapPlan.cost`) each thread needs before the chunks of the plan are solved
-#: in parallel. Measured (benchmarks/results/parallel_threshold.txt): t(2 jobs) / t(1 job)
-#: was 4.7 at 3e4, 1.24 at 8.4e7, 0.97 at 2.2e8, 0.90 at 5.4e8, so two threads start at 3e8.
-GLAP_MIN_WORK_PER_WORKER = 1.5e8
 
 # A conditional variance below this fraction of the marginal one counts as zero.
 _SINGULAR_RTOL = 1e-10

@@ -18,6 +18,7 @@ import scipy.sparse as sp
 from ...inference.gibbs import BinaryGibbsKernel, CategoricalGibbsKernel, is_binary_pairwise, run_chains
 from ...model.ising import ising_statistics, ising_to_binary
 from ...solvers.cg import conjugate_gradient
+from ...utils._budgets import CHAIN_BLOCK, MCMC_MIN_WORK_PER_WORKER
 
 __all__ = [
     "CHAIN_BLOCK",
@@ -31,15 +32,6 @@ __all__ = [
     "pairwise_positions",
 ]
 
-#: Chains per Gibbs block. Blocks are the unit of parallel work and each has
-#: its own random stream, drawn up front, so results do not depend on n_jobs.
-CHAIN_BLOCK = 4096
-
-#: Work of one step (single-site Gibbs updates: chains x sweeps x variables) each worker
-#: needs before the chain blocks run in parallel (loky processes). Measured
-#: (benchmarks/results/parallel_threshold.txt): t(2 jobs) / t(1 job) was 15 at 1.8e3, 2.0 at
-#: 4.1e6, 0.87 at 2.1e7, 0.68 at 8.4e7, so two workers start at 1.6e7.
-MCMC_MIN_WORK_PER_WORKER = 8e6
 
 #: The natural-gradient step: conjugate-gradient iterations and tolerance per step.
 NATURAL_CG_ITER = 50

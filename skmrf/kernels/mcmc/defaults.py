@@ -15,6 +15,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ...inference.gibbs import run_chains
+from ...utils._budgets import ADAPTIVE_MAX_STATE_BYTES
 from .chains import gibbs_kernel
 
 __all__ = [
@@ -37,8 +38,6 @@ ADAPTIVE_AVERAGE = 200
 ADAPTIVE_MIN_CHAINS = 1000
 ADAPTIVE_MAX_SWEEPS = 50
 ADAPTIVE_STEP_COST = 1.0
-#: Beyond this many bytes of chain states (8 per variable and chain) the averaging grows instead.
-ADAPTIVE_MAX_STATE_BYTES = 1 << 28
 #: Most steps of an "auto" run (at least twice the averaged steps: the rule must fire in the
 #: first half and the average fit in the second).
 ADAPTIVE_MAX_ITER = 2000

@@ -33,6 +33,7 @@ from ..solvers import batched_newton
 from ..solvers.newton import BATCH_FLOATS
 from ..utils._budgets import LAP_MIN_WORK_PER_WORKER, PASS_ENTRIES
 from ..utils._parallel import parallel_or_serial, workers_for
+from ..utils._progress import Progress
 from ..utils._sklearn_compat import delayed
 from ..utils._threads import single_blas_thread
 from .lap_records import BlockIndex, BlockSources, LAPSubproblem, Subproblems
@@ -197,7 +198,12 @@ def _fit_passes(rows, groups, reads, alpha, max_iter, tol, n_jobs, verbose, log)
     # Threads by default: numpy releases the GIL in the batched products and solves. The
     # one-BLAS-thread limit is process-wide, so it is held here for every thread;
     # _solve_chunk sets it again in process or Dask workers.
-    with single_blas_thread(), parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as pool:
+    n_problems = sum(b - a for tasks in passes for _, a, b in tasks)
+    with (
+        single_blas_thread(),
+        parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as pool,
+        Progress(n_problems, getattr(log, "name", "LAP"), verbose, unit="problem") as bar,
+    ):
         for k, tasks in enumerate(passes):
             freqs = _count_pass(rows, groups, tasks)
             _release_mapped_pages(rows.X)
@@ -209,7 +215,9 @@ def _fit_passes(rows, groups, reads, alpha, max_iter, tol, n_jobs, verbose, log)
                 group = groups[g]
                 group.n_iter[a:b], group.converged[a:b] = n_iter, converged
                 reads.add(group, a, b, theta)
-            log("pass %d of %d: %d auxiliary problems", k + 1, len(passes), sum(b - a for _, a, b in tasks))
+            done = sum(b - a for _, a, b in tasks)
+            log("pass %d of %d: %d auxiliary problems", k + 1, len(passes), done)
+            bar.update(done)
 
 
 class _Reads:

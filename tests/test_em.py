@@ -96,17 +96,23 @@ PLANS = {
 }
 
 
-@pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
-@pytest.mark.parametrize("plan", list(PLANS))
-def test_data_term_and_gradient_equal_enumeration(name, graph, n_states, Xf, plan, monkeypatch):
+def _plan_case(plan, graph, n_states, Xf, monkeypatch, seed):
+    """``(decompose, model with random theta, the rows with something observed, rng)`` of one case,
+    with the cost model set so that ``decompose`` takes ``plan``."""
     decompose, costs = PLANS[plan]
     for k, v in costs.items():
         monkeypatch.setitem(_incomplete.COST_MODEL, k, v)
-    rng = np.random.default_rng(5)
+    rng = np.random.default_rng(seed)
     model = DiscreteMRF(graph, n_states if np.ndim(n_states) else np.full(Xf.shape[1], n_states))
     model.theta = rng.normal(size=model.n_params)
     X = as_states(Xf)
-    X = X[~(X < 0).all(axis=1)]
+    return decompose, model, X[~(X < 0).all(axis=1)], rng
+
+
+@pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
+@pytest.mark.parametrize("plan", list(PLANS))
+def test_data_term_and_gradient_equal_enumeration(name, graph, n_states, Xf, plan, monkeypatch):
+    decompose, model, X, rng = _plan_case(plan, graph, n_states, Xf, monkeypatch, seed=5)
     values, grad = incomplete_log_likelihood(model, X)
     lay = model.layout
     full = lay.full_tables(model.theta)
@@ -148,14 +154,7 @@ def per_row_gradients(model, X):
 @pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
 @pytest.mark.parametrize("plan", list(PLANS))
 def test_weighted_data_term_equals_repeated_rows_and_enumeration(name, graph, n_states, Xf, plan, monkeypatch):
-    decompose, costs = PLANS[plan]
-    for k, v in costs.items():
-        monkeypatch.setitem(_incomplete.COST_MODEL, k, v)
-    rng = np.random.default_rng(6)
-    model = DiscreteMRF(graph, n_states if np.ndim(n_states) else np.full(Xf.shape[1], n_states))
-    model.theta = rng.normal(size=model.n_params)
-    X = as_states(Xf)
-    X = X[~(X < 0).all(axis=1)]
+    decompose, model, X, rng = _plan_case(plan, graph, n_states, Xf, monkeypatch, seed=6)
     full = model.layout.full_tables(model.theta)
     weight = rng.integers(1, 5, len(X)).astype(np.float64)
     weighted = IncompleteDataTerm(model.layout, X, decompose=decompose, weight=weight)

@@ -10,7 +10,7 @@ about a second per calibration, where skmrf's junction tree, even with the row-m
 
 :class:`GridTransfer` stands in for a model's junction tree (``model._junction_tree``), so
 ``model.calibrate()``, ``model.expected_statistics()``, ``model.sample(method="exact")`` and
-:func:`skmrf.estimators.exact.fit_max_likelihood` use it. :func:`check_against_junction_tree`
+:func:`skmrf.estimators._exact.fit_max_likelihood` use it. :func:`check_against_junction_tree`
 compares it with the junction tree on small grids (log Z, every marginal, and the sample's
 frequencies).
 """

@@ -32,7 +32,7 @@ from unittest import mock
 import numpy as np
 
 from skmrf import MetropolisHastingsMRF, grid_graph
-from skmrf.estimators import bayes
+from skmrf.estimators import _bayes as bayes
 from skmrf.model import agreement_to_mrf
 
 PAPER_TABLE1_MS = {  # the paper's Table 1, n = 1000, 10^6 steps (milliseconds)

@@ -57,7 +57,7 @@ from sklearn.utils.parallel import Parallel  # noqa: E402
 
 from skmrf import grid_graph  # noqa: E402
 from skmrf.inference import CategoricalGibbsKernel, run_chains  # noqa: E402
-from skmrf.inference.gibbs import BinaryGibbsKernel, GibbsSampler, colour_classes  # noqa: E402
+from skmrf.inference._gibbs import BinaryGibbsKernel, GibbsSampler, colour_classes  # noqa: E402
 from skmrf.model import DiscreteMRF, ising_to_binary  # noqa: E402
 
 TARGETS = {2: 1e8, 3: 5e7, 21: 1e7}

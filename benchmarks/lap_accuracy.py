@@ -28,8 +28,8 @@ import numpy as np
 
 from skmrf import ExactMaxLikelihood, chimera_graph, grid_graph, lattice_graph
 from skmrf.datasets import make_random_mrf
-from skmrf.estimators.lap import LAPEstimator
-from skmrf.estimators.pseudo import PseudoLikelihoodEstimator
+from skmrf.estimators._lap import LAPEstimator
+from skmrf.estimators._pseudo import PseudoLikelihoodEstimator
 from skmrf.metrics import mean_parameter_variance, relative_error
 
 MODELS = {

@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-import skmrf.kernels.lap as K
+import skmrf._kernels.lap as K
 from skmrf import LAPEstimator
 
 

@@ -73,7 +73,7 @@ def best_of(repeat, fit):
 def fig5(n, jmax, n_jobs, jmin=4, repeat=3):
     from skmrf import ExactMaxLikelihood
     from skmrf.datasets import make_random_mrf
-    from skmrf.estimators.lap import LAPEstimator
+    from skmrf.estimators._lap import LAPEstimator
     from skmrf.metrics import relative_error
 
     print(f"\nFigure 5: exact ML (junction tree) vs LAP pairwise, J x J grids, N = {n}, best of {repeat} runs each")
@@ -101,8 +101,8 @@ def fig5(n, jmax, n_jobs, jmin=4, repeat=3):
 
 def _worker(args):
     """Fit one estimator in this (fresh) process; print a JSON line with time, error and peak memory."""
-    from skmrf.estimators.lap import LAPEstimator
-    from skmrf.estimators.pseudo import PseudoLikelihoodEstimator
+    from skmrf.estimators._lap import LAPEstimator
+    from skmrf.estimators._pseudo import PseudoLikelihoodEstimator
     from skmrf.metrics import relative_error
 
     X, theta = cached_data(args.J, args.data_n, args.cache)

@@ -57,7 +57,7 @@ from skmrf.inference import (
     reverse_annealed_importance_sampling,
     tree_upper_bound,
 )
-from skmrf.inference.adaptive_ais import INTERVAL_SIGMAS
+from skmrf.inference._adaptive_ais import INTERVAL_SIGMAS
 from skmrf.model import DiscreteMRF
 
 ESTIMATORS = {"LAP": LAPEstimator, "PL": PseudoLikelihoodEstimator, "MCMC": MCMCMaxLikelihood}

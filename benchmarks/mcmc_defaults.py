@@ -58,10 +58,10 @@ from skmrf import (
     TheorySchedule,
     grid_graph,
 )
+from skmrf._utils._mcmc_diagnostics import split_rhat
 from skmrf.datasets import make_random_mrf
-from skmrf.estimators.exact import fit_max_likelihood
-from skmrf.inference.gibbs import GibbsSampler
-from skmrf.utils._mcmc_diagnostics import split_rhat
+from skmrf.estimators._exact import fit_max_likelihood
+from skmrf.inference._gibbs import GibbsSampler
 
 
 def _git_head():

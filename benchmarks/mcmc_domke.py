@@ -8,7 +8,7 @@ on a 4x4 grid (24 pairs, no fields), 5 random training vectors, the box set
 Mapping to the package: a training vector ``x`` is stored as ``s = (x + 1) / 2``
 in {0, 1}; the couplings map to the package's parameters as
 ``theta_ij = 4 J_ij`` and ``theta_i = -2 sum_j J_ij`` (no fields in the paper's
-model; see ``skmrf.model.ising.ising_to_binary``). The optimisation,
+model; see ``skmrf.model._ising.ising_to_binary``). The optimisation,
 projection and distances below are all in the paper's ``J`` coordinates.
 
 Prints the schedule (both readings of Corollary 9's M, see ERRATA.md), then for
@@ -32,20 +32,20 @@ import time  # noqa: E402
 import numpy as np  # noqa: E402
 
 from skmrf import grid_graph  # noqa: E402
-from skmrf.data import Rows  # noqa: E402
-from skmrf.inference.gibbs import colour_classes  # noqa: E402
-from skmrf.kernels.mcmc.chains import Chains, IsingExpectation  # noqa: E402
-from skmrf.kernels.mcmc.expectations import ExactIsingExpectation  # noqa: E402
-from skmrf.kernels.mcmc.fast_mixing import (  # noqa: E402
+from skmrf._data import Rows  # noqa: E402
+from skmrf._kernels.mcmc.chains import Chains, IsingExpectation  # noqa: E402
+from skmrf._kernels.mcmc.expectations import ExactIsingExpectation  # noqa: E402
+from skmrf._kernels.mcmc.fast_mixing import (  # noqa: E402
     dobrushin_mixing_constants,
     fast_mixing_schedule,
     project_box,
     schedule_values,
 )
+from skmrf._solvers.projected_gradient import projected_gradient  # noqa: E402
+from skmrf._utils._sklearn_compat import Parallel  # noqa: E402
+from skmrf.inference._gibbs import colour_classes  # noqa: E402
 from skmrf.model import DiscreteMRF  # noqa: E402
-from skmrf.model.ising import ising_statistics, ising_to_binary  # noqa: E402
-from skmrf.solvers.projected_gradient import projected_gradient  # noqa: E402
-from skmrf.utils._sklearn_compat import Parallel  # noqa: E402
+from skmrf.model._ising import ising_statistics, ising_to_binary  # noqa: E402
 
 N, BETA, LAM, EPS, DELTA, L = 16, 0.2, 1.0, 2.0, 0.1, 10.0
 BETAS = (0.01, 0.9, 0.09)

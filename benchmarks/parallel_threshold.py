@@ -1,7 +1,7 @@
 """n_jobs=1 versus n_jobs=2 on the four parallel paths, tiny to large: where does the pool pay?
 
 Every parallel call site sizes its work in a unit of its own and asks
-``skmrf.utils._parallel.workers_for`` how many workers that work keeps busy; below its
+``skmrf._utils._parallel.workers_for`` how many workers that work keeps busy; below its
 ``*_MIN_WORK_PER_WORKER`` threshold the site runs serially. This script measures, for each
 site, whole ``fit`` times with ``n_jobs=1`` and ``n_jobs=2`` over a range of problem sizes,
 so that the threshold can be read where the ratio ``t(2 jobs) / t(1 job)`` crosses 1, and
@@ -55,7 +55,7 @@ import numpy as np
 
 import skmrf
 from skmrf import TheorySchedule
-from skmrf.utils import _parallel
+from skmrf._utils import _parallel
 
 PATHS = ("pl", "lap", "mcmc", "glap", "em")
 
@@ -83,7 +83,7 @@ def pl_cases():
         X = binary_grid_data(G, n)
         yield (
             f"{G}x{G} N={n}",
-            "skmrf.kernels.pseudo",
+            "skmrf._kernels.pseudo",
             lambda nj, X=X, G=G: PseudoLikelihoodEstimator(
                 f"grid:{G}x{G}", max_iter=50, n_jobs=nj, score_method="pseudo"
             ).fit(X),
@@ -97,7 +97,7 @@ def lap_cases():
         X = binary_grid_data(G, n)
         yield (
             f"{G}x{G} N={n}",
-            "skmrf.kernels.lap",
+            "skmrf._kernels.lap",
             lambda nj, X=X, G=G: LAPEstimator(
                 f"grid:{G}x{G}", strategy="pairwise", n_jobs=nj, score_method="pseudo"
             ).fit(X),
@@ -107,7 +107,7 @@ def lap_cases():
         X = np.load(path)["X"]
         yield (
             "100x100 N=10000",
-            "skmrf.kernels.lap",
+            "skmrf._kernels.lap",
             lambda nj: LAPEstimator("grid:100x100", strategy="pairwise", n_jobs=nj, score_method="pseudo").fit(X),
         )
 
@@ -128,7 +128,7 @@ def mcmc_cases():
         X = binary_grid_data(G, 500)
         yield (
             f"{G}x{G} M={M} v={v}",
-            "skmrf.kernels.mcmc.chains",
+            "skmrf._kernels.mcmc.chains",
             lambda nj, X=X, G=G, M=M, v=v: MCMCMaxLikelihood(
                 f"grid:{G}x{G}",
                 schedule=TheorySchedule(n_iter=5, n_chains=M, n_sweeps=v),
@@ -147,7 +147,7 @@ def glap_cases():
         X = gaussian_grid_data(J, n)
         yield (
             f"{J}x{J} n={n}",
-            "skmrf.estimators.gaussian.lap_kernel",
+            "skmrf.estimators.gaussian._lap_kernel",
             lambda nj, X=X, J=J: GaussianLAP(f"grid:{J}x{J}", store_covariance=False, n_jobs=nj).fit(X),
         )
 
@@ -160,7 +160,7 @@ def em_cases():
         X[np.random.default_rng(1).random(X.shape) < 0.3] = np.nan  # 30% of the entries missing
         yield (
             f"{G}x{G} N={n} 30% missing",
-            "skmrf.estimators.em",
+            "skmrf.estimators._em",
             lambda nj, X=X, G=G: DecomposedEM(f"grid:{G}x{G}", max_iter=5, tol=1e-12, n_jobs=nj).fit(X),
         )
 
@@ -225,7 +225,7 @@ def run(path, repeat, budget):
     print(f"\n{path}: {machine_state()}")
     head = ("size", "work units", "workers", "t(1 job) s", "t(2 jobs) s", "ratio", "best of")
     print("".join(f"{h:>{w}}" for h, w in zip(head, (20, 13, 8, 12, 12, 7, 8))))
-    ctx = mock.patch("skmrf.estimators.gaussian.lap_kernel._DENSE_GRAM_MAX_FEATURES", 0) if path == "glap" else None
+    ctx = mock.patch("skmrf.estimators.gaussian._lap_kernel._DENSE_GRAM_MAX_FEATURES", 0) if path == "glap" else None
     if ctx is not None:
         ctx.start()
     try:

@@ -36,13 +36,17 @@ def cases():
     for side, rows in ((4, 300), (30, 500)):
         graph = grid_graph(side, side)
         X, _ = sample_random_mrf(graph, rows, method="gibbs", random_state=0)
-        yield f"MCMCMaxLikelihood(score_method='pseudo') {side}x{side} n={rows}", lambda g=graph, X=X: (
-            MCMCMaxLikelihood(g, score_method="pseudo", random_state=0).fit(X)
+        yield (
+            f"MCMCMaxLikelihood(score_method='pseudo') {side}x{side} n={rows}",
+            lambda g=graph, X=X: MCMCMaxLikelihood(g, score_method="pseudo", random_state=0).fit(X),
         )
         yield f"MLEInducedLikelihood {side}x{side} n={rows}", lambda g=graph, X=X: MLEInducedLikelihood(g).fit(X)
         if side == 4:
-            yield f"MetropolisHastingsMRF (mle_induced, 2000 steps) {side}x{side} n={rows}", lambda g=graph, X=X: (
-                MetropolisHastingsMRF(g, n_steps=2000, score_method="pseudo", random_state=0).fit(X)
+            yield (
+                f"MetropolisHastingsMRF (mle_induced, 2000 steps) {side}x{side} n={rows}",
+                lambda g=graph, X=X: MetropolisHastingsMRF(g, n_steps=2000, score_method="pseudo", random_state=0).fit(
+                    X
+                ),
             )
 
 

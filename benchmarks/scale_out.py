@@ -117,7 +117,7 @@ def _cluster():
 
 def run_slice(path, J, n, cache):
     """In-memory, memmap and dask fits of the top-left 100 x 100 block: equal?"""
-    import skmrf.data.chunks as chunks
+    import skmrf._data.chunks as chunks
     from skmrf import LAPEstimator
 
     full = np.memmap(path, dtype=np.uint8, mode="r", shape=(n, J, J))

@@ -43,8 +43,8 @@ import scipy.sparse as sp  # noqa: E402
 from scipy.sparse.linalg import eigsh  # noqa: E402
 
 from skmrf import grid_graph  # noqa: E402
-from skmrf.kernels.mcmc.spectral import _project_spectral, _project_spectral_dykstra  # noqa: E402
-from skmrf.utils._threads import single_blas_thread  # noqa: E402
+from skmrf._kernels.mcmc.spectral import _project_spectral, _project_spectral_dykstra  # noqa: E402
+from skmrf._utils._threads import single_blas_thread  # noqa: E402
 
 C = 0.8
 

@@ -4,8 +4,8 @@ LAP versus pseudo-likelihood and exact ML on an Ising grid
 ===========================================================
 
 Sample from an 8x8 binary Ising grid with parameters uniform on [-1, 1], then
-fit :class:`skmrf.estimators.lap.LAPEstimator` (pairwise and exact auxiliary
-MRFs), :class:`skmrf.estimators.pseudo.PseudoLikelihoodEstimator` and
+fit :class:`skmrf.LAPEstimator` (pairwise and exact auxiliary
+MRFs), :class:`skmrf.PseudoLikelihoodEstimator` and
 :class:`skmrf.ExactMaxLikelihood` on the same samples. LAP solves one small
 maximum-likelihood problem per edge, from the counts of the edge's
 1-neighbourhood only, so its cost grows linearly with the grid while exact ML
@@ -18,10 +18,8 @@ import time
 
 import matplotlib.pyplot as plt
 
-from skmrf import ExactMaxLikelihood, grid_graph
+from skmrf import ExactMaxLikelihood, LAPEstimator, PseudoLikelihoodEstimator, grid_graph
 from skmrf.datasets import make_random_mrf
-from skmrf.estimators.lap import LAPEstimator
-from skmrf.estimators.pseudo import PseudoLikelihoodEstimator
 from skmrf.metrics import relative_error
 
 graph = grid_graph(8, 8)

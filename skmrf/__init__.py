@@ -1,5 +1,6 @@
 """skmrf: learn the parameters of Markov random fields, as scikit-learn estimators."""
 
+from ._renamed_modules import install as _install_renamed_modules
 from .estimators import (
     AdaptiveSchedule,
     DecomposedEM,
@@ -16,6 +17,8 @@ from .estimators import (
 )
 from .graphs import chain_graph, chimera_graph, grid_graph, lattice_graph, resolve_graph, skip_chain_graph
 from .model import DiscreteMRF
+
+_install_renamed_modules()
 
 __version__ = "0.1.0.dev0"
 

@@ -6,8 +6,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._utils.validation import check_generator
 from .model import DiscreteMRF
-from .utils.validation import check_generator
 
 __all__ = ["RandomMRFSample", "make_random_mrf", "sample_random_mrf"]
 

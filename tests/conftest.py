@@ -16,13 +16,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip_slow)
 
 
-#: The serial-fallback thresholds of the parallel call sites (``skmrf.utils._parallel.workers_for``).
+#: The serial-fallback thresholds of the parallel call sites (``skmrf._utils._parallel.workers_for``).
 SERIAL_FALLBACK_THRESHOLDS = [
-    "skmrf.kernels.pseudo.PL_MIN_WORK_PER_WORKER",
-    "skmrf.kernels.lap.LAP_MIN_WORK_PER_WORKER",
-    "skmrf.kernels.mcmc.chains.MCMC_MIN_WORK_PER_WORKER",
-    "skmrf.estimators.gaussian.lap_kernel.GLAP_MIN_WORK_PER_WORKER",
-    "skmrf.estimators.em.EM_MIN_WORK_PER_WORKER",
+    "skmrf._kernels.pseudo.PL_MIN_WORK_PER_WORKER",
+    "skmrf._kernels.lap.LAP_MIN_WORK_PER_WORKER",
+    "skmrf._kernels.mcmc.chains.MCMC_MIN_WORK_PER_WORKER",
+    "skmrf.estimators.gaussian._lap_kernel.GLAP_MIN_WORK_PER_WORKER",
+    "skmrf.estimators._em.EM_MIN_WORK_PER_WORKER",
 ]
 
 

@@ -342,7 +342,7 @@ def test_adaptive_ais_standard_error_is_honest():
 def test_lower_end_uses_markov_when_the_weights_are_not_measured():
     # With fewer than min_ess effective chains the weights' standard error says nothing: the lower
     # end is then log_z - log(1 / 0.00135) (Markov's inequality on the unbiased Z estimate).
-    from skmrf.inference.adaptive_ais import INTERVAL_SIGMAS, MARKOV_MARGIN
+    from skmrf.inference._adaptive_ais import INTERVAL_SIGMAS, MARKOV_MARGIN
 
     model, _ = _hard_fitted_model()
     exact = model.log_partition()

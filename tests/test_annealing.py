@@ -6,7 +6,7 @@ import pytest
 from skmrf.datasets import make_random_mrf
 from skmrf.graphs import grid_graph
 from skmrf.inference import AnnealingPath
-from skmrf.inference.annealing import unary_offset
+from skmrf.inference._annealing import unary_offset
 from skmrf.model import DiscreteMRF
 
 from . import brute_force as bf

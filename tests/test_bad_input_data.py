@@ -27,8 +27,8 @@ from skmrf import (
     MLEInducedLikelihood,
     PseudoLikelihoodEstimator,
 )
-from skmrf.kernels.lap_structure import NeighbourhoodTooLargeError
-from skmrf.utils import _memory
+from skmrf._kernels.lap_structure import NeighbourhoodTooLargeError
+from skmrf._utils import _memory
 
 pd = pytest.importorskip("pandas")
 

@@ -14,9 +14,7 @@ from scipy.signal import lfilter
 from scipy.special import logsumexp
 
 from skmrf import MetropolisHastingsMRF
-from skmrf.estimators.bayes import _run_chains, _run_chains_speculative, _uniform_log_prior
-from skmrf.graphs import resolve_graph
-from skmrf.kernels.likelihoods import (
+from skmrf._kernels.likelihoods import (
     AgreementData,
     CallableLikelihood,
     ExactLikelihood,
@@ -24,8 +22,10 @@ from skmrf.kernels.likelihoods import (
     PersistentMCLikelihood,
     PseudoLikelihood,
 )
+from skmrf._utils._mcmc_diagnostics import effective_sample_size, split_rhat
+from skmrf.estimators._bayes import _run_chains, _run_chains_speculative, _uniform_log_prior
+from skmrf.graphs import resolve_graph
 from skmrf.model import agreement_to_mrf
-from skmrf.utils._mcmc_diagnostics import effective_sample_size, split_rhat
 
 CYCLE = [(0, 1), (1, 2), (2, 3), (3, 0)]
 EDGES = np.array(CYCLE)

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-import skmrf.data.chunks as chunks
+import skmrf._data.chunks as chunks
 from skmrf import ExactMaxLikelihood, LAPEstimator
-from skmrf.data import count_dtype, is_chunked, reduce_row_chunks, scan_states
+from skmrf._data import count_dtype, is_chunked, reduce_row_chunks, scan_states
 from skmrf.datasets import sample_random_mrf
 from skmrf.estimators._existence import NoFiniteEstimateWarning
 

@@ -8,16 +8,16 @@ import pytest
 from scipy.special import logsumexp
 
 from skmrf import DecomposedEM, ExactMaxLikelihood, grid_graph
-from skmrf.data.decompose import missing_components
+from skmrf._data.decompose import missing_components
+from skmrf._solvers.lbfgs import GRADIENT_FLOOR
 from skmrf.datasets import sample_random_mrf
+from skmrf.estimators import _em as em_module
 from skmrf.estimators import _incomplete
-from skmrf.estimators import em as em_module
 from skmrf.estimators._existence import NoFiniteEstimateWarning
 from skmrf.estimators._incomplete import IncompleteDataTerm, ModelTerm
 from skmrf.exceptions import TreewidthError
-from skmrf.inference.evidence import BatchedJunctionTree
+from skmrf.inference._evidence import BatchedJunctionTree
 from skmrf.model import DiscreteMRF
-from skmrf.solvers.lbfgs import GRADIENT_FLOOR
 
 from . import brute_force as bf
 from .brute_force import incomplete_log_likelihood
@@ -408,7 +408,7 @@ def test_complete_data_gives_exact_max_likelihood(method):
     # reached and lambda_min the smallest eigenvalue of the (concave, complete-data) Hessian plus alpha
     # (~0.013, d = 66). The score has gradient alpha * theta there: alpha * |theta|_1 times the gap.
     # (Was a flat 1e-6 and 1e-7 at tol=1e-8, which guaranteed neither.)
-    from skmrf.estimators.exact import exact_hessian
+    from skmrf.estimators._exact import exact_hessian
 
     emp = b.model_.layout.table_counts(X)[b.model_.layout.theta_pos] / len(X)
 

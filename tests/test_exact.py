@@ -21,7 +21,7 @@ def distance_bound(model, theta, grad_max, alpha=0.0):
     the smallest eigenvalue of the Hessian there (the Fisher information plus the ridge): a tolerance
     from the solver's stopping rule and the problem's curvature, not from one machine's result.
     """
-    from skmrf.estimators.exact import exact_hessian
+    from skmrf.estimators._exact import exact_hessian
 
     lam = np.linalg.eigvalsh(exact_hessian(model, theta)).min() + alpha
     return np.sqrt(len(theta)) * grad_max / lam
@@ -221,7 +221,7 @@ def test_sample_from_fitted_estimator():
 
 
 def test_exact_hessian_is_the_feature_covariance():
-    from skmrf.estimators.exact import exact_hessian
+    from skmrf.estimators._exact import exact_hessian
 
     model = make_random_mrf([(0, 1, 2), (2, 3)], [3, 2, 2, 3], random_state=0)
     xs = bf.states(model.n_states)
@@ -330,7 +330,7 @@ def test_extended_mle_calibrates_once_per_junction_tree_node_and_sweep(monkeypat
     1000 IPF sweeps of 29 calibrations each (11 min): factors held by the same junction-tree node
     are now updated from one calibration, so a sweep of the complete graph (one node) costs one
     calibration plus the one that measures the gap."""
-    from skmrf.inference.junction_tree import JunctionTree
+    from skmrf.inference._junction_tree import JunctionTree
 
     calls = []
     original = JunctionTree.calibrate

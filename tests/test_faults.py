@@ -133,7 +133,7 @@ SPAWNS = pytest.mark.slow
 def test_keyboard_interrupt_in_a_worker_propagates(data, monkeypatch, parallel_always, backend):
     """Raised in a worker thread or process, a KeyboardInterrupt comes out of ``fit`` as itself,
     and no process worker is left."""
-    monkeypatch.setattr("skmrf.kernels.lap._solve_chunk", _interrupt)
+    monkeypatch.setattr("skmrf._kernels.lap._solve_chunk", _interrupt)
     before = {c.pid for c in psutil.Process().children(recursive=True)}
     with parallel_config(backend=backend), pytest.raises(KeyboardInterrupt):
         LAPEstimator(GRID, n_jobs=2).fit(data)
@@ -153,7 +153,7 @@ def test_keyboard_interrupt_between_pool_calls_kills_process_workers(data, monke
         started.extend(_loky_workers(before))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("skmrf.kernels.pseudo.minimize_in_box", interrupted_after_one_step)
+    monkeypatch.setattr("skmrf._kernels.pseudo.minimize_in_box", interrupted_after_one_step)
     with parallel_config(backend="loky"), pytest.raises(KeyboardInterrupt):
         PseudoLikelihoodEstimator(GRID, n_jobs=2).fit(data)
     assert started, "the fit started no worker process"

@@ -14,12 +14,12 @@ import pytest
 import scipy.sparse as sp
 
 from skmrf import GaussianLAP, GaussianMaxLikelihood
-from skmrf.estimators.gaussian.chordal import ChordalPattern, covariance_on_embedding, embedding_start
-from skmrf.estimators.gaussian.covariance_selection import _PatternObjective, newton_covsel
-from skmrf.estimators.gaussian.lattice import TorusPreconditioner, detect_lattice
-from skmrf.estimators.gaussian.newton_cg import CONFIRM_RTOL, _preconditioner
+from skmrf._solvers.cg import conjugate_gradient
+from skmrf.estimators.gaussian._chordal import ChordalPattern, covariance_on_embedding, embedding_start
+from skmrf.estimators.gaussian._covariance_selection import _PatternObjective, newton_covsel
+from skmrf.estimators.gaussian._lattice import TorusPreconditioner, detect_lattice
+from skmrf.estimators.gaussian._newton_cg import CONFIRM_RTOL, _preconditioner
 from skmrf.exceptions import NotPositiveDefiniteWarning
-from skmrf.solvers.cg import conjugate_gradient
 
 from .test_gaussian import laplacian_precision, sample
 

@@ -15,7 +15,7 @@ import pytest
 import scipy.sparse as sp
 
 from skmrf import GaussianLAP, GaussianMaxLikelihood
-from skmrf.estimators.gaussian.chordal import ChordalPattern, likelihood_start, pattern_covariance
+from skmrf.estimators.gaussian._chordal import ChordalPattern, likelihood_start, pattern_covariance
 from skmrf.exceptions import NotPositiveDefiniteWarning
 from skmrf.graphs import grid_graph
 

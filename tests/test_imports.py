@@ -10,6 +10,7 @@ import importlib.util
 import pkgutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -203,3 +204,71 @@ def test_moved_exceptions_still_import_from_their_old_place_with_a_future_warnin
     assert cls is getattr(skmrf.exceptions, name)
     with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
         getattr(importlib.import_module(module), "Nothing")  # noqa: B009
+
+
+#: The modules users import from; every other module of skmrf is private (#25).
+PUBLIC_MODULES = {
+    "skmrf",
+    "skmrf.cli",
+    "skmrf.datasets",
+    "skmrf.estimators",
+    "skmrf.estimators.gaussian",
+    "skmrf.exceptions",
+    "skmrf.graphs",
+    "skmrf.inference",
+    "skmrf.io",
+    "skmrf.metrics",
+    "skmrf.model",
+    "skmrf.plotting",
+    "skmrf.protein",
+}
+
+
+def test_every_module_outside_the_public_ones_is_private():
+    def private(name):
+        return any(part.startswith("_") for part in name.split(".")[1:])
+
+    public = {name for name in MODULES if not private(name)}
+    assert public == PUBLIC_MODULES, (
+        f"modules without a leading underscore that are not documented as public: {sorted(public - PUBLIC_MODULES)}; "
+        "rename them with a leading underscore (or document them and add them here)"
+    )
+
+
+def _old_paths():
+    from skmrf._renamed_modules import MODULES as renamed_modules
+    from skmrf._renamed_modules import PACKAGES
+
+    return sorted(renamed_modules) + sorted(PACKAGES) + ["skmrf.kernels.mcmc.defaults", "skmrf.data.rows"]
+
+
+@pytest.mark.parametrize("old", _old_paths())
+def test_a_renamed_module_imports_from_its_old_path_with_a_future_warning(old, monkeypatch):
+    import importlib
+
+    from skmrf._renamed_modules import renamed
+
+    monkeypatch.delitem(sys.modules, old, raising=False)  # warn again if an earlier test imported it
+    new = importlib.import_module(renamed(old))
+    with warnings.catch_warnings():  # an old parent package warns too: not what this test checks
+        warnings.simplefilter("ignore", FutureWarning)
+        importlib.import_module(old.rpartition(".")[0])
+    with pytest.warns(FutureWarning, match=f"{old} is private and was renamed {renamed(old)}"):
+        alias = importlib.import_module(old)
+    for name in getattr(new, "__all__", [])[:5]:
+        assert getattr(alias, name) is getattr(new, name)
+    # the alias never loads the module a second time under its old name
+    assert sys.modules[renamed(old)] is new
+
+
+def test_a_pickle_naming_an_old_module_path_loads_with_a_future_warning(monkeypatch):
+    import pickle
+
+    monkeypatch.delitem(sys.modules, "skmrf.estimators.lap", raising=False)
+    from skmrf import LAPEstimator
+
+    old = pickle.dumps(LAPEstimator(max_iter=7), protocol=0).replace(b"skmrf.estimators._lap", b"skmrf.estimators.lap")
+    assert b"skmrf.estimators.lap\n" in old
+    with pytest.warns(FutureWarning, match="skmrf.estimators.lap is private"):
+        est = pickle.loads(old)
+    assert type(est) is LAPEstimator and est.max_iter == 7

@@ -165,7 +165,7 @@ def test_huge_parameters_take_the_log_space_path_exactly():
 def test_batched_junction_tree_samples_and_log_partition_match_enumeration():
     import itertools
 
-    from skmrf.inference.evidence import BatchedJunctionTree
+    from skmrf.inference._evidence import BatchedJunctionTree
 
     edges = [(0, 1), (1, 2), (2, 3), (0, 3), (1, 3)]
     tree = BatchedJunctionTree(np.full(4, 2), edges)

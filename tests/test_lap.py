@@ -6,16 +6,16 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from skmrf import ExactMaxLikelihood, chimera_graph, grid_graph, lattice_graph
+from skmrf._solvers import batched_newton
 from skmrf.datasets import sample_random_mrf
-from skmrf.estimators.lap import (
+from skmrf.estimators._lap import (
     LAPEstimator,
     NeighbourhoodTooLargeError,
     auxiliary_factors,
 )
 from skmrf.graphs import resolve_graph
-from skmrf.inference.enumerate import Enumerator
+from skmrf.inference._enumerate import Enumerator
 from skmrf.model import DiscreteMRF
-from skmrf.solvers import batched_newton
 
 from . import brute_force as bf
 from .test_exact import tree_closed_form
@@ -255,8 +255,8 @@ def test_passes_give_the_one_pass_fit_bit_for_bit(monkeypatch, tmp_path, strateg
     """Counting, solving and reading off in many small passes (each reading a band of columns,
     from a memmap in chunks of 70 rows, with weights) changes nothing: the same Newton batches
     and the same sums in problem order, so equality is exact."""
-    import skmrf.data.chunks as chunks
-    import skmrf.kernels.lap as lap
+    import skmrf._data.chunks as chunks
+    import skmrf._kernels.lap as lap
 
     X, _ = sample_random_mrf(grid_graph(5, 6), 400, n_states=n_states, random_state=3)
     w = np.random.default_rng(0).integers(1, 4, len(X)).astype(float)

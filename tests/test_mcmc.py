@@ -16,17 +16,13 @@ from skmrf import (
     TheorySchedule,
     grid_graph,
 )
-from skmrf.data import Rows
-from skmrf.datasets import make_random_mrf
-from skmrf.estimators.mcmc import MCMCSchedule, MixingBoundWarning
-from skmrf.graphs import resolve_graph
-from skmrf.inference.gibbs import BinaryGibbsKernel, colour_classes
-from skmrf.kernels.mcmc.adaptive import fit_adaptive
-from skmrf.kernels.mcmc.chains import pairwise_positions
-from skmrf.kernels.mcmc.constraint import constraint_set
-from skmrf.kernels.mcmc.defaults import ADAPTIVE_MC_FRACTION, adaptive_defaults, sweep_autocorrelation
-from skmrf.kernels.mcmc.expectations import ExactFeatures, ExactIsingExpectation, ExactSampleIsingExpectation
-from skmrf.kernels.mcmc.fast_mixing import (
+from skmrf._data import Rows
+from skmrf._kernels.mcmc.adaptive import fit_adaptive
+from skmrf._kernels.mcmc.chains import pairwise_positions
+from skmrf._kernels.mcmc.constraint import constraint_set
+from skmrf._kernels.mcmc.defaults import ADAPTIVE_MC_FRACTION, adaptive_defaults, sweep_autocorrelation
+from skmrf._kernels.mcmc.expectations import ExactFeatures, ExactIsingExpectation, ExactSampleIsingExpectation
+from skmrf._kernels.mcmc.fast_mixing import (
     MAX_WORK,
     FastMixingSchedule,
     dobrushin_mixing_constants,
@@ -35,11 +31,15 @@ from skmrf.kernels.mcmc.fast_mixing import (
     schedule_values,
     spectral_mixing_constants,
 )
-from skmrf.kernels.mcmc.spectral import project_spectral
-from skmrf.kernels.mcmc.theory import fit_theory, ising_data_statistics, plan_theory
+from skmrf._kernels.mcmc.spectral import project_spectral
+from skmrf._kernels.mcmc.theory import fit_theory, ising_data_statistics, plan_theory
+from skmrf._solvers.projected_gradient import projected_gradient
+from skmrf.datasets import make_random_mrf
+from skmrf.estimators._mcmc import MCMCSchedule, MixingBoundWarning
+from skmrf.graphs import resolve_graph
+from skmrf.inference._gibbs import BinaryGibbsKernel, colour_classes
 from skmrf.model import DiscreteMRF
-from skmrf.model.ising import binary_to_ising, ising_to_binary
-from skmrf.solvers.projected_gradient import projected_gradient
+from skmrf.model._ising import binary_to_ising, ising_to_binary
 
 from . import brute_force as bf
 

@@ -19,8 +19,8 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.utils import estimator_checks
 
 from skmrf import ExactMaxLikelihood, LAPEstimator, MLEInducedLikelihood
-from skmrf.inference.junction_tree import TreewidthError
-from skmrf.kernels import coin_tossing as ct
+from skmrf._kernels import coin_tossing as ct
+from skmrf.inference._junction_tree import TreewidthError
 from skmrf.model import DiscreteMRF, agreement_to_mrf
 
 CYCLE = [(0, 1), (1, 2), (2, 3), (3, 0)]  # the last edge against the sorted order
@@ -302,8 +302,8 @@ def mle_distance_bound(est):
     smallest Hessian eigenvalue lambda_min (~0.02 here) that is ~1e-5 in the couplings, and theta =
     expit(J / 2) moves by at most 1/8 of it. A tolerance from the stopping rule, not from one machine's result.
     """
-    from skmrf.kernels.exact import exact_hessian
-    from skmrf.kernels.mle_induced import MLE_TOL
+    from skmrf._kernels.exact import exact_hessian
+    from skmrf._kernels.mle_induced import MLE_TOL
 
     model = est.mle_
     lam = np.linalg.eigvalsh(exact_hessian(model, model.theta)).min()

@@ -67,7 +67,7 @@ def test_gibbs_sample_warns_when_its_chains_do_not_mix():
     from skmrf import grid_graph
     from skmrf.datasets import make_random_mrf
     from skmrf.exceptions import SamplingWarning
-    from skmrf.inference.gibbs import GibbsSampler
+    from skmrf.inference._gibbs import GibbsSampler
 
     g = grid_graph(8, 8)
     model = DiscreteMRF(g, 2)

@@ -11,9 +11,9 @@ import pytest
 from joblib import effective_n_jobs, parallel_config
 
 from skmrf import AdaptiveSchedule, GaussianLAP, LAPEstimator, MCMCMaxLikelihood, PseudoLikelihoodEstimator, grid_graph
+from skmrf._utils import _parallel
+from skmrf._utils._parallel import parallel_or_serial, workers_for
 from skmrf.datasets import sample_random_mrf
-from skmrf.utils import _parallel
-from skmrf.utils._parallel import parallel_or_serial, workers_for
 
 from .conftest import SERIAL_FALLBACK_THRESHOLDS
 
@@ -84,7 +84,7 @@ PATHS = ["pseudo", "lap", "mcmc", "gaussian-lap"]
 
 @pytest.fixture
 def small_fit(request, monkeypatch):
-    from skmrf.estimators.gaussian import lap_kernel
+    from skmrf.estimators.gaussian import _lap_kernel as lap_kernel
 
     monkeypatch.setattr(lap_kernel, "_DENSE_GRAM_MAX_FEATURES", 0)
     threshold, fit = _small_fits()[PATHS.index(request.param)]

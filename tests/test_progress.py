@@ -6,9 +6,9 @@ import types
 
 import pytest
 
-from skmrf.utils import _progress
-from skmrf.utils._progress import Progress, write
-from skmrf.utils._verbose import ProgressLog
+from skmrf._utils import _progress
+from skmrf._utils._progress import Progress, write
+from skmrf._utils._verbose import ProgressLog
 
 
 class FakeTqdm:

@@ -25,7 +25,7 @@ from skmrf import (
     MLEInducedLikelihood,
     PseudoLikelihoodEstimator,
 )
-from skmrf.estimators.bayes import LIKELIHOODS
+from skmrf.estimators._bayes import LIKELIHOODS
 
 DISCRETE = {
     "exact": lambda g: ExactMaxLikelihood(g, alpha=0.01),

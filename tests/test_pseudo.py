@@ -7,7 +7,7 @@ from scipy.special import logsumexp
 
 from skmrf import grid_graph
 from skmrf.datasets import sample_random_mrf
-from skmrf.estimators.pseudo import PseudoLikelihoodEstimator, PseudoLikelihoodObjective
+from skmrf.estimators._pseudo import PseudoLikelihoodEstimator, PseudoLikelihoodObjective
 
 from . import brute_force as bf
 

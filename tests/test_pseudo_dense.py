@@ -5,13 +5,13 @@ import pytest
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 
-import skmrf.kernels.pseudo as kernel
-import skmrf.kernels.pseudo_dense as dense
+import skmrf._kernels.pseudo as kernel
+import skmrf._kernels.pseudo_dense as dense
+from skmrf._kernels.pseudo_dense import DensePseudoLikelihood
+from skmrf._solvers import THETA_BOUND
+from skmrf._solvers.lbfgs import minimize_low_memory
 from skmrf.datasets import sample_random_mrf
-from skmrf.estimators.pseudo import PseudoLikelihoodEstimator
-from skmrf.kernels.pseudo_dense import DensePseudoLikelihood
-from skmrf.solvers import THETA_BOUND
-from skmrf.solvers.lbfgs import minimize_low_memory
+from skmrf.estimators._pseudo import PseudoLikelihoodEstimator
 
 from . import brute_force as bf
 from .test_pseudo import brute_force_pl

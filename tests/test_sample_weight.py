@@ -3,7 +3,7 @@
 Integer weights must give the fit on the rows repeated. Every discrete method takes its data
 through sums of integer-valued weights (clique and 1-neighbourhood counts, blanket records,
 agreement counts, EM's patterns), which are exact in float64, and MCMC's chains start at rows
-drawn by position in the repeated data (:meth:`skmrf.data.Rows.draw`): so the fits are equal
+drawn by position in the repeated data (:meth:`skmrf._data.Rows.draw`): so the fits are equal
 bit for bit, and the tests compare with ``assert_array_equal``.
 """
 

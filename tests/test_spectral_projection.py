@@ -22,10 +22,10 @@ import networkx as nx
 import numpy as np
 import pytest
 
-import skmrf.kernels.mcmc.spectral as fm
+import skmrf._kernels.mcmc.spectral as fm
 from skmrf import grid_graph
-from skmrf.kernels.mcmc.spectral import _project_spectral, _project_spectral_dykstra, project_spectral
-from skmrf.utils._threads import single_blas_thread
+from skmrf._kernels.mcmc.spectral import _project_spectral, _project_spectral_dykstra, project_spectral
+from skmrf._utils._threads import single_blas_thread
 
 C = 0.8
 

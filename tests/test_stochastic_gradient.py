@@ -5,7 +5,7 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from skmrf.solvers.stochastic_gradient import stochastic_gradient
+from skmrf._solvers.stochastic_gradient import stochastic_gradient
 
 EPS = np.finfo(float).eps
 

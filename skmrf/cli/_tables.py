@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..utils._atomic import replacing
+from .._utils._atomic import replacing
 from . import _common
 from ._common import CLIError, short
 
@@ -327,7 +327,7 @@ def write_table(path, values, columns=None):
 
 @contextlib.contextmanager
 def _replacing(path):
-    """:func:`~skmrf.utils._atomic.replacing`, with an ``OSError`` (disk full, permission denied) as a CLIError."""
+    """:func:`~skmrf._utils._atomic.replacing`, with an ``OSError`` (disk full, permission denied) as a CLIError."""
     try:
         with replacing(path) as tmp:
             yield tmp

@@ -1,15 +1,16 @@
 """scikit-learn estimators of MRF parameters."""
 
+from .._kernels.mcmc.fast_mixing import fast_mixing_schedule
 from ..exceptions import _moved
-from ..kernels.mcmc.fast_mixing import fast_mixing_schedule
-from .bayes import MetropolisHastingsMRF
-from .em import DecomposedEM
-from .exact import ExactMaxLikelihood
+from ._bayes import MetropolisHastingsMRF
+from ._em import DecomposedEM
+from ._exact import ExactMaxLikelihood
+from ._lap import LAPEstimator, LAPSubproblem
+from ._mcmc import AdaptiveSchedule, MCMCMaxLikelihood, TheorySchedule
+from ._mle_induced import MLEInducedLikelihood
+from ._pseudo import PseudoLikelihoodEstimator
+from ._schedules import MCMCSchedule
 from .gaussian import GaussianLAP, GaussianMaxLikelihood
-from .lap import LAPEstimator
-from .mcmc import AdaptiveSchedule, MCMCMaxLikelihood, TheorySchedule
-from .mle_induced import MLEInducedLikelihood
-from .pseudo import PseudoLikelihoodEstimator
 
 __all__ = [
     "AdaptiveSchedule",
@@ -19,6 +20,8 @@ __all__ = [
     "GaussianLAP",
     "GaussianMaxLikelihood",
     "LAPEstimator",
+    "LAPSubproblem",
+    "MCMCSchedule",
     "MCMCMaxLikelihood",
     "MLEInducedLikelihood",
     "MetropolisHastingsMRF",

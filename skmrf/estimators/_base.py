@@ -8,13 +8,9 @@ import networkx as nx
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
-from ..data import Rows, is_chunked, reduce_row_chunks, scan_states
-from ..exceptions import EstimatedLikelihoodWarning, ImpossibleLikelihoodError, TreewidthError
-from ..graphs import MRFGraph, resolve_graph
-from ..inference.gibbs import is_pairwise
-from ..model import DiscreteMRF
-from ..utils._memory import LBFGS_VECTORS, check_fit_memory
-from ..utils._sklearn_compat import (
+from .._data import Rows, is_chunked, reduce_row_chunks, scan_states
+from .._utils._memory import LBFGS_VECTORS, check_fit_memory
+from .._utils._sklearn_compat import (
     Interval,
     StrOptions,
     _check_sample_weight,
@@ -22,7 +18,7 @@ from ..utils._sklearn_compat import (
     check_is_fitted,
     validate_data,
 )
-from ..utils.validation import (
+from .._utils.validation import (
     MAX_STATES,
     check_column_labels,
     check_data_array,
@@ -31,6 +27,10 @@ from ..utils.validation import (
     column_names,
     fit_column_labels,
 )
+from ..exceptions import EstimatedLikelihoodWarning, ImpossibleLikelihoodError, TreewidthError
+from ..graphs import MRFGraph, resolve_graph
+from ..inference._gibbs import is_pairwise
+from ..model import DiscreteMRF
 from ._log_partition import (
     AIS_BUDGET,
     AIS_CHAINS,
@@ -131,7 +131,7 @@ def _sample_weight(sample_weight, X):
 
 
 def validate_rows(estimator, X, sample_weight=None, n_states="auto", allow_missing=False, keep_dtype=False):
-    """Validate in-memory discrete data and its weights for ``estimator``'s fit: a :class:`~skmrf.data.Rows`.
+    """Validate in-memory discrete data and its weights for ``estimator``'s fit: a :class:`~skmrf._data.Rows`.
 
     Sets ``n_features_in_`` and the column names or labels (scikit-learn's ``validate_data``);
     checks every entry is an integer state (within ``n_states`` when given), naming the column,
@@ -233,7 +233,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         return self
 
     def _fit_theta(self, rows):
-        """The kernel call: the parameters fitted to :class:`~skmrf.data.Rows` ``rows`` (validated;
+        """The kernel call: the parameters fitted to :class:`~skmrf._data.Rows` ``rows`` (validated;
         ``model_``, ``graph_``, ``n_states_`` and ``alpha_`` set). Stores the method's own fitted
         attributes and returns ``theta``."""
         raise NotImplementedError
@@ -261,7 +261,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         Runs once per fit, whatever the estimator (:func:`validate_rows`, then the graph). The
         states are int64 unless the class keeps integer dtypes (``_keep_dtype``); missing
         entries, where allowed, are ``-1``; a memmap or a dask array is validated by row chunks
-        and kept as is where the class reads chunks. Returns a :class:`~skmrf.data.Rows`.
+        and kept as is where the class reads chunks. Returns a :class:`~skmrf._data.Rows`.
         """
         # Estimators without an ``n_states`` parameter (binary-only ones) take "auto".
         n_states = getattr(self, "n_states", "auto")

@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 
+from .._solvers.box import THETA_BOUND
 from ..exceptions import NoFiniteEstimateWarning
-from ..solvers.box import THETA_BOUND
 
 __all__ = [
     "NoFiniteEstimateWarning",
@@ -23,7 +23,7 @@ def _table_counts_chunk(chunk, weight, layout):
 
 
 def table_counts(layout, rows):
-    """``layout.table_counts`` of :class:`~skmrf.data.Rows`, summed over the row chunks of a memmap
+    """``layout.table_counts`` of :class:`~skmrf._data.Rows`, summed over the row chunks of a memmap
     or a dask array: int64 counts, identical to the in-memory ones; with weights, float64 sums of them."""
     return rows.reduce(_table_counts_chunk, layout)
 
@@ -55,7 +55,7 @@ def warn_if_unbounded(estimator, rows):
     """For estimators without an extended estimate (LAP, PL): warn when ``X`` leaves cliques empty.
 
     Their parameters then diverge and stop at the box ``|theta| <= THETA_BOUND``. Called from
-    ``fit`` with ``alpha=0``; costs one count of the clique tables of :class:`~skmrf.data.Rows`
+    ``fit`` with ``alpha=0``; costs one count of the clique tables of :class:`~skmrf._data.Rows`
     ``rows`` (by row chunks for a memmap or a dask array).
     """
     model = estimator.model_

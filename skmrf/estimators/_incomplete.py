@@ -15,7 +15,7 @@ patterns ``d_i^s`` with counts ``n_i^s``: far fewer than the distinct rows.
 Here every clique of the parametrisation is a factor. A clique whose variables are all
 always observed is a sub-network on its own whose ``log Z^s(d)`` is its log-potential at the
 observed state: it is counted once, like complete data. Every other sub-network is
-calibrated for all its patterns at once (:class:`~skmrf.inference.evidence.BatchedJunctionTree`)
+calibrated for all its patterns at once (:class:`~skmrf.inference._evidence.BatchedJunctionTree`)
 over its *free* variables, the ones missing somewhere in the data; its always-observed
 variables are sliced into each pattern's tables. Sub-networks of the same shape (free
 states and reduced cliques) share one batch.
@@ -27,7 +27,7 @@ Three plans compute the same sum (``plan``):
   with duplicate rows merged (the paper's baseline).
 - ``"subnetworks"`` (``decompose=True``): the paper's decomposition, Eq. 2.
 - ``"components"`` (chosen by ``decompose="auto"`` when cheaper): the same cut made row by
-  row (:func:`~skmrf.data.decompose.missing_components`). Within one row, the cliques of a
+  row (:func:`~skmrf._data.decompose.missing_components`). Within one row, the cliques of a
   sub-network linked only through entries observed *in that row* are independent given the
   row, so ``log Z^s(d)`` is the sum of the log-potentials of the cliques the row fills
   completely (counted once, like complete data) and of ``log Z_C(d)`` over the connected
@@ -53,8 +53,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..data import c_order_strides, count_joint_states, distinct_projections, subnetworks, transposed_states
-from ..utils._sklearn_compat import delayed
+from .._data import c_order_strides, count_joint_states, distinct_projections, subnetworks, transposed_states
+from .._utils._sklearn_compat import delayed
 from ._incomplete_batch import Group, TreeCache, Unit, by_shape, distinct_tuples, e_step_chunk, fold_rows
 from ._incomplete_cost import COST_MODEL, SPLIT_MIN_COST, cost_features, evaluation_cost, union_cost
 from ._incomplete_model import ModelTerm, factor_tables
@@ -96,7 +96,7 @@ class IncompleteDataTerm:
 
     Parameters
     ----------
-    layout : skmrf.parametrisation.CliqueLayout
+    layout : skmrf._parametrisation.CliqueLayout
     X : ndarray of int64, shape (n_rows, n_variables)
         States, ``-1`` where missing; no row entirely missing.
     decompose : {"auto", True, False}, default="auto"

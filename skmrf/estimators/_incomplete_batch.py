@@ -3,7 +3,7 @@
 A *unit* (:class:`Unit`) is a set of patterns of some cliques summed over some variables: a
 sub-network's distinct rows, the undecomposed network's, or the components of the row-wise
 split. Units of one *shape* (states of the tree variables and the reduced scopes of the
-cliques, :func:`tree_shape`) share one :class:`~skmrf.inference.evidence.BatchedJunctionTree`
+cliques, :func:`tree_shape`) share one :class:`~skmrf.inference._evidence.BatchedJunctionTree`
 (:class:`TreeCache`) and are calibrated together as one :class:`Group`, chunk by chunk
 (:func:`e_step_chunk`).
 """
@@ -16,8 +16,8 @@ import math
 import numpy as np
 from scipy.sparse import csr_matrix, vstack
 
-from ..data import c_order_strides
-from ..inference.evidence import BatchedJunctionTree
+from .._data import c_order_strides
+from ..inference._evidence import BatchedJunctionTree
 from ._incomplete_cost import CHUNK_FLOATS, evaluation_cost
 
 __all__ = ["Group", "TreeCache", "Unit", "by_shape", "distinct_tuples", "e_step_chunk", "fold_rows", "tree_shape"]
@@ -231,7 +231,7 @@ def e_step_chunk(group, k, full, need_gradient=True):
 
 
 class TreeCache:
-    """One :class:`~skmrf.inference.evidence.BatchedJunctionTree` per tree shape, built once.
+    """One :class:`~skmrf.inference._evidence.BatchedJunctionTree` per tree shape, built once.
 
     Parameters
     ----------

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-from ..utils._budgets import EM_CHUNK_FLOATS as CHUNK_FLOATS
+from .._utils._budgets import EM_CHUNK_FLOATS as CHUNK_FLOATS
 
 __all__ = [
     "CHUNK_FLOATS",

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from ..data import c_order_strides
+from .._data import c_order_strides
+from .._parametrisation import CliqueLayout
 from ..inference import JunctionTree
-from ..parametrisation import CliqueLayout
 
 __all__ = ["ModelTerm", "factor_tables"]
 

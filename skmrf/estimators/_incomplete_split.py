@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from ..data import c_order_strides
-from ..data.decompose import missing_components
+from .._data import c_order_strides
+from .._data.decompose import missing_components
 from ._incomplete_batch import Unit, distinct_tuples, tree_shape
 from ._incomplete_cost import evaluation_cost, min_fixed_cost, per_pattern_cost
 

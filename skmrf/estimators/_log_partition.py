@@ -13,9 +13,9 @@ import warnings
 import numpy as np
 
 from ..exceptions import EstimatedLikelihoodWarning, ImpossibleLikelihoodError
-from ..inference.adaptive_ais import AIS_BUDGET, INTERVAL_SIGMAS, adaptive_annealed_importance_sampling, budget_message
-from ..inference.gibbs import is_pairwise
-from ..inference.tree_bound import tree_upper_bound
+from ..inference._adaptive_ais import AIS_BUDGET, INTERVAL_SIGMAS, adaptive_annealed_importance_sampling, budget_message
+from ..inference._gibbs import is_pairwise
+from ..inference._tree_bound import tree_upper_bound
 
 __all__ = [
     "AIS_BUDGET",
@@ -32,7 +32,7 @@ __all__ = [
 #: Chains and annealing steps of the first run of the adaptive AIS of ``score_method="ais"``
 #: (:func:`~skmrf.inference.adaptive_annealed_importance_sampling`, path ``"auto"``): it doubles
 #: the steps until two runs agree, within ``AIS_BUDGET`` chain sweeps (from
-#: :mod:`skmrf.inference.adaptive_ais`; 400,000: runs of 100 to 1600 steps). Measured
+#: :mod:`skmrf.inference._adaptive_ais`; 400,000: runs of 100 to 1600 steps). Measured
 #: (``benchmarks/ais_log_partition.py``): random grids and the 16 x 16 and 20 x 20 digits stop
 #: after 200 to 1600 steps; the 64 x 64 digits spend the budget (about 11 s of Gibbs sweeps on
 #: one core) and say so.

@@ -13,12 +13,12 @@ import numpy as np
 from scipy.special import expit, logit
 from sklearn.frozen import FrozenEstimator
 
+from .._kernels.mle_induced import MLEInducedModel, agreement_counts, agreement_mle, symmetrised
+from .._solvers import THETA_BOUND
+from .._utils.validation import column_names
 from ..exceptions import NoFiniteEstimateWarning
 from ..graphs import MRFGraph
-from ..kernels.mle_induced import MLEInducedModel, agreement_counts, agreement_mle, symmetrised
-from ..model.agreement import agreement_matrix
-from ..solvers import THETA_BOUND
-from ..utils.validation import column_names
+from ..model._agreement import agreement_matrix
 from ._base import BaseDiscreteMRF
 
 __all__ = ["MLEInducedFit", "fit_mle_induced", "parameter_edges"]
@@ -103,7 +103,7 @@ def fit_mle_induced(owner, rows, edges, graph, mle, copula, rho):
     """Count agreements (Eq. 6), fit the MLE and build the likelihood (Eqs. 3, 5, 7-9).
 
     ``owner`` is the estimator whose ``fit`` this is (named in messages; its column names and
-    ``n_features_in_`` are read); ``rows`` are validated binary :class:`~skmrf.data.Rows`,
+    ``n_features_in_`` are read); ``rows`` are validated binary :class:`~skmrf._data.Rows`,
     ``edges`` the parameters' edges and ``graph`` the resolved graph. Refuses a copula ``rho``
     outside its range and an edge whose ends always (or never) agree; warns when the MLE does
     not exist or a fitted ``mle`` has node potentials.

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from sklearn.base import BaseEstimator
 
-from ..utils._sklearn_compat import Interval, StrOptions
+from .._utils._sklearn_compat import Interval, StrOptions
 
 __all__ = ["AdaptiveSchedule", "MCMCSchedule", "TheorySchedule"]
 
@@ -43,7 +43,7 @@ class AdaptiveSchedule(BaseEstimator):
     rule on the gradient's noise level and the average of the iterates after it fired, in the
     package's parametrisation, for pairwise models with any numbers of states.
 
-    The "auto" values follow the data (:func:`~skmrf.kernels.mcmc.defaults.adaptive_defaults`,
+    The "auto" values follow the data (:func:`~skmrf._kernels.mcmc.defaults.adaptive_defaults`,
     whose docstring derives the rule): ``M`` chains and ``K`` averaged steps with ``M K >= tau
     n / 0.1^2``, so that the Monte-Carlo error of the estimate is a tenth of maximum
     likelihood's statistical error for ``n`` rows (the sum of the sample weights), ``tau``
@@ -135,7 +135,7 @@ class AdaptiveSchedule(BaseEstimator):
 
     def _given(self):
         """``(n_iter, n_chains, n_sweeps)`` as given (ints or ``"auto"``); the "auto" ones are
-        resolved from the data by :func:`~skmrf.kernels.mcmc.defaults.plan_adaptive`."""
+        resolved from the data by :func:`~skmrf._kernels.mcmc.defaults.plan_adaptive`."""
         return self.n_iter, self.n_chains, self.n_sweeps
 
 

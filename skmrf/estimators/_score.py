@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import DensityMixin
 
-from ..utils._sklearn_compat import _check_sample_weight
+from .._utils._sklearn_compat import _check_sample_weight
 
 __all__ = ["MeanScoreMixin"]
 

@@ -1,24 +1,25 @@
 """Exact and approximate inference for discrete MRFs."""
 
 from ..exceptions import _moved
-from .adaptive_ais import (
+from ._adaptive_ais import (
     AIS_BUDGET,
     AdaptiveAISResult,
     LogPartitionInterval,
     adaptive_annealed_importance_sampling,
     log_partition_interval,
 )
-from .ais import (
+from ._ais import (
     AISResult,
     BDMCResult,
     annealed_importance_sampling,
     bidirectional_monte_carlo,
     reverse_annealed_importance_sampling,
 )
-from .annealing import AnnealingPath
-from .conditionals import ConditionalPlan
-from .enumerate import Enumerator, all_states
-from .gibbs import (
+from ._annealing import AnnealingPath
+from ._conditionals import ConditionalPlan
+from ._enumerate import Enumerator, all_states
+from ._evidence import BatchedJunctionTree
+from ._gibbs import (
     BinaryGibbsKernel,
     CategoricalGibbsKernel,
     GeneralGibbsKernel,
@@ -26,10 +27,11 @@ from .gibbs import (
     colour_classes,
     run_chains,
 )
-from .junction_tree import DEFAULT_MAX_BYTES, JunctionTree, elimination_order
-from .tree_bound import TreeBoundResult, tree_upper_bound
+from ._junction_tree import DEFAULT_MAX_BYTES, JunctionTree, elimination_order
+from ._tree_bound import TreeBoundResult, tree_upper_bound
 
 __all__ = [
+    "BatchedJunctionTree",
     "AIS_BUDGET",
     "AISResult",
     "AdaptiveAISResult",

@@ -31,7 +31,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..utils._budgets import DENSE_MAX_TABLE_BYTES
+from .._utils._budgets import DENSE_MAX_TABLE_BYTES
 
 __all__ = ["DENSE_MAX_TABLE_BYTES", "DenseFields", "uniform_bits24"]
 

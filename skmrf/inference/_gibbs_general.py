@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .conditionals import ConditionalPlan
+from ._conditionals import ConditionalPlan
 
 __all__ = ["GeneralGibbsKernel"]
 
@@ -18,7 +18,7 @@ class GeneralGibbsKernel:
 
     Parameters
     ----------
-    layout : skmrf.parametrisation.CliqueLayout
+    layout : skmrf._parametrisation.CliqueLayout
     theta : ndarray of shape (n_params,)
     colours : list of ndarray
         Colour classes (a proper colouring of the graph).

@@ -9,8 +9,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from .. import __version__
-from ..utils._atomic import replacing
-from ..utils._sklearn_compat import check_is_fitted
+from .._utils._atomic import replacing
+from .._utils._sklearn_compat import check_is_fitted
 from ._format import (
     CLASSES,
     FORMAT_NAME,

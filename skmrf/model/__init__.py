@@ -1,9 +1,9 @@
 """The fitted model every discrete estimator exposes, and its Ising coordinates."""
 
 from ..exceptions import _moved
-from .agreement import agreement_matrix, agreement_to_mrf, mrf_to_agreement
-from .discrete import DiscreteMRF
-from .ising import binary_to_ising, ising_statistics, ising_to_binary
+from ._agreement import agreement_matrix, agreement_to_mrf, mrf_to_agreement
+from ._discrete import DiscreteMRF
+from ._ising import binary_to_ising, ising_statistics, ising_to_binary
 
 __all__ = [
     "DiscreteMRF",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..utils._docstrings import fill_doc
+from .._utils._docstrings import fill_doc
 from ._common import (
     TITLES,
     axes,

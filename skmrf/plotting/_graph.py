@@ -7,7 +7,7 @@ from collections.abc import Mapping
 import networkx as nx
 import numpy as np
 
-from ..utils._docstrings import fill_doc
+from .._utils._docstrings import fill_doc
 from ._common import TITLES, axes, check_kind, contains, labels, n_features, pyplot, source, symmetric_limit
 from ._couplings import edge_couplings
 from ._grid import cells_of

@@ -6,7 +6,7 @@ import re
 
 import numpy as np
 
-from ..utils._docstrings import fill_doc
+from .._utils._docstrings import fill_doc
 from ._common import axes, check_kind, is_index, n_features, source, symmetric_limit
 from ._couplings import edge_couplings, node_values
 

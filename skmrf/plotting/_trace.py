@@ -7,8 +7,8 @@ from collections.abc import Iterable
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from .._utils._docstrings import fill_doc
 from ..estimators._protocol import Trace
-from ..utils._docstrings import fill_doc
 from ._common import axes, contains, is_index, pyplot
 
 __all__ = ["Trace", "plot_trace"]

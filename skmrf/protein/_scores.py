@@ -6,8 +6,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._utils._budgets import SCORE_CHUNK_ENTRIES as _CHUNK_ENTRIES
 from ..model import DiscreteMRF
-from ..utils._budgets import SCORE_CHUNK_ENTRIES as _CHUNK_ENTRIES
 
 __all__ = ["CouplingScores", "PottsParameters", "average_product_correction", "coupling_scores", "zero_sum_gauge"]
 
@@ -114,7 +114,7 @@ def zero_sum_gauge(model):
     Notes
     -----
     skmrf's parametrisation is normalised with respect to state 0 (``theta`` holds the
-    entries where every variable is non-zero, see :mod:`skmrf.parametrisation`); the
+    entries where every variable is non-zero, see :mod:`skmrf._parametrisation`); the
     Potts energy is ``sum_i H_i(x_i) + sum_(i,j) T_ij(x_i, x_j)`` with row and column 0 of
     every table zero. Writing ``r_ij(a)`` and ``c_ij(b)`` for the row and column means of
     ``T_ij`` and ``m_ij`` for its mean,

@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._utils.validation import check_generator
 from ..model import DiscreteMRF
-from ..utils.validation import check_generator
 from ._alignment import ALPHABET, read_alignment
 
 __all__ = [

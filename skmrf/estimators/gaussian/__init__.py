@@ -35,8 +35,8 @@ covariance is only evaluated on the blocks that LAP needs.
 """
 
 from ...exceptions import _moved
-from .lap import GaussianLAP
-from .max_likelihood import GaussianMaxLikelihood
+from ._lap import GaussianLAP
+from ._max_likelihood import GaussianMaxLikelihood
 
 __all__ = ["GaussianLAP", "GaussianMaxLikelihood"]
 

@@ -20,10 +20,8 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
-from ...data import is_chunked
-from ...exceptions import NotPositiveDefiniteWarning, ScaleWarning
-from ...graphs import MRFGraph, resolve_adjacency
-from ...utils._sklearn_compat import (
+from ..._data import is_chunked
+from ..._utils._sklearn_compat import (
     Interval,
     StrOptions,
     _check_sample_weight,
@@ -31,12 +29,14 @@ from ...utils._sklearn_compat import (
     check_is_fitted,
     validate_data,
 )
-from ...utils._verbose import ProgressLog
-from ...utils.validation import check_column_labels, check_data_array, check_real, column_names, fit_column_labels
+from ..._utils._verbose import ProgressLog
+from ..._utils.validation import check_column_labels, check_data_array, check_real, column_names, fit_column_labels
+from ...exceptions import NotPositiveDefiniteWarning, ScaleWarning
+from ...graphs import MRFGraph, resolve_adjacency
 from .._score import MeanScoreMixin
 from ._data import NON_FINITE_ADVICE, StandardisedRows, centred_peak, centred_squares, column_sums, reduce_rows
-from .lap_kernel import CHUNK_ENTRIES
-from .spd import min_eigenvalue
+from ._lap_kernel import CHUNK_ENTRIES
+from ._spd import min_eigenvalue
 
 __all__ = ["DENSE_MAX_FEATURES", "DENSE_PRECISION_MAX_FEATURES", "NotPositiveDefiniteWarning", "ScaleWarning"]
 

@@ -3,8 +3,8 @@
 Every statistic is a (weighted) sum or a maximum over rows, so it is
 accumulated chunk by chunk: from an in-memory array by slices of rows (views,
 so no transposed copy of the data exists at once), from a ``numpy.memmap`` or a
-``dask.array`` through :func:`skmrf.data.reduce_row_chunks`. Peak memory is a
-chunk of rows (about :data:`skmrf.data.chunks.CHUNK_BYTES`) plus the statistic.
+``dask.array`` through :func:`skmrf._data.reduce_row_chunks`. Peak memory is a
+chunk of rows (about :data:`skmrf._data.chunks.CHUNK_BYTES`) plus the statistic.
 
 A row of weight ``w`` counts as ``w`` rows: sums are weighted, and a chunk in
 the fit's units is ``sqrt(w) (x - location) / peak / rms * factor``, so that
@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_array
 
-from ...data import is_chunked, reduce_row_chunks
-from ...data.chunks import CHUNK_BYTES, shift_rows
-from ...utils.validation import check_real
+from ..._data import is_chunked, reduce_row_chunks
+from ..._data.chunks import CHUNK_BYTES, shift_rows
+from ..._utils.validation import check_real
 
 __all__ = ["StandardisedRows", "reduce_rows"]
 
@@ -29,7 +29,7 @@ NON_FINITE_ADVICE = "A Gaussian MRF needs every value observed and finite; drop 
 def reduce_rows(X, func, *args, op=np.add, chunk_rows=None, name=None):
     """``func(chunk, start, *args)`` over row chunks of ``X``, combined by ``op``.
 
-    As :func:`skmrf.data.reduce_row_chunks`, except that an in-memory array is
+    As :func:`skmrf._data.reduce_row_chunks`, except that an in-memory array is
     also taken by slices of rows (about ``CHUNK_BYTES`` each) rather than whole.
     """
     if is_chunked(X):

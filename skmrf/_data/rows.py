@@ -1,0 +1,99 @@
+"""The validated rows of one fit and their weights: what every discrete kernel reads.
+
+An estimator's ``fit`` validates ``X`` and ``sample_weight`` once and hands the kernels a
+:class:`Rows`. The kernels take every statistic they need from it through :meth:`Rows.reduce`
+(a sum over row chunks, so a memmap or a dask array is never read whole) or, where a method
+still needs the rows themselves, :meth:`Rows.dense`. A row with weight ``w`` counts as ``w``
+rows: integer weights give exactly the statistics of the data with each row repeated.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .chunks import is_chunked, reduce_row_chunks
+
+__all__ = ["Rows"]
+
+
+def _weighted_chunk(chunk, start, func, weight, *args):
+    """``func(chunk, weights of its rows, *args)``: the chunk's slice of ``weight`` (or None)."""
+    w = None if weight is None else weight[start : start + chunk.shape[0]]
+    return func(chunk, w, *args)
+
+
+class Rows:
+    """Validated integer rows and their weights.
+
+    Parameters
+    ----------
+    X : ndarray, numpy.memmap or dask.array of shape (n_rows, n_columns)
+        Integer states ``0..K-1`` (``-1`` for a missing entry where an estimator allows them).
+    n_states : ndarray of int of shape (n_columns,)
+        States of each column.
+    weight : ndarray of float64 of shape (n_rows,), optional
+        Non-negative row weights (``sample_weight``); None means every row counts once.
+
+    Attributes
+    ----------
+    n_rows : int
+        Rows of ``X`` (whatever their weights).
+    total : float
+        Sum of the weights: the number of rows the data stand for (``n_rows`` without weights).
+        ``alpha="auto"`` is ``1 / total``.
+    """
+
+    def __init__(self, X, n_states, weight=None):
+        self.X = X
+        self.n_states = np.asarray(n_states)
+        self.weight = weight
+        self.n_rows = int(X.shape[0])
+        self.total = float(self.n_rows) if weight is None else float(np.sum(weight))
+
+    @property
+    def n_columns(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def chunked(self) -> bool:
+        """Whether ``X`` is read by row chunks (a memmap or a dask array)."""
+        return is_chunked(self.X)
+
+    def reduce(self, func, *args, op=np.add, chunk_rows=None):
+        """``func(chunk, chunk_weight, *args)`` over the row chunks, combined by ``op``.
+
+        ``chunk_weight`` is the chunk's slice of the weights, or None without weights; see
+        :func:`~skmrf._data.reduce_row_chunks` for the chunking of each kind of input. ``func``
+        must be a module-level function (it may be sent to dask workers).
+        """
+        return reduce_row_chunks(
+            self.X, _weighted_chunk, func, self.weight, *args, op=op, chunk_rows=chunk_rows, name=func.__name__
+        )
+
+    def dense(self):
+        """``(X, weight)`` with ``X`` an in-memory ndarray (a memmap or a dask array is read whole)."""
+        X = self.X
+        if is_chunked(X):
+            X = np.asarray(X.compute() if hasattr(X, "compute") else X)
+        return X, self.weight
+
+    def weights_or_ones(self):
+        """The weights, or float64 ones when the rows are unweighted."""
+        return np.ones(self.n_rows) if self.weight is None else self.weight
+
+    def draw(self, rng, size):
+        """Indices of ``size`` rows drawn with replacement, each with probability ``weight / total``.
+
+        Without weights this is ``rng.integers(0, n_rows, size)``. With integer weights it draws
+        ``k = rng.integers(0, total, size)`` and returns the row that holds position ``k`` of the
+        data with every row repeated ``weight`` times (``np.repeat(X, weight, axis=0)``), so the
+        draws are the same rows, bit for bit, as from the repeated data.
+        """
+        if self.weight is None:
+            return rng.integers(0, self.n_rows, size)
+        cumulative = np.cumsum(self.weight)
+        if np.all(self.weight == np.round(self.weight)) and self.total < 2**53:
+            k = rng.integers(0, int(self.total), size)
+        else:
+            k = rng.random(size) * cumulative[-1]
+        return np.minimum(np.searchsorted(cumulative, k, side="right"), self.n_rows - 1)

@@ -1,0 +1,148 @@
+"""Chunk sizes, memory budgets and the work below which a parallel loop runs serially.
+
+One place for every such constant (#25). The modules that use one import it under the name
+they always had (so ``skmrf._kernels.pseudo.PL_MIN_WORK_PER_WORKER`` still exists, and the
+tests can set a module's serial-fallback threshold to 0). Each value is a measured trade-off,
+explained beside it; none changes a result, only how the work is cut up.
+"""
+
+# -- Row chunks of data ------------------------------------------------------------------------
+
+# Used by skmrf/_data/chunks.py.
+#: Bytes of one chunk of rows read from a memmap.
+CHUNK_BYTES = 1 << 28
+
+# Used by skmrf/_data/joint_states.py.
+# Rows x subsets gathered at once while counting.
+COUNT_CHUNK = 1 << 24
+
+# Used by skmrf/_parametrisation.py.
+#: Rows x clique-columns per chunk when coding data (bounds temporary memory to about
+#: ``8 * CHUNK_ENTRIES`` bytes per array).
+LAYOUT_CHUNK_ENTRIES = 1 << 22
+
+# Used by skmrf/estimators/_incomplete_cost.py.
+#: Floats (pattern x table entries) per batched calibration: one task of the E-step.
+EM_CHUNK_FLOATS = 1 << 20
+
+# Used by skmrf/protein/_scores.py.
+#: Entries of the full coupling tables handled at once (a chunk of edges): about eight float64
+#: temporaries of this size, 16 MiB each.
+SCORE_CHUNK_ENTRIES = 1 << 21
+
+# Used by skmrf/estimators/gaussian/_lap_kernel.py.
+#: Entries (float64) of the Gram buffer, of the gathered blocks and of the
+#: gathered data in one work chunk of the LAP kernel (each about 32 MB).
+GLAP_CHUNK_ENTRIES = 1 << 22
+
+# -- Batches of subproblems, chains and steps --------------------------------------------------
+
+# Used by skmrf/_solvers/newton.py.
+#: Floats of the largest temporary (problems x configurations x parameters) of one batch.
+BATCH_FLOATS = 1 << 23
+
+# Used by skmrf/_kernels/coin_tossing.py.
+#: Edges per block when building the tables (bounds the temporaries to ~100 MB).
+EDGE_BLOCK = 64
+
+# Used by skmrf/_kernels/mcmc/chains.py.
+#: Chains per Gibbs block. Blocks are the unit of parallel work and each has
+#: its own random stream, drawn up front, so results do not depend on n_jobs.
+CHAIN_BLOCK = 4096
+
+# Used by skmrf/estimators/_bayes.py.
+#: MH steps whose proposal noise is drawn at once, per chain.
+STEP_BLOCK = 1024
+
+# Used by skmrf/estimators/_bayes.py.
+#: Rows of one likelihood call over all chains, at most, in the speculative runner (its window
+#: of steps ahead shrinks with many chains).
+MAX_BATCH = 4096
+
+# Used by skmrf/_kernels/pseudo_dense.py.
+#: Bytes of the temporaries of one block of columns per row chunk (the one-hot chunk and the
+#: float64 logits, probabilities and residuals of the block's columns).
+DENSE_CHUNK_BYTES = 1 << 26
+
+# Used by skmrf/_kernels/pseudo_dense.py.
+#: Entries of the gradient gathered from the one-hot coordinates at a time.
+SCATTER_ENTRIES = 1 << 20
+
+# Used by skmrf/_kernels/pseudo_dense.py.
+#: Bytes of one block of columns' float64 gradient rows ``(block width, D)``: the columns are taken
+#: in blocks of at most this (serially, or ``n_jobs`` at a time), not the whole ``D x D`` at once.
+DENSE_BLOCK_BYTES = 1 << 26
+
+# -- Memory budgets ----------------------------------------------------------------------------
+
+# Used by skmrf/inference/_junction_tree.py.
+#: Default memory budget for the junction-tree tables (bytes).
+DEFAULT_MAX_BYTES = 2 * 1024**3
+
+# Used by skmrf/_kernels/lap.py.
+#: Empirical frequencies (float64 entries, problems x joint states) counted and held at once:
+#: 256 MiB. The auxiliary problems are counted, solved and read off in passes of this size.
+PASS_ENTRIES = 1 << 25
+
+# Used by skmrf/_kernels/lap_structure.py.
+#: Largest number of float64 entries of one auxiliary structure's enumerated features
+#: (joint states x parameters) plus its Newton Hessian (parameters squared): 256 MiB each.
+#: ``fit`` refuses a larger structure before building it.
+MAX_FEATURE_ENTRIES = 1 << 25
+
+# Used by skmrf/_kernels/pseudo.py.
+#: ... fewer (down to 2) when their 8 bytes per parameter per pair would exceed this: 5 pairs up
+#: to 2.7e7 parameters (L = 370 columns at q = 21), 2 at L = 500.
+DENSE_LBFGS_BYTES = 1 << 30
+
+# Used by skmrf/_kernels/mcmc/defaults.py.
+#: Beyond this many bytes of chain states (8 per variable and chain) the averaging grows instead.
+ADAPTIVE_MAX_STATE_BYTES = 1 << 28
+
+# Used by skmrf/inference/_gibbs_dense.py.
+#: The dense path keeps one float32 coupling table of ``(n * K_max)^2`` entries (10 MB at
+#: ``n = 75, K_max = 21``, 71 MB at ``n = 200``); above this the sparse tables are used.
+DENSE_MAX_TABLE_BYTES = 1 << 30
+
+# -- Work below which a parallel loop runs serially --------------------------------------------
+
+# Used by skmrf/_kernels/pseudo.py.
+#: Work (:attr:`PseudoLikelihoodObjective.work` of one evaluation) each thread needs before a
+#: fit runs its objective in parallel. Measured (benchmarks/results/parallel_threshold.txt):
+#: t(2 jobs) / t(1 job) was 34 at 1e3 units, 3.3 at 7e4, 1.0 at 1.7e5, 0.91 at 7.6e5; the
+#: per-evaluation dispatch is paid hundreds of times per fit, so two threads start at 8e5.
+PL_MIN_WORK_PER_WORKER = 4e5
+
+# Used by skmrf/_kernels/pseudo.py.
+#: Multiply-adds per thread (:attr:`DensePseudoLikelihood.work`) before the one-hot path runs
+#: its blocks of columns in parallel. Not measured on this path: the records path broke even at
+#: about 1.7e5 units of 1.2e-8 s (2 ms of work per evaluation, PL_MIN_WORK_PER_WORKER's table),
+#: and the one-hot path's products take 3.5e-11 s per multiply-add (ONE_HOT_SECONDS), so 2 ms is 6e7.
+DENSE_MIN_WORK_PER_WORKER = 6e7
+
+# Used by skmrf/_kernels/lap.py.
+#: Work (:func:`_solve_work` of all the auxiliary problems) each thread needs before the
+#: problems are solved in parallel. Measured (benchmarks/results/parallel_threshold.txt):
+#: t(2 jobs) / t(1 job) was 1.7 at 1.5e4, 1.04 at 3e6, 0.69 at 7.5e6, 0.68 at 1.5e8, so two
+#: threads start at 4e6.
+LAP_MIN_WORK_PER_WORKER = 2e6
+
+# Used by skmrf/_kernels/mcmc/chains.py.
+#: Work of one step (single-site Gibbs updates: chains x sweeps x variables) each worker
+#: needs before the chain blocks run in parallel (loky processes). Measured
+#: (benchmarks/results/parallel_threshold.txt): t(2 jobs) / t(1 job) was 15 at 1.8e3, 2.0 at
+#: 4.1e6, 0.87 at 2.1e7, 0.68 at 8.4e7, so two workers start at 1.6e7.
+MCMC_MIN_WORK_PER_WORKER = 8e6
+
+# Used by skmrf/estimators/_em.py.
+#: Work (:attr:`IncompleteDataTerm.work`, floats of one E-step's calibrations) each thread
+#: needs before the E-step runs in parallel. Measured (benchmarks/results/parallel_threshold.txt):
+#: t(2 jobs) / t(1 job) was 1.34 at 7e4, 1.16 at 7.8e5, 0.66 at 7.7e6, 0.55 at 7.3e7, so two
+#: threads start at 2e6.
+EM_MIN_WORK_PER_WORKER = 1e6
+
+# Used by skmrf/estimators/gaussian/_lap_kernel.py.
+#: Work (:meth:`LapPlan.cost`) each thread needs before the chunks of the plan are solved
+#: in parallel. Measured (benchmarks/results/parallel_threshold.txt): t(2 jobs) / t(1 job)
+#: was 4.7 at 3e4, 1.24 at 8.4e7, 0.97 at 2.2e8, 0.90 at 5.4e8, so two threads start at 3e8.
+GLAP_MIN_WORK_PER_WORKER = 1.5e8

@@ -1,0 +1,597 @@
+"""Bayesian learning of the agreement model by random-walk Metropolis-Hastings.
+
+The MLE-induced likelihood paper (Liu and Zheng), Section 3.1: the chain moves over the edge
+parameters ``theta in (0, 1)^p`` of the agreement model (binary pairwise, edge potential
+``theta_j`` when the ends agree and ``1 - theta_j`` when not, no node potentials), with a
+Gaussian random-walk proposal and the likelihood term of the MH ratio (Eq. 10) supplied by a
+plug-in (:mod:`skmrf.estimators._likelihoods`): exact, pseudo, MLE-induced, Laplace,
+persistent Markov chains or the exchange algorithm, or a user's callable.
+"""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from numbers import Integral, Real
+
+import numpy as np
+from joblib import effective_n_jobs
+from scipy.special import logit
+from sklearn.frozen import FrozenEstimator
+
+from .._kernels.likelihoods import (
+    AgreementData,
+    CallableLikelihood,
+    ExactLikelihood,
+    ExchangeLikelihood,
+    LaplaceLikelihood,
+    PersistentMCLikelihood,
+    PseudoLikelihood,
+    check_log_density,
+)
+from .._solvers._convergence import warn_not_converged
+from .._utils._budgets import MAX_BATCH, STEP_BLOCK
+from .._utils._docstrings import fill_doc
+from .._utils._mcmc_diagnostics import RHAT_MAX, effective_sample_size, split_rhat
+from .._utils._parallel import parallel_or_serial
+from .._utils._progress import Progress
+from .._utils._sklearn_compat import Interval, StrOptions, check_is_fitted, delayed
+from .._utils._verbose import ProgressLog
+from .._utils.validation import check_generator
+from ..inference._junction_tree import DEFAULT_MAX_BYTES
+from ..model._agreement import agreement_matrix, check_agreement_parameters
+from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._mle_induced_fit import fit_mle_induced, parameter_edges
+from ._protocol import Trace
+
+__all__ = ["MetropolisHastingsMRF"]
+
+
+LIKELIHOODS = ("exact", "pseudo", "mle_induced", "laplace", "persistent_mc", "exchange")
+
+#: Kept draws per chain, at least: split R-hat cuts each chain in halves of two draws or more,
+#: and the effective sample size sums autocorrelations in pairs.
+MIN_KEPT_DRAWS = 4
+#: ``fit`` warns when an effective sample size is below this (Vehtari et al. 2021: about 100
+#: effective draws make the posterior mean's Monte Carlo error a tenth of the posterior sd).
+ESS_MIN = 100
+
+
+def _uniform_log_prior(theta):
+    """The uniform prior on ``(0, 1)^p``: 0 inside (proposals outside are rejected before)."""
+    return np.zeros(theta.shape[0])
+
+
+def _checked_log_prior(prior, theta):
+    """A user's log-prior at ``theta``, refused when of the wrong shape, NaN or +inf."""
+    return check_log_density(prior(theta), theta, "prior", prior)
+
+
+def _run_chains(plugin, log_prior, theta0, seeds, n_steps, scale, burn_in, thin, log):
+    """Random-walk MH for a block of chains, vectorised over them.
+
+    Each chain draws from its own generator (seeded up front), in the same order whatever
+    the block, so the result does not depend on how chains are split between jobs.
+    """
+    rngs = [np.random.default_rng(s) for s in seeds]
+    theta = theta0.copy()
+    c, p = theta.shape
+    plugin.start(theta, rngs)
+    uniform = log_prior is _uniform_log_prior
+    current = log_prior(theta)
+    n_kept = len(range(burn_in, n_steps, thin))
+    kept = np.empty((c, n_kept, p))
+    n_accepted = np.zeros(c, dtype=np.int64)
+    k = 0
+    # A step is a handful of numpy calls on (n_chains, p) arrays: the loop is written for
+    # few calls (no prior terms under the uniform prior, no copies when nothing moves).
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for a in range(0, n_steps, STEP_BLOCK):
+            m = min(STEP_BLOCK, n_steps - a)
+            noise = np.stack([r.standard_normal((m, p)) for r in rngs], axis=1) * scale
+            log_u = np.log(np.stack([r.random(m) for r in rngs], axis=1))
+            for t in range(m):
+                proposal = theta + noise[t]
+                inside = (np.abs(proposal - 0.5) < 0.5).all(axis=1)
+                # Outside (0, 1)^p the prior is 0: rejected without asking the likelihood,
+                # which is evaluated at the current point there instead (the move discarded).
+                safe = proposal if inside.all() else np.where(inside[:, None], proposal, theta)
+                log_alpha = plugin.log_ratio(theta, safe, rngs)
+                if not uniform:
+                    prior = log_prior(safe)
+                    log_alpha = log_alpha + prior - current
+                accepted = inside & (log_u[t] < log_alpha)
+                if accepted.any():
+                    plugin.accept(accepted)
+                    np.copyto(theta, proposal, where=accepted[:, None])
+                    if not uniform:
+                        np.copyto(current, prior, where=accepted)
+                    n_accepted += accepted
+                step = a + t
+                if step >= burn_in and (step - burn_in) % thin == 0:
+                    kept[:, k] = theta
+                    k += 1
+            log("step %d of %d, acceptance rate %.3f", a + m, n_steps, n_accepted.sum() / (c * (a + m)))
+    return kept, n_accepted
+
+
+#: Steps evaluated ahead by the speculative runner, at most; and rows of one likelihood call
+#: over all chains, at most (the window shrinks with many chains).
+MAX_WINDOW = 512
+
+
+def _call_costs(function, theta):
+    """Seconds of a call's fixed overhead and of each row (best of three, 1 and 8 rows per chain).
+
+    Only the speed of :func:`_run_chains_speculative` depends on these.
+    """
+    c = theta.shape[0]
+    times = []
+    for batch in (theta, np.repeat(theta, 8, axis=0)):
+        best = np.inf
+        for _ in range(3):
+            start = time.perf_counter()
+            function(batch)
+            best = min(best, time.perf_counter() - start)
+        times.append(best)
+    per_row = max(times[1] - times[0], 1e-9) / (7 * c)
+    return max(times[0] - c * per_row, 1e-9), per_row
+
+
+def _window(acceptance_rate, n_chains, costs):
+    """Steps to evaluate ahead: the most steps per second of likelihood calls, expected.
+
+    A window of ``w`` steps advances ``(1 - q^w) / (1 - q)`` steps, ``q`` the chance that
+    no chain accepts at a step, and costs ``fixed + w * n_chains * per_row``; powers of two,
+    so the calls see few batch shapes.
+    """
+    fixed, per_row = costs
+    q = (1.0 - min(max(acceptance_rate, 0.0), 1.0)) ** n_chains
+    w = 2 ** np.arange(int(np.log2(max(1, min(MAX_WINDOW, MAX_BATCH // n_chains)))) + 1)
+    advance = np.where(q < 1, (1 - q**w) / max(1 - q, 1e-300), w)
+    return int(w[np.argmax(advance / (fixed + w * n_chains * per_row))])
+
+
+def _run_chains_speculative(plugin, log_prior, theta0, seeds, n_steps, scale, burn_in, thin, log):
+    """Random-walk MH for a deterministic plug-in (:class:`CallableLikelihood`), evaluated ahead.
+
+    Until one of them accepts, the chains stay put, so their next proposals ``theta + z_t``,
+    ``theta + z_{t+1}``, ... are known from noise already drawn: one call evaluates a window
+    of steps for all chains, and the chains advance together to the first step at which one
+    of them accepts (or through the window). The draws, decisions and samples are those of
+    :func:`_run_chains` (same generators, same order of use); only the proposals after that
+    step are evaluated in vain. This is the "prefetching" of Brockwell (2006) along the
+    rejection path, the likely one when acceptance is rare; it gains little when every
+    step some chain accepts.
+    """
+    rngs = [np.random.default_rng(s) for s in seeds]
+    theta = theta0.copy()
+    c, p = theta.shape
+    uniform = log_prior is _uniform_log_prior
+    function = plugin.function
+    current = plugin._evaluate(theta) + (0.0 if uniform else log_prior(theta))
+    costs = _call_costs(function, theta)
+    n_kept = len(range(burn_in, n_steps, thin))
+    kept = np.empty((c, n_kept, p))
+    n_accepted = np.zeros(c, dtype=np.int64)
+    rate = 0.25  # a guess until the first block has been run
+    with np.errstate(invalid="ignore", divide="ignore"):
+        for a in range(0, n_steps, STEP_BLOCK):
+            m = min(STEP_BLOCK, n_steps - a)
+            window = _window(rate, c, costs)
+            # Padded by a window so every slice is full: the padding's log_u is +inf (never accepted).
+            noise = np.zeros((c, m + window, p))
+            log_u = np.full((c, m + window), np.inf)
+            for i, r in enumerate(rngs):
+                noise[i, :m] = r.standard_normal((m, p))
+                log_u[i, :m] = np.log(r.random(m))
+            noise *= scale
+            n_before = n_accepted.sum()
+            t = calls = 0
+            block_start = time.perf_counter()
+            while t < m:
+                calls += 1
+                proposal = theta[:, None] + noise[:, t : t + window]  # (c, window, p)
+                inside = True
+                if not (proposal.min() > 0 and proposal.max() < 1):
+                    # Outside (0, 1)^p the prior is 0: rejected, and evaluated at theta instead.
+                    inside = ((proposal > 0) & (proposal < 1)).all(axis=2)
+                    proposal = np.where(inside[..., None], proposal, theta[:, None])
+                flat = proposal.reshape(-1, p)
+                value = plugin._evaluate(flat) if uniform else plugin._evaluate(flat) + log_prior(flat)
+                value = value.reshape(c, window)
+                accept = log_u[:, t : t + window] < value - current[:, None]
+                accept &= inside
+                some = accept.any(axis=0)
+                k = int(some.argmax())  # the first step at which some chain accepts
+                n = k + 1 if some[k] else min(window, m - t)
+                # Steps t .. t + n - 1 of the block: the chains stay put, except the movers at the last.
+                lo = len(range(burn_in, a + t, thin))
+                hi = len(range(burn_in, a + t + n, thin))
+                kept[:, lo:hi] = theta[:, None]
+                if some[k]:
+                    moved = accept[:, k]
+                    np.copyto(theta, proposal[:, k], where=moved[:, None])
+                    np.copyto(current, value[:, k], where=moved)
+                    n_accepted += moved
+                    if hi > lo and a + t + k == burn_in + (hi - 1) * thin:
+                        kept[:, hi - 1] = theta
+                t += n
+            # A call's true fixed cost includes this loop's own: measured, for the next window.
+            fixed = (time.perf_counter() - block_start) / calls - c * window * costs[1]
+            costs = (max(fixed, costs[0]), costs[1])
+            rate = (n_accepted.sum() - n_before + 1.0) / (c * m + 1.0)
+            log("step %d of %d, acceptance rate %.3f", a + m, n_steps, n_accepted.sum() / (c * (a + m)))
+    return kept, n_accepted
+
+
+@fill_doc
+class MetropolisHastingsMRF(BaseDiscreteMRF):
+    """Posterior samples of the agreement model's edge parameters by Metropolis-Hastings.
+
+    The model is the MLE-induced likelihood paper's (Liu and Zheng, Section 2.2 and the
+    experiments of Section 3): binary pairwise, edge ``j = (u, v)`` with potential
+    ``theta_j ** I[x_u == x_v] * (1 - theta_j) ** I[x_u != x_v]``, ``theta_j in (0, 1)``,
+    and no node potentials. The chain is a random walk ``theta* = theta + N(0,
+    proposal_scale^2 I)`` (Section 3.1, Eq. 10); the likelihood in the MH ratio comes from
+    ``likelihood``.
+
+    Parameters
+    ----------
+    %(graph)s
+        Pairwise. The parameters follow the edges in ``edges_`` (see Attributes).
+    likelihood : {"mle_induced", "exact", "pseudo", "laplace", "persistent_mc", \
+"exchange"} or callable, default="mle_induced"
+        The likelihood term:
+
+        - ``"exact"``: ``log Z`` by the junction tree, built once; each step only
+          recomputes its tables, for all chains in one batched calibration.
+        - ``"pseudo"``: the pseudo-likelihood, on records compressed with their counts.
+        - ``"mle_induced"``: :class:`MLEInducedLikelihood` with ``copula``, ``rho``, ``mle``.
+        - ``"laplace"``: a Gaussian at the agreement-model MLE with the Fisher information,
+          exact by the junction tree where it fits, else from ``n_particles`` Gibbs draws.
+        - ``"persistent_mc"``: persistent particles advanced ``n_sweeps`` sweeps under
+          the proposal (Supplement Eq. 15); an approximation.
+        - ``"exchange"``: the single-variable exchange algorithm (Eq. 14 with one draw
+          of an auxiliary data set), with exact draws from the junction tree's forward
+          sampler (the chain then targets the exact posterior); where the treewidth is too
+          large, draws from ``n_sweeps`` Gibbs sweeps started at the data, an approximation.
+        - a callable ``f(theta) -> log_likelihood``, ``theta`` of shape ``(m, p)`` in
+          ``(0, 1)``, returning shape ``(m,)``; a deterministic function of ``theta``.
+
+        The deterministic ones (all but ``"persistent_mc"`` and ``"exchange"``) are
+        evaluated ahead of the chain: until a chain accepts, its next proposals are known,
+        so a window of them is evaluated in one call (prefetching, Brockwell 2006). The
+        chain is the same as one step at a time; only the speed differs.
+    n_steps : int, default=10000
+        MH steps per chain. With ``burn_in`` and ``thin`` it must keep at least 4 draws
+        per chain (R-hat and the effective sample size need them), and the kept draws
+        (``8 * n_chains * n_kept * p`` bytes) must fit in ``max_bytes`` or 2 GiB, whichever
+        is larger: ``fit`` refuses before allocating them.
+    proposal_scale : float, default=0.0316
+        Standard deviation of the random-walk proposal (the paper's ``sigma_Q^2 = 0.001``).
+        Tune it to the posterior: about ``2.38 / sqrt(p)`` times the posterior standard
+        deviation (roughly ``0.45 / sqrt(n_samples)`` for theta near 0.65). The paper's value
+        is too wide for many edges and rows: on the 4x4 grid (p = 24) it accepted 11%% of the
+        moves at 100 rows and none at 500 (``benchmarks/results/bayes_mh_paper.txt``).
+    prior : "uniform" or callable, default="uniform"
+        Uniform on ``(0, 1)^p``, or a log-prior ``f(theta) -> (m,)`` for ``theta`` of
+        shape ``(m, p)``; proposals outside ``(0, 1)^p`` are always rejected. A log-prior
+        or log-likelihood callable may return ``-inf`` (density zero: the move is rejected),
+        but not at the start of a chain; a wrong shape, NaN or ``+inf`` is an error naming
+        the callable and the parameter vector.
+    burn_in : int or "auto", default="auto"
+        Steps dropped from the start of each chain; ``"auto"`` is ``n_steps // 10``.
+    n_chains : int, default=1
+        Chains, advanced together (vectorised).
+    thin : int, default=1
+        Keep every ``thin``-th step after the burn-in.
+    init : "mle", "prior" or array-like, default="mle"
+        Start of every chain: the agreement-model MLE (``MLEInducedLikelihood``'s
+        ``theta_hat_``), a draw from the uniform prior (each chain its own; use it with
+        several chains for a meaningful R-hat), or given values of shape ``(p,)`` or
+        ``(n_chains, p)``.
+    copula : {"independent", "gaussian"}, default="independent"
+        Of ``likelihood="mle_induced"``.
+    rho : float, default=0.0
+        Of ``likelihood="mle_induced"`` with ``copula="gaussian"``.
+    mle : estimator, default=None
+        How the MLE is obtained (see :class:`MLEInducedLikelihood`); used by ``init="mle"``,
+        ``"mle_induced"`` and ``"laplace"``.
+    n_particles : int, default=1000
+        Particles per chain of ``"persistent_mc"``; Gibbs draws of a sampled Fisher
+        information (``"laplace"``).
+    n_sweeps : int, default=1
+        Gibbs sweeps per step of ``"persistent_mc"`` (the paper's ``k``); for
+        ``"exchange"`` without the junction tree, 100 times this.
+    %(score_method)s
+    %(max_bytes_scoring)s
+    random_state : int, RandomState instance or None, default=None
+        Seeds: one per chain is drawn up front, so the result does not depend on ``n_jobs``.
+    n_jobs : int, default=None
+        Jobs over blocks of chains (joblib); ``None`` means 1.
+    verbose : int, default=0
+        Progress every 1024 steps.
+
+    Attributes
+    ----------
+    %(discrete_model_)s
+        ``model_`` holds the posterior mean, converted.
+    edges_ : ndarray of shape (p, 2)
+        The edge of each parameter: a list of pairs keeps the order given, a networkx
+        graph the order of ``G.edges``, other forms the sorted edges.
+    samples_ : ndarray of shape (n_chains * n_kept, p)
+        Kept draws, chain after chain (``samples_.reshape(n_chains, -1, p)``).
+    posterior_mean_, posterior_std_ : ndarray of shape (p,)
+    acceptance_rate_ : float
+        Over all chains and steps (per chain in ``chain_acceptance_rate_``).
+    rhat_ : ndarray of shape (p,)
+        Split R-hat over the kept draws of all chains; ``inf`` for a parameter whose
+        draws do not change within any half-chain (no within-chain variance).
+    ess_ : ndarray of shape (p,)
+        Effective sample size over all chains; 1 for a parameter whose draws never changed.
+    likelihood_ : object
+        The plug-in used (for ``"mle_induced"``, ``likelihood_.mle_induced_`` is the
+        fitted :class:`MLEInducedLikelihood`).
+    %(score_method_)s
+    %(log_partition_ais_)s
+    %(n_features_in_)s
+    %(feature_names_in_)s
+
+    Warns
+    -----
+    ConvergenceWarning
+        When a chain accepted none of its proposals (its draws are its start repeated),
+        when a split R-hat exceeds 1.1 (``RHAT_MAX``: the chains, or the halves of one,
+        disagree), or when an effective sample size is below 100 (``ESS_MIN``). The
+        message says what to change: ``proposal_scale``, ``n_steps``, ``n_chains`` or
+        ``init``.
+
+    Examples
+    --------
+    >>> from skmrf import MetropolisHastingsMRF
+    >>> from skmrf.model import agreement_to_mrf
+    >>> cycle = [(0, 1), (1, 2), (2, 3), (3, 0)]
+    >>> X = agreement_to_mrf([0.7, 0.6, 0.8, 0.7], cycle, 4, edges=cycle).sample(500, random_state=0)
+    >>> est = MetropolisHastingsMRF(cycle, likelihood="exact", n_steps=3000, random_state=0).fit(X)
+    >>> est.posterior_mean_.shape
+    (4,)
+    """
+
+    _parameter_constraints: dict = {
+        **BaseDiscreteMRF._parameter_constraints,
+        "likelihood": [StrOptions(set(LIKELIHOODS)), callable],
+        "n_steps": [Interval(Integral, 1, None, closed="left")],
+        "proposal_scale": [Interval(Real, 0, None, closed="neither")],
+        "prior": [StrOptions({"uniform"}), callable],
+        "burn_in": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
+        "n_chains": [Interval(Integral, 1, None, closed="left")],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "init": [StrOptions({"mle", "prior"}), "array-like"],
+        "copula": [StrOptions({"independent", "gaussian"})],
+        "rho": [Interval(Real, None, None, closed="neither")],
+        "mle": [None, BaseDiscreteMRF, FrozenEstimator],
+        "n_particles": [Interval(Integral, 1, None, closed="left")],
+        "n_sweeps": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "n_jobs": N_JOBS_CONSTRAINT,
+        "verbose": ["verbose"],
+    }
+
+    _needs_pairwise = True
+    _binary_subject = "MetropolisHastingsMRF's agreement model is defined"
+
+    def __init__(
+        self,
+        graph="chain",
+        *,
+        likelihood="mle_induced",
+        n_steps=10_000,
+        proposal_scale=0.0316,
+        prior="uniform",
+        burn_in="auto",
+        n_chains=1,
+        thin=1,
+        init="mle",
+        copula="independent",
+        rho=0.0,
+        mle=None,
+        n_particles=1000,
+        n_sweeps=1,
+        score_method="auto",
+        max_bytes=None,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.graph = graph
+        self.likelihood = likelihood
+        self.n_steps = n_steps
+        self.proposal_scale = proposal_scale
+        self.prior = prior
+        self.burn_in = burn_in
+        self.n_chains = n_chains
+        self.thin = thin
+        self.init = init
+        self.copula = copula
+        self.rho = rho
+        self.mle = mle
+        self.n_particles = n_particles
+        self.n_sweeps = n_sweeps
+        self.score_method = score_method
+        self.max_bytes = max_bytes
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _mle_induced(self, rows):
+        """The MLE-induced likelihood's fit (its MLE, its checks and its kernel), once per fit."""
+        if self._mle_fit is None:
+            self._mle_fit = fit_mle_induced(self, rows, self.edges_, self.graph_, self.mle, self.copula, self.rho)
+        return self._mle_fit
+
+    def _plugin(self, rows, data, rng):
+        name = self.likelihood
+        X, weight = rows.dense()
+        if callable(name):
+            return CallableLikelihood(name)
+        if name == "exact":
+            return ExactLikelihood(data, self.max_bytes)
+        if name == "pseudo":
+            return PseudoLikelihood(data, X, weight)
+        if name == "mle_induced":
+            fitted = self._mle_induced(rows)
+            plugin = CallableLikelihood(fitted.likelihood.log_likelihood)
+            plugin.mle_induced_ = fitted
+            return plugin
+        if name == "laplace":
+            theta_hat = self._mle_induced(rows).theta_hat
+            return LaplaceLikelihood(data, theta_hat, self.max_bytes, self.n_particles, 1000, rng)
+        if name == "persistent_mc":
+            return PersistentMCLikelihood(data, self.n_particles, self.n_sweeps)
+        return ExchangeLikelihood(data, _repeated_rows(X, weight), self.max_bytes, 100 * self.n_sweeps)
+
+    def _initial(self, rows, p, rng):
+        init = self.init
+        if isinstance(init, str) and init == "mle":
+            return np.tile(self._mle_induced(rows).theta_hat, (self.n_chains, 1))
+        if isinstance(init, str):  # "prior"
+            return rng.uniform(size=(self.n_chains, p))
+        theta = check_agreement_parameters(init, p, name="init")
+        if theta.ndim == 1:
+            theta = np.tile(theta, (self.n_chains, 1))
+        if theta.shape != (self.n_chains, p):
+            raise ValueError(f"init has shape {theta.shape}; give ({p},) or (n_chains, {p}) = ({self.n_chains}, {p}).")
+        return theta.copy()
+
+    def _burn_in(self, p):
+        """The burn-in in steps; refused when fewer than ``MIN_KEPT_DRAWS`` draws per chain would be kept,
+        or when the kept draws of ``p`` parameters would not fit in ``max_bytes``."""
+        burn_in = self.n_steps // 10 if self.burn_in == "auto" else int(self.burn_in)
+        n_kept = len(range(burn_in, self.n_steps, self.thin))
+        n_bytes = 8 * self.n_chains * n_kept * p
+        budget = max(DEFAULT_MAX_BYTES, self.max_bytes or 0)
+        if n_bytes > budget:
+            raise ValueError(
+                f"The kept draws would take {n_bytes / 2**30:.3g} GiB (8 bytes x {self.n_chains} chains x {n_kept} "
+                f"draws x {p} parameters), more than {budget / 2**30:.3g} GiB (max_bytes, at least 2 GiB). Raise thin, "
+                "lower n_steps or n_chains, or raise max_bytes."
+            )
+        if n_kept < MIN_KEPT_DRAWS:
+            raise ValueError(
+                f"n_steps={self.n_steps} with burn_in={self.burn_in!r} ({burn_in} steps) and thin={self.thin} keeps "
+                f"{n_kept} draws per chain; R-hat and the effective sample size need at least {MIN_KEPT_DRAWS}. "
+                "Raise n_steps, or lower burn_in or thin."
+            )
+        return burn_in
+
+    def _check_start(self, plugin, log_prior, theta0):
+        """Refuse a start of zero posterior density: the chain could not leave it (every ratio is undefined)."""
+        parts = [] if log_prior is _uniform_log_prior else [("prior", log_prior(theta0))]
+        if isinstance(plugin, CallableLikelihood):
+            parts.append(("likelihood", plugin._evaluate(theta0)))
+        for what, value in parts:
+            stuck = np.flatnonzero(np.isneginf(value))
+            if stuck.size:
+                k = int(stuck[0])
+                raise ValueError(
+                    f"The log-{what} is -inf at the start of chain {k}, theta = "
+                    f"{np.array2string(theta0[k], precision=6)} (init={self.init!r}): a chain cannot move from a "
+                    f"point of zero density. Start where the {what} is positive (pass init), or fix the {what}."
+                )
+
+    def __skmrf_trace__(self):
+        """``samples_`` by parameter (key: its row of ``edges_``) and chain, for :func:`~skmrf.plotting.plot_trace`."""
+        check_is_fitted(self)
+        p, edges = len(self.edges_), self.edges_
+        draws = self.samples_.reshape(len(self.chain_acceptance_rate_), -1, p)  # the fitted chains, not n_chains
+        labels = {k: f"edge ({edges[k][0]}, {edges[k][1]})" for k in range(p)}
+        series = {k: draws[:, :, k] for k in range(p)}
+        return Trace(series, "kept draw", "agreement parameter", False, "edges_", tuple(range(min(5, p))), labels)
+
+    def _warn_if_not_converged(self):
+        """One ConvergenceWarning naming every failed check: chains that never moved, R-hat, ESS."""
+        problems, advice = [], []
+        stuck = np.flatnonzero(self.chain_acceptance_rate_ == 0)
+        if stuck.size:
+            which = "every chain" if stuck.size == self.n_chains else f"chains {stuck.tolist()[:10]}"
+            problems.append(
+                f"{which} accepted none of the {self.n_steps} proposals, so their draws repeat their start "
+                "and are not posterior draws"
+            )
+            advice.append(
+                f"Lower proposal_scale (now {self.proposal_scale:g}; about 2.38 / sqrt(p) posterior standard "
+                "deviations is a good scale), or start where the posterior has its mass (init)."
+            )
+        high = np.flatnonzero(self.rhat_ > RHAT_MAX)
+        if high.size and stuck.size < self.n_chains:
+            j = int(high[np.argmax(self.rhat_[high])])
+            problems.append(
+                f"split R-hat is {self.rhat_[j]:.3g} > {RHAT_MAX} for {high.size} of {len(self.rhat_)} parameters "
+                f"(largest: edge {tuple(int(v) for v in self.edges_[j])})"
+            )
+            advice.append("Run longer chains (n_steps) or more of them (n_chains, with init='prior').")
+        low = np.flatnonzero(self.ess_ < ESS_MIN)
+        if low.size and stuck.size < self.n_chains:
+            j = int(low[np.argmin(self.ess_[low])])
+            problems.append(
+                f"the effective sample size is {self.ess_[j]:.3g} < {ESS_MIN} for {low.size} of {len(self.ess_)} "
+                f"parameters (smallest: edge {tuple(int(v) for v in self.edges_[j])}; acceptance rate "
+                f"{self.acceptance_rate_:.3g})"
+            )
+            advice.append(
+                "Raise n_steps or n_chains, or tune proposal_scale (an acceptance rate near 0.23 mixes best)."
+            )
+        if problems:
+            unique = list(dict.fromkeys(advice))
+            warn_not_converged(type(self).__name__, "(" + "; ".join(problems) + ")", " ".join(unique), stacklevel=4)
+
+    def _fit_theta(self, rows):
+        self._mle_fit = None
+        self.edges_ = parameter_edges(self.graph, self.graph_, type(self).__name__)
+        p = len(self.edges_)
+        burn_in = self._burn_in(p)
+        rng = check_generator(self.random_state)
+        seeds = rng.integers(0, 2**63 - 1, size=self.n_chains)
+        data = AgreementData(rows.X, self.edges_, self.graph_, rows.weight)
+        plugin = self._plugin(rows, data, rng)
+        theta0 = self._initial(rows, p, rng)
+        log_prior = _uniform_log_prior if self.prior == "uniform" else partial(_checked_log_prior, self.prior)
+        self._check_start(plugin, log_prior, theta0)
+        log = ProgressLog(type(self).__name__, self.verbose)
+        blocks = np.array_split(np.arange(self.n_chains), min(self.n_chains, effective_n_jobs(self.n_jobs)))
+        args = (self.n_steps, self.proposal_scale, burn_in, self.thin, log)
+        run = _run_chains_speculative if isinstance(plugin, CallableLikelihood) else _run_chains
+        with parallel_or_serial(len(blocks), verbose=max(0, self.verbose - 1)) as pool:
+            if pool is None:  # the bar follows the chains here (not in worker processes)
+                with Progress(self.n_steps, type(self).__name__, self.verbose) as bar:
+                    results = [run(plugin, log_prior, theta0, seeds, *args[:-1], bar.follow(log))]
+            else:
+                results = pool(delayed(run)(plugin, log_prior, theta0[b], seeds[b], *args) for b in blocks)
+        kept = np.concatenate([r[0] for r in results])
+        n_accepted = np.concatenate([r[1] for r in results])
+        self.likelihood_ = plugin
+        self.samples_ = kept.reshape(-1, p)
+        self.posterior_mean_ = self.samples_.mean(axis=0)
+        # Draws that never changed have sd 0 exactly (np.std leaves ~1e-16 of rounding).
+        std = self.samples_.std(axis=0, ddof=1)
+        self.posterior_std_ = np.where(np.ptp(self.samples_, axis=0) == 0, 0.0, std)
+        self.chain_acceptance_rate_ = n_accepted / self.n_steps
+        self.acceptance_rate_ = float(self.chain_acceptance_rate_.mean())
+        self.rhat_ = split_rhat(kept)
+        self.ess_ = effective_sample_size(kept)
+        self._warn_if_not_converged()
+        return agreement_matrix(self.model_, self.edges_) @ logit(self.posterior_mean_)
+
+
+def _repeated_rows(X, weight):
+    """The rows each repeated ``weight`` times: the exchange algorithm draws auxiliary data sets
+    of as many rows as the data stand for, so the weights must be whole numbers."""
+    if weight is None:
+        return X
+    if not np.all(weight == np.round(weight)):
+        raise ValueError(
+            "likelihood='exchange' draws auxiliary data sets of as many rows as the data stand for, so its "
+            "sample_weight must be whole numbers (counts); got non-integer weights. Use another likelihood."
+        )
+    return np.repeat(X, weight.astype(np.int64), axis=0)

@@ -1,0 +1,488 @@
+"""MCMC maximum likelihood (Domke 2015): the estimator; the kernels are in :mod:`skmrf._kernels.mcmc`.
+
+:class:`MCMCMaxLikelihood` validates once, resolves its schedule object (:class:`AdaptiveSchedule`
+or :class:`TheorySchedule`) and the constraint set, and calls the schedule's kernel:
+:func:`~skmrf._kernels.mcmc.adaptive.fit_adaptive` (started at the pseudo-likelihood kernel's
+estimate) or :func:`~skmrf._kernels.mcmc.theory.fit_theory`.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from numbers import Real
+
+import numpy as np
+
+from .._kernels.mcmc import chains
+from .._kernels.mcmc.adaptive import ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW, fit_adaptive
+from .._kernels.mcmc.chains import binary_theta, pairwise_positions
+from .._kernels.mcmc.constraint import constraint_set
+from .._kernels.mcmc.defaults import plan_adaptive
+from .._kernels.mcmc.theory import fit_theory, ising_data_statistics, plan_theory
+from .._kernels.pseudo import fit_pseudo_likelihood
+from .._solvers._convergence import warn_not_converged
+from .._utils._docstrings import fill_doc
+from .._utils._parallel import parallel_or_serial, workers_for
+from .._utils._progress import Progress
+from .._utils._sklearn_compat import Interval, StrOptions, check_is_fitted
+from .._utils._verbose import ProgressLog
+from .._utils.validation import check_generator
+from ..exceptions import MixingBoundWarning
+from ..inference._gibbs import colour_classes, is_binary_pairwise
+from ..model._ising import binary_to_ising
+from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._existence import table_counts, warn_if_unbounded
+from ._protocol import Trace
+from ._schedules import AdaptiveSchedule, MCMCSchedule, TheorySchedule
+
+__all__ = ["AdaptiveSchedule", "MCMCMaxLikelihood", "MCMCSchedule", "MixingBoundWarning", "TheorySchedule"]
+
+#: Tolerance of the pseudo-likelihood start (its L-BFGS projected gradient).
+START_TOL = 1e-8
+
+
+def _report(log, k, x, grad, ratio=None, step=None):
+    """One progress line per step: the gradient estimate (its noise ratio, the step's length)."""
+    if ratio is None:
+        log("Iteration %d, |grad| = %.4g", k, np.linalg.norm(grad))
+    else:
+        norm = np.linalg.norm(grad)
+        log("Iteration %d, |grad| = %.4g, mean grad^2 / noise = %.3g, |step| = %.3g", k, norm, ratio, step)
+
+
+@fill_doc
+class MCMCMaxLikelihood(BaseDiscreteMRF):
+    """Maximum likelihood by projected gradient with MCMC gradients.
+
+    Two schedules share one estimator, each a parameter object that owns its settings:
+
+    - :class:`AdaptiveSchedule` (default, ``schedule="adaptive"``): persistent Gibbs chains
+      started at data rows, as many as hold the Monte-Carlo error at a tenth of the
+      statistical error (they grow with the rows), as many sweeps per step as the chains'
+      autocorrelation measured at the start calls for, natural-gradient steps (the Fisher
+      information measured on the chains), a start at the pseudo-likelihood estimate, a
+      stopping rule on the gradient's noise level and the average of the iterates after it
+      (:func:`~skmrf._kernels.mcmc.defaults.adaptive_defaults`). It works in the package's
+      parametrisation, for pairwise models with any numbers of states, with or without a
+      constraint set. No guarantee comes with it.
+    - :class:`TheorySchedule` (``schedule="theory"``): Algorithm 1 of Domke (2015) for binary
+      pairwise models, with the K/M/v schedule of its theorems (:func:`fast_mixing_schedule`),
+      inside a fast-mixing set: the result is within ``eps`` of the best parameters in the set
+      with probability ``1 - delta``.
+
+    Parameters
+    ----------
+    %(graph)s
+        Pairwise only: every factor must be a node or an edge.
+    %(n_states)s
+    schedule : AdaptiveSchedule, TheorySchedule, "adaptive" or "theory", default="adaptive"
+        The algorithm and its settings (chains, sweeps, steps, stopping rule, ``eps``...); a
+        string stands for the schedule object with its defaults.
+    max_coupling : float or None, default=None
+        A constraint set on the couplings. With ``projection="box"``: ``|J_ij| <= beta`` on
+        the ``{-1, +1}`` couplings of a binary model (``theta_ij = 4 J_ij``), and
+        ``|theta_ij(s, t)| <= beta`` on every pair entry of a model with more states. Either
+        way the Dobrushin influence of a neighbour is at most ``tanh(beta)`` (Notes), so the
+        set is fast-mixing when ``max_degree * tanh(beta) < 1``. With ``"spectral"``
+        (binary only): ``||R(J)||_2 <= c``, fast-mixing when ``c < 1``. None: no constraint
+        with the adaptive schedule; the default fast-mixing set (``artanh(0.8 / max_degree)``
+        or ``0.8``) with the theory schedule. Outside the fast-mixing range the set is a
+        constraint, not a guarantee: a ``MixingBoundWarning`` says so and
+        ``schedule_.fast_mixing`` is False (the theory schedule's "auto" values refuse it).
+    projection : {"box", "spectral"}, default="box"
+        The constraint set's shape. The spectral projection is Dykstra's algorithm
+        (Domke & Liu 2013).
+    alpha : float or "auto", default="auto"
+        Ridge penalty ``alpha / 2 * ||theta||^2`` added to the mean negative log-likelihood:
+        on the package's parameters with the adaptive schedule (as every discrete estimator),
+        on the paper's ``{-1, +1}`` parameters ``(h, J)`` with the theory schedule (its
+        ``lambda``: ``alpha > 0`` selects the strongly convex analysis, Corollary 9,
+        ``alpha = 0`` the convex one, Theorem 5).
+        %(alpha_auto)s
+    %(score_method)s
+    max_bytes : int, default=None
+        Memory budget of one junction-tree calibration for exact scoring.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the start states and every Gibbs update. The streams of the chain blocks are
+        drawn up front, so the result does not depend on ``n_jobs``.
+    n_jobs : int, default=None
+        Parallel jobs over blocks of 4096 chains (joblib). With one block, or steps too small
+        to pay for the pool (under ``2 * MCMC_MIN_WORK_PER_WORKER`` single-site updates,
+        measured by ``benchmarks/parallel_threshold.py``), the chains run serially, whatever
+        ``n_jobs`` and backend (a Dask cluster included).
+    verbose : int, default=0
+        Print one line per step (the gradient estimate, its noise ratio, the time) when
+        positive; ``trace_`` keeps them.
+
+    Attributes
+    ----------
+    graph_ : MRFGraph
+    n_states_ : ndarray of shape (n_features,)
+    model_ : DiscreteMRF
+        The fitted model in the package's parametrisation.
+    %(alpha_)s
+    theta_ : ndarray of shape (n_params,)
+        Alias of ``model_.theta``.
+    edges_ : ndarray of shape (n_edges, 2)
+    ising_fields_ : ndarray of shape (n_features,)
+        Binary models: the fitted ``{-1, +1}`` fields ``h``.
+    ising_couplings_ : ndarray of shape (n_edges,)
+        Binary models: the fitted ``{-1, +1}`` couplings ``J``.
+    schedule_ : MCMCSchedule
+        ``(kind, n_iter, n_chains, n_sweeps, fast_mixing)``: what ran, every "auto" value
+        resolved (``n_iter`` the steps allowed; ``n_iter_`` those run).
+    schedule_auto_ : FastMixingSchedule or None
+        The theoretical schedule (theory with an "auto" entry; else None).
+    max_coupling_ : float or None
+        The constraint's size (None: unconstrained).
+    mixing_constant_, mixing_rate_ : float
+        ``C`` and ``alpha`` of Eq. 2 for the set (theory schedule only).
+    lipschitz_ : float or None
+        ``L`` of the steps ``gradient / L`` (None for natural-gradient steps).
+    suff_stat_bound_, distance_bound_ : float
+        ``R2`` and ``D`` of the theory schedule.
+    n_iter_ : int
+        Steps run.
+    n_averaged_ : int
+        Iterates in the returned average: those after the adaptive stopping rule fired (at
+        least ``max(200, k)`` for the rule firing at step ``k``, fewer only when ``n_iter``
+        cuts them), the last half of a fixed or unconverged run, all ``K`` of the theory
+        schedule; 1 with ``average=False``.
+    sweep_autocorrelation_ : float or None
+        Lag-one autocorrelation per Gibbs sweep of the chains' energy or fraction of non-zero
+        states at the pseudo-likelihood start
+        (:func:`~skmrf._kernels.mcmc.defaults.sweep_autocorrelation`), which sets the adaptive
+        schedule's "auto" sweeps and chains; None when both were given, and for the theory
+        schedule.
+    converged_ : bool
+        Whether the adaptive stopping rule ended the run (True for fixed schedules).
+    trace_ : dict
+        One value per step: ``"gradient_norm"``, ``"noise_ratio"`` and ``"step_norm"``
+        (adaptive) and ``"time"`` (seconds since the first step).
+    log_partition_ : float or None
+        ``log Z`` when scoring is exact, its AIS estimate when it is ``"ais"``, None for
+        ``"pseudo"``.
+    log_partition_std_ : float
+        Standard error of the AIS estimate (only with ``score_method="ais"``).
+    score_method_ : str
+    n_features_in_ : int
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+    feature_labels_in_ : ndarray of object of shape (`n_features_in_`,)
+        Labels of a DataFrame's columns that are not strings and not
+        ``0..n_features - 1``; the graph names columns by them.
+
+    See Also
+    --------
+    AdaptiveSchedule, TheorySchedule : the schedules and their settings.
+    ExactMaxLikelihood : exact (junction tree) maximum likelihood.
+
+    Notes
+    -----
+    **Adaptive schedule.** Every step advances ``n_chains`` persistent chains ``n_sweeps``
+    sweeps and moves ``theta -= s / 2`` where ``(F + d I) s = g``: ``g = E_chains[phi] -
+    mean_data[phi] + alpha theta`` is the gradient estimate and ``F`` the Fisher information
+    (the covariance of the features, the Hessian of ``log Z``) measured every 10 steps on the
+    first ``max(1024, 3 n_params)`` chains (at most 4096) and shrunk towards its diagonal by
+    ``rho = min(1, n_params / chains)`` (``m`` chains give a covariance of rank below ``m``);
+    ``d = 0.01 + alpha``. ``s`` is found by conjugate gradients and no parameter moves more
+    than 1 per step; half of it is taken, because a full step leaves a bias of order ``1 /
+    n_chains`` in the average. At a bound of the box the step is the plain gradient
+    (two-metric projection), so the constrained optimum stays the fixed point; with the
+    schedule's ``lipschitz`` or the spectral set the steps are ``g / L``. The features are
+    indicators, so the Monte-Carlo variance of their chain mean is ``p (1 - p) / M``; the
+    first phase ends when the gradient averaged over 20 steps is as small as that noise
+    (``tol``, after at least 50 steps), and the estimate is the mean of the next ``max(K,
+    k)`` iterates (``n_averaged_``).
+
+    The "auto" chains and sweeps (:func:`~skmrf._kernels.mcmc.defaults.adaptive_defaults`):
+    the Monte-Carlo covariance of that mean is ``tau F^-1 / (M K)`` for ``M`` chains, ``K``
+    averaged steps and an autocorrelation time of ``tau`` steps, against maximum likelihood's
+    own ``F^-1 / n`` for ``n`` rows (the sum of the sample weights), so ``M K = tau n /
+    0.1^2`` holds the Monte-Carlo error at a tenth of the statistical error for every ``n``
+    (``M`` grows with ``n``, ``K = 200``). The sweeps per step follow the chains'
+    autocorrelation per sweep measured at the start (``sweep_autocorrelation_``): one on
+    weakly coupled models, 18 on the binarised digits upsampled to 16x16. Measured in
+    ``benchmarks/mcmc_defaults.py`` (``benchmarks/results/mcmc_defaults.txt``): on 12x12
+    grids with parameters uniform on [-1, 1], closer to exact ML than pseudo-likelihood in
+    every seed run at ``n`` = 10^3, 10^4 and 10^5 (binary: 5 seeds, 3 states: 3), the
+    Monte-Carlo error 0.07-0.12 of the statistical one, at 2-14 times pseudo-likelihood's
+    time (binary at 10^5 rows: about 150 s on a loaded machine).
+
+    **The box for any number of states.** For ``p ~ exp(f)`` and ``q ~ exp(f + d)`` on the
+    same states, ``TV(p, q) <= tanh(osc(d) / 4)`` with ``osc(d) = max d - min d``. Changing
+    neighbour ``j`` from ``a`` to ``b`` adds ``d_s = W_ij[s, a] - W_ij[s, b]`` to site
+    ``i``'s conditional, so the Dobrushin influence is at most ``tanh(sigma_ij / 4)`` with
+    ``sigma_ij`` the largest such oscillation ("spread") of the coupling block. Pair entries
+    normalised with respect to zero and bounded by ``beta`` give ``sigma_ij <= 4 beta`` (any
+    ``K >= 3``; row and column 0 are zero), and a binary ``|theta_ij| = 4 |J_ij| <= 4 beta``
+    gives ``sigma_ij <= 4 beta``: the influence is at most ``tanh(beta)`` and Dobrushin's
+    condition is ``max_degree * tanh(beta) < 1`` for every ``K``.
+
+    **Theory schedule (Domke 2015).** The paper's model (Section 3.1) is the Ising model over
+    ``x in {-1, +1}``, ``p(x) ~ exp(sum J_ij x_i x_j + sum h_i x_i)``. With ``x = 2 s - 1``
+    it is the package's model over ``s in {0, 1}`` with ``theta_ij = 4 J_ij`` and
+    ``theta_i = 2 h_i - 2 sum_j J_ij``. The fast-mixing sets, ``R2`` (``|x_i|, |x_i x_j| <=
+    1``) and the Lipschitz bound are defined on ``(h, J)``, so the optimisation, the
+    projection and the ridge all act on ``(h, J)``; ``model_`` receives the converted
+    parameters. Fields are not constrained.
+
+    .. math::
+
+        f(\\phi) = A(\\phi) - \\phi\\cdot\\bar t + \\frac{\\lambda}{2}\\|\\phi\\|^2,\\qquad
+        \\phi_{k} = \\Pi_\\Theta\\Bigl[\\phi_{k-1} - \\frac1L\\Bigl(\\frac1M\\sum_i t(x_i)
+            - \\bar t + \\lambda\\phi_{k-1}\\Bigr)\\Bigr].
+
+    ``C = n_features`` and ``alpha = exp(-(1 - rho) / n_features)`` with ``rho = max_degree
+    tanh(beta)`` (box) or ``c`` (spectral). ``D`` bounds ``||phi*||`` (``phi_0 = 0``): ``2
+    beta`` per edge (the paper's diameter convention), ``artanh(|mean x_i|) + max_degree beta``
+    per field, and with ``alpha > 0`` at most ``sqrt(2 n_features log 2 / alpha)`` overall. For
+    the spectral set the couplings contribute ``sqrt(2 n_features) c`` and a field's neighbours
+    ``sqrt(max_degree) c``. One Gibbs sweep counts as ``n_features`` single-site transitions:
+    under the Dobrushin condition a systematic sweep contracts by at least ``rho <= exp(-(1 -
+    rho))`` (Dyer, Goldberg and Jerrum 2009).
+
+    References
+    ----------
+    J. Domke, "Maximum likelihood learning with arbitrary treewidth via fast-mixing parameter
+    sets", NIPS 2015.
+    J. Domke and X. Liu, "Projecting Ising model parameters for fast mixing", NIPS 2013.
+    T. Tieleman, "Training restricted Boltzmann machines using approximations to the
+    likelihood gradient", ICML 2008 (persistent chains).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skmrf import MCMCMaxLikelihood, TheorySchedule
+    >>> X = np.random.default_rng(0).integers(0, 2, size=(200, 4))
+    >>> est = MCMCMaxLikelihood("chain", random_state=0).fit(X)
+    >>> est.schedule_.kind, est.converged_
+    ('adaptive', True)
+    >>> theory = MCMCMaxLikelihood("chain", schedule=TheorySchedule(lipschitz=5.0), alpha=1.0,
+    ...                            random_state=0).fit(X[:50])
+    >>> theory.schedule_auto_
+    FastMixingSchedule(n_iter=14, n_samples=3005, n_sweeps=34)
+    >>> bool(np.all(np.abs(theory.ising_couplings_) <= theory.max_coupling_))
+    True
+    """
+
+    _parameter_constraints: dict = {
+        **BaseDiscreteMRF._parameter_constraints,
+        "schedule": [StrOptions({"adaptive", "theory"}), AdaptiveSchedule, TheorySchedule],
+        "max_coupling": [Interval(Real, 0, None, closed="neither"), None],
+        "projection": [StrOptions({"box", "spectral"})],
+        "alpha": ALPHA_CONSTRAINT,
+        "random_state": ["random_state"],
+        "n_jobs": N_JOBS_CONSTRAINT,
+        "verbose": ["verbose"],
+    }
+
+    _needs_pairwise = True
+
+    def __init__(
+        self,
+        graph="chain",
+        *,
+        n_states="auto",
+        schedule="adaptive",
+        max_coupling=None,
+        projection="box",
+        alpha="auto",
+        score_method="auto",
+        max_bytes=None,
+        random_state=None,
+        n_jobs=None,
+        verbose=0,
+    ):
+        self.graph = graph
+        self.n_states = n_states
+        self.schedule = schedule
+        self.max_coupling = max_coupling
+        self.projection = projection
+        self.alpha = alpha
+        self.score_method = score_method
+        self.max_bytes = max_bytes
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+        self.verbose = verbose
+
+    def _schedule(self):
+        """The schedule object (a string stands for the object with its defaults)."""
+        if isinstance(self.schedule, str):
+            return TheorySchedule() if self.schedule == "theory" else AdaptiveSchedule()
+        return self.schedule
+
+    def _binary_requirement(self):
+        if self._schedule().kind == "theory":
+            return "MCMCMaxLikelihood's theory schedule is defined"
+        if self.projection == "spectral":
+            return "The spectral set is defined"
+        return None
+
+    def _fit_theta(self, rows):
+        schedule = self._schedule()
+        schedule._validate_params()
+        model = self.model_
+        positions = pairwise_positions(model.layout)
+        self.edges_ = positions.edges
+        theory = schedule.kind == "theory"
+        constraint = constraint_set(
+            self.projection,
+            self.max_coupling,
+            model.layout,
+            positions,
+            self.graph_.max_degree,
+            binary=is_binary_pairwise(model.layout),
+            required=theory and any(isinstance(g, str) for g in schedule._given()),
+            unconstrained=not theory,
+        )
+        self.max_coupling_ = constraint.bound
+        rng = check_generator(self.random_state)
+        log = ProgressLog(type(self).__name__, self.verbose)
+        fit = self._fit_theory if theory else self._fit_adaptive
+        theta = fit(rows, schedule, constraint, positions, rng, log)
+        if not np.all(np.isfinite(theta)):
+            warn_not_converged(
+                type(self).__name__,
+                f"in {self.n_iter_} steps: the parameters diverged (non-finite)",
+                "Increase the schedule's lipschitz (smaller steps) or alpha.",
+                stacklevel=5,
+            )
+        return theta
+
+    def _pool(self, n_chains, n_sweeps):
+        work = n_chains * n_sweeps * self.n_features_in_
+        n_workers = workers_for(self.n_jobs, work, chains.MCMC_MIN_WORK_PER_WORKER)
+        return parallel_or_serial(n_workers, verbose=max(0, self.verbose - 1))
+
+    def _start(self, rows, schedule, log):
+        """The pseudo-likelihood estimate (the PL kernel, with this fit's ridge), or zero."""
+        if schedule.start_iter == 0:
+            return np.zeros(self.model_.n_params)
+
+        def report(it, f, g):
+            log("Start (pseudo-likelihood) iteration %d, objective = %.8f, max |grad| = %.2e", it, f, g)
+
+        theta, _ = fit_pseudo_likelihood(
+            self.model_.layout,
+            self.graph_,
+            rows,
+            self.alpha_,
+            max_iter=schedule.start_iter,
+            tol=START_TOL,
+            callback=report,
+        )
+        return theta
+
+    def _fit_adaptive(self, rows, schedule, constraint, positions, rng, log):
+        """Persistent chains, natural-gradient steps, noise-level stopping rule, averaged iterates."""
+        model, colours = self.model_, colour_classes(self.graph_)
+        self.schedule_auto_ = self.mixing_constant_ = self.mixing_rate_ = None
+        self.suff_stat_bound_ = self.distance_bound_ = None
+        if self.alpha_ == 0:
+            warn_if_unbounded(self, rows)
+        theta0 = constraint.project_theta(self._start(rows, schedule, log))
+        plan = plan_adaptive(schedule._given(), schedule.tol, model.layout, theta0, colours, rows, rng)
+        n_iter, n_chains, n_sweeps = plan.n_iter, plan.n_chains, plan.n_sweeps
+        self.schedule_ = MCMCSchedule("adaptive", n_iter, n_chains, n_sweeps, constraint.fast_mixing)
+        self.sweep_autocorrelation_ = plan.sweep_autocorrelation
+        mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
+        with (
+            self._pool(n_chains, n_sweeps) as parallel,
+            Progress(n_iter, type(self).__name__, self.verbose) as bar,
+        ):
+            theta, info = fit_adaptive(
+                model.layout,
+                colours,
+                rows,
+                mean_stats,
+                self.alpha_,
+                theta0,
+                constraint,
+                n_chains=n_chains,
+                n_sweeps=n_sweeps,
+                n_iter=n_iter,
+                tol=plan.tol,
+                n_average=plan.n_average,
+                init=schedule.init,
+                persistent=schedule.persistent,
+                lipschitz=schedule.lipschitz,
+                average=schedule.average,
+                rng=rng,
+                parallel=parallel,
+                callback=partial(_report, bar.follow(log)) if self.verbose else None,
+            )
+        self.lipschitz_, self.trace_ = info.lipschitz, info.trace
+        self.n_iter_, self.converged_, self.n_averaged_ = info.n_iter, info.converged, info.n_averaged
+        if not self.converged_:
+            ratio = info.trace["noise_ratio"][max(ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW) - 1 : n_iter // 2]
+            warn_not_converged(
+                type(self).__name__,
+                f"in {n_iter} steps: in its first {n_iter // 2} the mean gradient of the last {ADAPTIVE_WINDOW} "
+                f"steps stayed at least {ratio.min(initial=np.inf):.3g} times its Monte-Carlo variance (the rule "
+                f"needs below {1 + schedule.tol:g}); the estimate averages the last half of the steps",
+                "Raise the schedule's n_iter, or n_chains for less noise.",
+                stacklevel=6,
+            )
+        if is_binary_pairwise(model.layout):
+            self.ising_fields_, self.ising_couplings_ = binary_to_ising(
+                theta[positions.node_pos], theta[positions.edge_pos], positions.edges, model.n_variables
+            )
+        return theta
+
+    def _fit_theory(self, rows, schedule, constraint, positions, rng, log):
+        """Algorithm 1 of Domke (2015) in the ``{-1, +1}`` coordinates, converted to ``theta``."""
+        model, n, edges = self.model_, self.model_.n_variables, positions.edges
+        mean_stats = ising_data_statistics(rows, edges)
+        geometry = constraint.geometry
+        plan = plan_theory(
+            schedule._given(),
+            schedule.eps,
+            schedule.delta,
+            self.alpha_,
+            schedule.lipschitz,
+            geometry,
+            self.projection,
+            mean_stats[:n],
+            len(edges),
+            self.graph_.max_degree,
+        )
+        self.schedule_auto_ = plan.auto
+        self.schedule_ = MCMCSchedule("theory", *plan.schedule, constraint.fast_mixing)
+        self.max_coupling_, self.mixing_constant_, self.mixing_rate_ = geometry[:3]
+        self.lipschitz_, self.suff_stat_bound_, self.distance_bound_ = plan[2:]
+        with (
+            self._pool(plan.schedule.n_samples, plan.schedule.n_sweeps) as parallel,
+            Progress(plan.schedule.n_iter, type(self).__name__, self.verbose) as bar,
+        ):
+            phi, info = fit_theory(
+                model.layout,
+                colour_classes(self.graph_),
+                rows,
+                mean_stats,
+                self.alpha_,
+                plan,
+                geometry,
+                init=schedule.init,
+                persistent=schedule.persistent,
+                average=schedule.average,
+                reproject=self.projection == "spectral",
+                rng=rng,
+                parallel=parallel,
+                callback=partial(_report, bar.follow(log)) if self.verbose else None,
+            )
+        self.n_iter_, self.converged_, self.trace_ = plan.schedule.n_iter, True, info.trace
+        self.n_averaged_ = plan.schedule.n_iter if schedule.average else 1
+        self.sweep_autocorrelation_ = None
+        self.ising_fields_, self.ising_couplings_ = phi[:n].copy(), phi[n:].copy()
+        return binary_theta(phi, model.n_params, positions)
+
+    def __skmrf_trace__(self):
+        """``trace_`` for :func:`~skmrf.plotting.plot_trace`: one series per key (all but ``"time"``
+        by default) against the step, log scale; None for a model read from a file (no ``trace_``)."""
+        check_is_fitted(self)
+        trace = getattr(self, "trace_", None)
+        if trace is None:
+            return None
+        series = {key: np.asarray(values, dtype=np.float64).reshape(1, -1) for key, values in trace.items()}
+        defaults = tuple(key for key in trace if key != "time")
+        return Trace(series, "step", None, True, "trace_", defaults, first_step=1)

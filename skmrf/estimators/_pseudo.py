@@ -1,0 +1,288 @@
+"""Besag's maximum pseudo-likelihood for discrete MRFs (the kernel: :mod:`skmrf._kernels.pseudo`)."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+
+from .._kernels.pseudo import PL_MIN_WORK_PER_WORKER, PseudoLikelihoodObjective, choose_path, fit_pseudo_likelihood
+from .._solvers import THETA_BOUND, warn_if_not_converged
+from .._utils._docstrings import fill_doc
+from .._utils._progress import Progress
+from .._utils._sklearn_compat import Interval, StrOptions
+from .._utils._verbose import ProgressLog
+from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._existence import empty_cell_cliques, table_counts, warn_no_finite_estimate
+
+__all__ = ["PL_MIN_WORK_PER_WORKER", "PseudoLikelihoodEstimator", "PseudoLikelihoodObjective"]
+
+
+@fill_doc
+class PseudoLikelihoodEstimator(BaseDiscreteMRF):
+    """Maximum pseudo-likelihood MRF parameters (Besag, 1975).
+
+    Maximises the mean pseudo-log-likelihood ``sum_i log p(x_i | x_-i)``
+    (LAP paper, Eq. 6), a convex objective that needs no partition function,
+    by L-BFGS-B with an analytic gradient. Any number of states per variable
+    and cliques of any size.
+
+    Parameters
+    ----------
+    %(graph)s
+    %(n_states)s
+    alpha : float, "auto" or dict, default="auto"
+        Ridge penalty ``alpha / 2 * ||theta||^2`` added to the negative mean
+        pseudo-log-likelihood.
+        %(alpha_auto)s
+        A dict gives one ridge per clique order, ``{1: alpha_fields,
+        2: alpha_couplings}`` (values floats >= 0 or ``"auto"``; every order of
+        the graph's cliques must be given, and only those). Direct coupling
+        analysis (plmc, pydca, plmDCA) minimises ``-sum_n w_n PLL_n +
+        lambda_h ||h||^2 + lambda_J ||J||^2`` over the full q-state tables,
+        with plmc's ``lambda_h = 0.01`` and ``lambda_J = 0.01 (q - 1)(L - 1)``
+        for ``L`` columns; divided by the effective number of sequences
+        ``M_eff = sum_n w_n`` it is this objective with
+        ``alpha={1: 2 * lambda_h / M_eff, 2: 2 * lambda_J / M_eff}``,
+        ``ridge="tables"`` and ``sample_weight=w`` (as in
+        ``benchmarks/protein_dca.py``).
+    ridge : {"parameters", "tables"}, default="parameters"
+        What ``alpha`` penalises: ``theta`` (the parameters normalised with
+        respect to state 0), or every entry of every clique's full table (the
+        DCA convention; the pseudo-likelihood depends only on the model the
+        tables represent, so the ridge picks the tables of least norm, and
+        ``theta_`` is their normalisation).
+    symmetric : bool, default=True
+        True: one coupling per pair, fitted jointly (symmetric PL). False:
+        the asymmetric variant of plmDCA and pydca, pairwise graphs only: each
+        column's conditional is fitted on its own (a multinomial logistic
+        regression on its neighbours with the same ridges, each coupling's
+        ``alpha`` halved as it is fitted twice) and each coupling is the mean
+        of its two estimates in the reduced form.
+    max_iter : int, default=1000
+        Maximum L-BFGS iterations.
+    tol : float, default=1e-8
+        Convergence when no (projected) gradient component exceeds ``tol``.
+    n_jobs : int, default=None
+        Number of threads evaluating chunks of the objective in parallel
+        (``None`` means 1; ``-1`` all processors). The objective is evaluated
+        hundreds of times, so only a thread pool, opened once per fit, pays
+        off; a user's ``joblib.parallel_config`` still applies. A fit whose
+        evaluations are too small to pay for the threads (under
+        ``2 * PL_MIN_WORK_PER_WORKER`` logits, a few thousand variables'
+        worth, measured by ``benchmarks/parallel_threshold.py``) runs serially,
+        whatever ``n_jobs`` and backend (a Dask cluster included).
+    %(score_method)s
+    %(max_bytes_scoring)s
+    %(random_state_ais)s
+    verbose : int, default=0
+        Print one line per iteration when positive.
+
+    Attributes
+    ----------
+    %(discrete_model_)s
+    %(alpha_)s
+    n_iter_ : int
+        L-BFGS iterations run.
+    pseudo_log_likelihood_ : float
+        Mean pseudo-log-likelihood of the training data at the solution.
+    n_records_ : int
+        Distinct (variable, Markov-blanket configuration) pairs the data were
+        compressed to (the records path), or rows times variables (the
+        one-hot path).
+    %(log_partition_ais_)s
+    %(score_method_)s
+    %(n_features_in_)s
+    %(feature_names_in_)s
+
+    See Also
+    --------
+    ExactMaxLikelihood, LAPEstimator
+
+    Notes
+    -----
+    Minimises
+
+    .. math::
+
+        -\\frac{1}{N} \\sum_{n=1}^N \\sum_{m=1}^M \\log p(x_{mn} | x_{-mn}, \\theta)
+        + \\frac{\\alpha}{2} \\|\\theta\\|^2
+
+    (LAP paper, Eq. 6). The full conditional of ``x_m`` depends on the data
+    only through ``x_m`` and its Markov blanket, so the rows are compressed
+    once into the distinct blanket configurations of each variable with
+    their counts; a binary grid variable has at most 32. Each evaluation then
+    costs ``O(sum_m R_m * c_m * K)`` for ``R_m`` distinct configurations and
+    ``c_m`` cliques containing ``m``, independent of the number of rows once
+    ``R_m`` saturates. Parameters are boxed to ``+-30`` so a state never
+    observed gives a finite (clipped) estimate when ``alpha = 0``.
+
+    On dense pairwise graphs with many states (a Potts model over a protein
+    alignment: complete graph, ``q = 21``) the records are as many as rows
+    times variables and cost ``O(rows x parameters)``. There the rows are
+    one-hot coded instead and each evaluation is two matrix products with the
+    ``(L q) x (L q)`` coupling matrix, by row chunks (memory ``O(parameters +
+    rows x variables)``), with columns split over ``n_jobs`` threads
+    (:mod:`skmrf._kernels.pseudo_dense`); the path is chosen from the estimated
+    cost of each. The products run in float32 when ``tol >= 1e-6``, the loss
+    and gradient are summed in float64, and L-BFGS keeps its correction pairs
+    in float32.
+
+    References
+    ----------
+    Besag, J. Statistical analysis of non-lattice data. The Statistician,
+    24(3):179-195, 1975.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skmrf.estimators._pseudo import PseudoLikelihoodEstimator
+    >>> X = np.array([[0, 0, 1], [1, 1, 1], [0, 1, 0], [1, 1, 0], [0, 0, 0]])
+    >>> est = PseudoLikelihoodEstimator(graph="chain", alpha=0.1).fit(X)
+    >>> est.theta_.shape
+    (5,)
+    """
+
+    _parameter_constraints: dict = {
+        **BaseDiscreteMRF._parameter_constraints,
+        "random_state": ["random_state"],
+        "alpha": [*ALPHA_CONSTRAINT, dict],
+        "ridge": [StrOptions({"parameters", "tables"})],
+        "symmetric": ["boolean"],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="neither")],
+        "n_jobs": N_JOBS_CONSTRAINT,
+        "verbose": ["verbose"],
+    }
+
+    def __init__(
+        self,
+        graph="chain",
+        *,
+        n_states="auto",
+        alpha="auto",
+        ridge="parameters",
+        symmetric=True,
+        max_iter=1000,
+        tol=1e-8,
+        n_jobs=None,
+        score_method="auto",
+        max_bytes=None,
+        random_state=None,
+        verbose=0,
+    ):
+        self.graph = graph
+        self.n_states = n_states
+        self.alpha = alpha
+        self.ridge = ridge
+        self.symmetric = symmetric
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_jobs = n_jobs
+        self.score_method = score_method
+        self.max_bytes = max_bytes
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def _ridge(self, n_samples):
+        """``alpha_``: as in every estimator, or for a dict one float per clique order
+        (``"auto"`` values are ``1 / n_samples``)."""
+        if not isinstance(self.alpha, dict):
+            return super()._ridge(n_samples)
+        resolved = {}
+        for order, value in self.alpha.items():
+            if isinstance(order, bool) or not isinstance(order, Integral) or order < 1:
+                raise ValueError(
+                    f"The keys of alpha are clique orders (1 for the fields, 2 for pairwise couplings, ...); "
+                    f"got the key {order!r}. Give, for example, alpha={{1: 1e-4, 2: 0.01}}."
+                )
+            if isinstance(value, str) and value == "auto":
+                resolved[int(order)] = 1.0 / n_samples
+            elif isinstance(value, Real) and not isinstance(value, bool) and np.isfinite(value) and value >= 0:
+                resolved[int(order)] = float(value)
+            else:
+                raise ValueError(
+                    f"alpha[{order!r}] must be a float >= 0 or 'auto'; got {value!r}. Every value of the "
+                    "alpha dict is the ridge of the cliques of that order."
+                )
+        self.alpha_ = dict(sorted(resolved.items()))
+        return self.alpha_
+
+    def _clique_alphas(self):
+        """``alpha_`` as the kernel takes it: a float, or one value per clique of ``model_``."""
+        if not isinstance(self.alpha_, dict):
+            return self.alpha_
+        orders = [len(c) for c in self.model_.cliques]
+        extra = sorted(set(self.alpha_) - set(orders))
+        if extra:
+            raise ValueError(
+                f"alpha gives the clique order {extra[0]}, but the graph has cliques of the orders "
+                f"{sorted(set(orders))} only. Remove alpha[{extra[0]}]."
+            )
+        missing = sorted(set(orders) - set(self.alpha_))
+        if missing:
+            raise ValueError(
+                f"alpha gives the clique orders {sorted(self.alpha_)}, but the graph has cliques of order "
+                f"{missing}. Give alpha[{missing[0]}] too (1 is the fields, 2 the pairwise couplings)."
+            )
+        return np.array([self.alpha_[k] for k in orders])
+
+    def _warn_if_unbounded(self, alpha, rows):
+        """With a zero ridge on some cliques, warn when the data leave one of them with an empty cell."""
+        zero = np.asarray(alpha) == 0
+        if not zero.any():
+            return
+        empty = empty_cell_cliques(self.model_, table_counts(self.model_.layout, rows))
+        if zero.ndim:
+            position = {c: k for k, c in enumerate(self.model_.cliques)}
+            empty = [c for c in empty if zero[position[c]]]
+        if empty:
+            warn_no_finite_estimate(
+                type(self).__name__,
+                empty,
+                f"Their parameters diverge and are returned where the fit stopped, within +-{THETA_BOUND:g}.",
+                stacklevel=4,
+            )
+
+    def _fit_theta(self, rows):
+        alpha = self._clique_alphas()
+        self._warn_if_unbounded(alpha, rows)
+        if not self.symmetric and any(len(c) > 2 for c in self.model_.cliques):
+            raise ValueError(
+                "symmetric=False fits each column's conditional on its own and averages the pairwise "
+                f"couplings; the graph has cliques of {max(len(c) for c in self.model_.cliques)} variables. "
+                "Use symmetric=True, or a pairwise graph."
+            )
+        log = ProgressLog(type(self).__name__, self.verbose)
+        if self.verbose and self.symmetric:
+            choice = choose_path(self.model_.layout, self.graph_, rows.n_rows, self.ridge == "tables")
+            log(
+                "Pseudo-likelihood by %s (estimated %.3gs per evaluation by records, %.3gs by one-hot products)",
+                choice.path,
+                choice.records_seconds,
+                choice.one_hot_seconds,
+            )
+
+        with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar:
+            log = bar.follow(log)
+
+            def report(it, f, g):
+                log("Iteration %d, negative pseudo-log-likelihood = %.8f, max |grad| = %.2e", it, f, g)
+
+            theta, info = fit_pseudo_likelihood(
+                self.model_.layout,
+                self.graph_,
+                rows,
+                alpha,
+                max_iter=self.max_iter,
+                tol=self.tol,
+                n_jobs=self.n_jobs,
+                callback=report,
+                verbose=self.verbose,
+                ridge=self.ridge,
+                symmetric=self.symmetric,
+            )
+        self.n_iter_, self.n_records_ = info.n_iter, info.n_records
+        self.pseudo_log_likelihood_ = info.pseudo_log_likelihood
+        warn_if_not_converged(type(self).__name__, info.n_iter, info.grad_max, self.tol, self.max_iter, stacklevel=5)
+        return theta

@@ -1,0 +1,274 @@
+"""Covariance selection: the maximum-likelihood precision with a fixed zero pattern.
+
+Dempster (1972): minimise ``-log det Theta + tr(S Theta)`` over precisions
+that are zero outside the graph. Two solvers on dense arrays: Newton's method
+with the exact Hessian (:func:`newton_covsel`) and the modified regression
+algorithm of Hastie, Tibshirani & Friedman (:func:`regression_covsel`). Also
+the dense sample covariance both solvers start from (:func:`dense_covariance`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+
+__all__ = ["dense_covariance", "newton_covsel", "regression_covsel"]
+
+
+def dense_covariance(XT, n_div, shrinkage=0.0, mu=1.0):
+    """Dense, optionally shrunk, sample covariance of centred data.
+
+    Parameters
+    ----------
+    XT : ndarray of shape (n_features, n_samples)
+        Centred data, one row per variable.
+    n_div : float
+        Divisor (the number of samples).
+    shrinkage : float, default=0.0
+        Weight of the ridge target.
+    mu : float or ndarray of shape (n_features,), default=1.0
+        Ridge target (the mean sample variance), or one per variable.
+
+    Returns
+    -------
+    S : ndarray of shape (n_features, n_features)
+        ``(1 - shrinkage) * XT XT^T / n_div + shrinkage * diag(mu)``.
+    """
+    p = XT.shape[0]
+    S = XT @ XT.T
+    S /= n_div
+    if shrinkage:
+        S *= 1.0 - shrinkage
+        S[np.diag_indices(p)] += shrinkage * mu
+    return S
+
+
+class _PatternObjective:
+    """``f(Theta) = -log det Theta + tr(S Theta)`` on the unknowns ``x = Theta[rows, cols]``."""
+
+    def __init__(self, S, rows, cols):
+        self.p = S.shape[0]
+        self.rows, self.cols = rows, cols
+        self.half = np.where(rows == cols, 0.5, 1.0)
+        self.target = S[rows, cols]
+
+    def build(self, x):
+        """The dense symmetric ``Theta`` with entries ``x`` on the pattern."""
+        T = np.zeros((self.p, self.p))
+        T[self.rows, self.cols] = x
+        T[self.cols, self.rows] = x
+        return T
+
+    def __call__(self, x):
+        """``(f, cho_factor)``, or ``(inf, None)`` where ``Theta`` is not positive definite."""
+        try:
+            c = sla.cho_factor(self.build(x), lower=True, check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            return np.inf, None
+        logdet = 2.0 * np.log(np.diag(c[0])).sum()
+        return -logdet + 2.0 * np.dot(self.half * self.target, x), c
+
+    def newton_direction(self, W, resid):
+        """``(g, dx, accuracy)``: gradient, Newton step with the exact Hessian ``W_ik W_jl + W_il W_jk``,
+        and the relative residual ``||H dx + g|| / ||g||`` of its solve (large when ``H`` is numerically
+        singular, as on a likelihood without a maximum: the decrement ``-g^T dx`` is then meaningless)."""
+        rows, cols, half = self.rows, self.cols, self.half
+        g = -2.0 * half * resid
+        Wr, Wc = W[rows], W[cols]
+        H = Wr[:, rows] * Wc[:, cols]
+        H += Wr[:, cols] * Wc[:, rows]
+        H *= 2.0 * np.outer(half, half)
+        try:
+            dx = -sla.solve(H, g, assume_a="pos", check_finite=False)
+        except (np.linalg.LinAlgError, ValueError):
+            dx = -np.linalg.lstsq(H, g, rcond=None)[0]
+        norm = float(np.linalg.norm(g))
+        return g, dx, float(np.linalg.norm(H @ dx + g)) / norm if norm else 0.0
+
+
+def _damped_step(objective, x, dx, f, decrement):
+    """Backtracking line search: ``(t, f(x + t dx), cho_factor)`` (factor None if it failed).
+
+    Full steps once the Newton decrement is below 1/16 (the objective is
+    self-concordant); before, halve ``t`` until the Armijo condition holds.
+    """
+    t = 1.0
+    while True:
+        fn, cn = objective(x + t * dx)
+        if cn is not None and (decrement < 1.0 / 16 or fn <= f - 0.25 * t * decrement):
+            break
+        t *= 0.5
+        if t < 1e-14:
+            break
+    return t, fn, cn
+
+
+def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, decrement_tol=None, log=None):
+    """Maximum-likelihood precision with support ``(rows, cols)`` by Newton's method.
+
+    Minimises ``f(Theta) = -log det Theta + tr(S Theta)`` over symmetric
+    ``Theta`` supported on the pattern, with the exact Hessian
+    ``H[(ij),(kl)] = W_ik W_jl + W_il W_jk`` (``W = Theta^{-1}``) and a damped
+    step while the Newton decrement exceeds 1/4 (the objective is
+    self-concordant, so full steps converge quadratically after that).
+
+    Parameters
+    ----------
+    S : ndarray of shape (p, p)
+        Sample covariance.
+    rows, cols : ndarray of int64, shape (q,)
+        The pattern (``rows <= cols``, diagonal included).
+    theta0 : ndarray of shape (p, p)
+        Positive definite starting precision.
+    tol : float, default=1e-10
+        Stop when the residual (see Returns) is at most ``tol``.
+    max_iter : int, default=100
+        Maximum Newton iterations.
+    decrement_tol : float, optional
+        Also stop, at the current iterate, when the Newton decrement (exact
+        here) satisfies ``lambda^2 / 2 <= decrement_tol``, the Newton system
+        was solved to a relative residual of ``1e-6`` (not so when the Hessian
+        is numerically singular) and the full Newton step would not lower the
+        objective by more than ``2 decrement_tol``.
+    log : callable, optional
+        Called as ``log(format, *args)`` once per iteration (a
+        :class:`~skmrf._utils._verbose.ProgressLog`).
+
+    Returns
+    -------
+    Theta, W : ndarray of shape (p, p)
+        The dense precision and its inverse.
+    n_iter : int
+        Iterations run.
+    kkt : float
+        The final residual ``max |W - S|`` over the pattern divided by ``max S_ii``.
+    decrement : float
+        ``lambda^2 / 2`` at ``Theta`` (NaN when not computed: stopped on ``tol``).
+
+    Raises
+    ------
+    ValueError
+        If ``theta0`` is not positive definite.
+    """
+    p = S.shape[0]
+    objective = _PatternObjective(S, rows, cols)
+    scale = float(np.max(np.diag(S)))
+    x = theta0[rows, cols].copy()
+    bound = float(np.max(1.0 / np.diag(S)))
+    f, cf = objective(x)
+    if cf is None:
+        raise ValueError("The initial precision for Newton's method is not positive definite.")
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        W = sla.cho_solve(cf, np.eye(p), check_finite=False)
+        resid = W[rows, cols] - objective.target
+        kkt = float(np.max(np.abs(resid))) / scale
+        if log is not None:
+            log("Newton iteration %d, objective = %.10g, kkt = %.3g", n_iter, f, kkt)
+        if kkt <= tol:
+            return objective.build(x), W, n_iter, kkt, np.nan
+        g, dx, accuracy = objective.newton_direction(W, resid)
+        decrement = float(-g @ dx)
+        if decrement_tol is not None and decrement / 2 <= decrement_tol and accuracy <= 1e-6:
+            # The full step must confirm it: f falls by about lambda^2 / 2 near the optimum, but an
+            # ill-conditioned Hessian (a likelihood without a maximum) can make dx, so lambda, wrong.
+            fn, cn = objective(x + dx)
+            if cn is not None and fn >= f - 2 * decrement_tol:
+                if fn < f:  # take the full step: quadratically closer, at the cost of one inverse
+                    x, cf = x + dx, cn
+                    W = sla.cho_solve(cf, np.eye(p), check_finite=False)
+                    kkt = float(np.max(np.abs(W[rows, cols] - objective.target))) / scale
+                return objective.build(x), W, n_iter, kkt, decrement / 2
+        t, fn, cn = _damped_step(objective, x, dx, f, decrement)
+        if cn is None:
+            break
+        x = x + t * dx
+        f, cf = fn, cn
+        if np.max(np.abs(x)) > 1e10 * bound:  # the likelihood is unbounded: no MLE
+            break
+    W = sla.cho_solve(cf, np.eye(p), check_finite=False)
+    kkt = float(np.max(np.abs(W[rows, cols] - objective.target))) / scale
+    return objective.build(x), W, n_iter, kkt, np.nan
+
+
+def _precision_from_regressions(S, W, neighbours):
+    """Dense symmetric ``Theta`` from the neighbourhood regressions on the working covariance ``W``."""
+    p = S.shape[0]
+    Theta = np.zeros((p, p))
+    for i in range(p):
+        nb = neighbours[i]
+        if len(nb):
+            beta = np.linalg.solve(W[np.ix_(nb, nb)], S[nb, i])
+            tii = 1.0 / (S[i, i] - beta @ S[nb, i])
+            Theta[nb, i] = -beta * tii
+        else:
+            tii = 1.0 / S[i, i]
+        Theta[i, i] = tii
+    return 0.5 * (Theta + Theta.T)
+
+
+def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, log=None):
+    """Maximum-likelihood precision by the modified regression algorithm.
+
+    Hastie, Tibshirani & Friedman (2009), Algorithm 17.1: cycle over the
+    variables; for variable ``i`` solve ``W[N, N] beta = S[N, i]`` on its
+    neighbours ``N`` and set row/column ``i`` of ``W`` to ``W[:, N] beta``.
+    At convergence ``W`` equals ``S`` on the pattern and its inverse is zero
+    outside it.
+
+    Parameters
+    ----------
+    S : ndarray of shape (p, p)
+        Sample covariance.
+    neighbours : list of ndarray of int
+        ``neighbours[i]`` are the neighbours of variable ``i``.
+    W0 : ndarray of shape (p, p), optional
+        Starting working covariance (default ``S``).
+    tol : float, default=1e-10
+        Stop when a sweep changes no entry of ``W`` by more than ``tol * max S_ii``.
+    max_iter : int, default=1000
+        Maximum sweeps.
+    log : callable, optional
+        Called as ``log(format, *args)`` once per sweep.
+
+    Returns
+    -------
+    Theta : ndarray of shape (p, p)
+        Dense symmetric precision.
+    W : ndarray of shape (p, p)
+        The working covariance (which approaches ``inv(Theta)`` at convergence).
+    n_iter : int
+        Sweeps run.
+    change : float
+        The largest change of an entry of ``W`` in the last sweep divided by ``max S_ii``.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        If a neighbourhood system is singular.
+    """
+    p = S.shape[0]
+    W = S.copy() if W0 is None else W0.copy()
+    scale = float(np.max(np.diag(S)))
+    change = np.inf
+    n_iter = 0
+    for n_iter in range(1, max_iter + 1):
+        change = 0.0
+        for i in range(p):
+            nb = neighbours[i]
+            if len(nb) == 0:
+                col = np.zeros(p)
+            else:
+                Wn = W[nb]
+                beta = np.linalg.solve(Wn[:, nb], S[nb, i])
+                col = beta @ Wn
+            col[i] = S[i, i]
+            change = max(change, float(np.max(np.abs(col - W[i]))))
+            W[i] = col
+            W[:, i] = col
+        change /= scale
+        if log is not None:
+            log("regression sweep %d, max change = %.3g", n_iter, change)
+        if change <= tol:
+            break
+    return _precision_from_regressions(S, W, neighbours), W, n_iter, change

@@ -1,0 +1,207 @@
+"""The sparse maximum-likelihood kernel: statistics, start, Newton-CG, certified bounds.
+
+:func:`sparse_max_likelihood` runs the whole non-chordal fit on plain arrays
+(and a :class:`~._data.StandardisedRows` for the data), for
+:class:`~skmrf.estimators.gaussian.GaussianMaxLikelihood`:
+
+1. the sample covariance on the chordal embedding ``E`` of the pattern ``V``
+   (one pass over the data by row chunks; its restriction to ``V`` is the
+   covariance the likelihood needs);
+2. the closed-form ML on ``E``, which bounds the optimum from below
+   (:func:`.chordal.embedding_start`) and, fill zeroed, is a candidate start;
+3. on a lattice, the stationary stencil of highest likelihood on the torus
+   (:func:`.lattice.stationary_fit`) rescaled so that its inverse has the
+   sample variances on its diagonal (:func:`rescale`), another candidate; the
+   start is the positive definite candidate of lowest objective
+   (``diag(1 / S_ii)`` at worst);
+4. Newton-CG (:func:`.newton_cg.newton_cg_covsel`) with the torus preconditioner
+   on lattices, stopped at statistical precision;
+5. a dual bound from one completion (:func:`.chordal.dual_bound`): the
+   certified gap.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from ._chordal import covariance_on_embedding, dual_bound, embedding_start, objective
+from ._lattice import detect_lattice, stationary_fit
+from ._newton_cg import newton_cg_covsel
+
+__all__ = ["SparseFit", "choose_start", "rescale", "sparse_max_likelihood"]
+
+
+class SparseFit(NamedTuple):
+    """The outcome of :func:`sparse_max_likelihood` (objective values in the fit's units).
+
+    Attributes
+    ----------
+    x : ndarray of shape (q,)
+        The precision on the pattern (``pattern.rows``, ``pattern.cols`` order).
+    s : ndarray of shape (q,)
+        The sample covariance on the pattern.
+    n_iter, residual, decrement, objective, log_det, cg_iterations
+        As in :class:`.newton_cg.NewtonResult`.
+    lower_bound : float
+        A certified lower bound on the optimum: the larger of the dual bound
+        and the embedding bound.
+    embedding_bound : float
+        ``p - log det Theta_E`` (``-inf`` when ``S`` has no completion on ``E``).
+    start : str
+        The start used: ``"stationary"``, ``"embedding"``, ``"given"`` or ``"diagonal"``.
+    start_objective : float
+    lattice : bool
+        Whether the torus preconditioner was used.
+    Y : chompack.cspmatrix
+        The projected inverse of ``x`` on the embedding.
+    """
+
+    x: np.ndarray
+    s: np.ndarray
+    n_iter: int
+    residual: float
+    decrement: float
+    objective: float
+    log_det: float
+    cg_iterations: list
+    lower_bound: float
+    embedding_bound: float
+    start: str
+    start_objective: float
+    lattice: bool
+    Y: object
+
+
+def rescale(pattern, s, x):
+    """``D Theta D`` with ``D`` making the diagonal of its inverse equal ``S_ii`` (``x`` positive definite).
+
+    ``inv(D Theta D)_ii = inv(Theta)_ii / D_i^2``: one projected inverse. Measured on
+    the stationary start of the 5-point 200 x 200 lattice: objective 822.6 against
+    3 times more (start), and 3 Newton steps with 23 CG iterations against 4 and 35.
+    """
+    L = pattern.cholesky(x)[0]
+    if L is None:
+        return None
+    w = pattern.inverse_on_pattern(L)[1]
+    diag = pattern.diagonal
+    d = np.empty(pattern.p)
+    d[pattern.rows[diag]] = np.sqrt(w[diag] / s[diag])
+    return x * d[pattern.rows] * d[pattern.cols]
+
+
+def choose_start(pattern, s, candidates):
+    """The positive definite candidate of lowest objective, else ``diag(1 / S_ii)``: ``(name, x, f)``.
+
+    Parameters
+    ----------
+    pattern : ChordalPattern
+    s : ndarray of shape (q,)
+        Sample covariance on the pattern.
+    candidates : dict of str to ndarray or None
+        Starting precisions on the pattern (None: unavailable).
+    """
+    diagonal = np.where(pattern.diagonal, 1.0 / np.where(pattern.diagonal, s, 1.0), 0.0)
+    best = ("diagonal", diagonal, objective(pattern, s, diagonal))
+    for name, x in candidates.items():
+        if x is not None:
+            f = objective(pattern, s, x)
+            if f < best[2]:
+                best = (name, x, f)
+    return best
+
+
+def sparse_max_likelihood(
+    data,
+    pattern,
+    n_div,
+    shrinkage=0.0,
+    mu=1.0,
+    tol=1e-10,
+    max_iter=100,
+    decrement_tol=None,
+    preconditioner="auto",
+    extra_start=None,
+    check=None,
+    max_time=None,
+    log=None,
+):
+    """Maximum-likelihood precision on a non-chordal pattern (see the module docstring).
+
+    Parameters
+    ----------
+    data : ndarray of shape (p, n) or StandardisedRows
+        Standardised data (one row per variable), or read by row chunks.
+    pattern : ChordalPattern
+        With ``pattern.chordal`` False.
+    n_div : float
+        The number of samples (the sum of the weights).
+    shrinkage, mu
+        As in :func:`._data.covariance_on_pattern`.
+    tol, max_iter
+        As in :func:`.newton_cg.newton_cg_covsel`.
+    decrement_tol : float, optional
+        Stop when ``lambda^2 / 2 <= decrement_tol * q / n_div`` (``q`` unknowns).
+    preconditioner : {"auto", "lattice", "chordal"}, default="auto"
+        ``"auto"``: the torus preconditioner when the pattern is a lattice.
+    extra_start : callable, optional
+        ``extra_start(s)`` returns another candidate start on the pattern (or None).
+    check : callable, optional
+        Called as ``check(s)`` on the sample covariance on the pattern before
+        anything else (the estimator's refusal of collinear neighbours).
+    max_time : float, optional
+        Seconds for the Newton iterations (see :func:`.newton_cg.newton_cg_covsel`).
+    log : callable, optional
+
+    Returns
+    -------
+    SparseFit
+    """
+    q = len(pattern.rows)
+    s_stored = covariance_on_embedding(data, pattern, n_div, shrinkage, mu)
+    s = s_stored[pattern.index]
+    if check is not None:
+        check(s)
+    x_embedding, embedding_bound = embedding_start(pattern, s_stored)
+    del s_stored
+    lattice = detect_lattice(pattern.rows, pattern.cols, pattern.p)
+    if lattice is None and preconditioner == "lattice":
+        raise ValueError("preconditioner='lattice' needs a stencil pattern on a grid (see detect_lattice).")
+    candidates = {"embedding": x_embedding}
+    if lattice is not None:
+        candidates["stationary"] = rescale(pattern, s, stationary_fit(lattice, s)[lattice.kind])
+    if preconditioner == "chordal":
+        lattice = None
+    if extra_start is not None:
+        candidates["given"] = extra_start(s)
+    start, x0, f0 = choose_start(pattern, s, candidates)
+    if log is not None:
+        log(
+            "start: %s, objective %.10g (embedding bound %.10g; %s preconditioner)",
+            start,
+            f0,
+            embedding_bound,
+            "torus" if lattice is not None else "chordal",
+        )
+    threshold = None if decrement_tol is None else decrement_tol * q / n_div
+    result = newton_cg_covsel(
+        pattern, s, x0, tol=tol, max_iter=max_iter, decrement_tol=threshold, lattice=lattice, max_time=max_time, log=log
+    )
+    lower = max(dual_bound(pattern, s, result.Y), embedding_bound)
+    return SparseFit(
+        result.x,
+        s,
+        result.n_iter,
+        result.residual,
+        result.decrement,
+        result.objective,
+        result.log_det,
+        result.cg_iterations,
+        lower,
+        embedding_bound,
+        start,
+        f0,
+        lattice is not None,
+        result.Y,
+    )

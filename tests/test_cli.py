@@ -406,6 +406,21 @@ def test_verbose_progress_goes_to_stderr(tmp_path, capsys, npy):
     assert load_model(tmp_path / "m.npz").verbose == 1
 
 
+def test_a_terminal_shows_the_fit_progress_by_default(tmp_path, capsys, npy, monkeypatch):
+    # #27 item 4: on a terminal the fit's bar shows without -v (plain lines here: no tqdm needed)
+    monkeypatch.setenv("SKMRF_PROGRESS", "plain")
+    code, _, err = run(capsys, "fit", npy, "-m", "lap", "-o", tmp_path / "m.npz")
+    assert code == 0 and err == ""  # not a terminal: silent
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    code, _, err = run(capsys, "fit", npy, "-m", "lap", "-o", tmp_path / "m.npz")
+    assert code == 0 and "LAPEstimator: 0/" in err and " problems in " in err, err
+    assert "[LAPEstimator]" not in err  # the bar only: the estimator's lines need -vv
+    assert load_model(tmp_path / "m.npz").verbose == 0
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    code, _, err = run(capsys, "fit", npy, "-m", "lap", "-q", "-o", tmp_path / "m.npz")
+    assert code == 0 and err == ""
+
+
 ALIGNMENT = """>s1
 ACDE-A
 >s2

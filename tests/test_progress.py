@@ -98,3 +98,27 @@ def test_plain_mode_by_environment(monkeypatch):
 def test_write_without_a_bar_prints(capsys):
     write("hello")
     assert capsys.readouterr().out == "hello\n"
+
+
+def test_shown_draws_bars_at_verbose_zero_inside_only(fake_tqdm):
+    with _progress.shown():
+        with Progress(3, "X", 0) as bar:
+            bar.update(3)
+    with Progress(3, "Y", 0) as bar:
+        bar.update(3)
+    assert [(b.desc, b.n, b.closed) for b in fake_tqdm.made] == [("X", 3, True)]
+
+
+def test_adaptive_ais_counts_its_chain_sweeps_out_of_the_budget(fake_tqdm):
+    from skmrf.datasets import make_random_mrf
+    from skmrf.graphs import grid_graph
+    from skmrf.inference import adaptive_annealed_importance_sampling
+
+    model = make_random_mrf(grid_graph(3, 3), 2, 1.0, random_state=0)
+    res = adaptive_annealed_importance_sampling(model, budget=20_000, n_chains=10, n_steps=10, random_state=0)
+    assert fake_tqdm.made == []  # verbose=0
+    res = adaptive_annealed_importance_sampling(
+        model, budget=20_000, n_chains=10, n_steps=10, random_state=0, verbose=1
+    )
+    (bar,) = fake_tqdm.made
+    assert (bar.desc, bar.unit, bar.total, bar.n, bar.closed) == ("AIS", "sweep", 20_000, res.sweeps, True)

@@ -10,18 +10,37 @@ nothing.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import sys
 import time
 from numbers import Integral
 
-__all__ = ["PLAIN_INTERVAL", "Progress", "write"]
+__all__ = ["PLAIN_INTERVAL", "Progress", "shown", "write"]
 
 #: Seconds between two plain-text progress lines (the first and the last are always written).
 PLAIN_INTERVAL = 5.0
 
 #: Bars drawing now: while one is, verbose lines go through ``tqdm.write`` so they do not break it.
 _ACTIVE = []
+
+#: True inside :func:`shown`: bars draw at ``verbose=0`` too.
+_SHOWN = contextvars.ContextVar("skmrf_progress_shown", default=False)
+
+
+@contextlib.contextmanager
+def shown():
+    """Show the progress bars of the fits run inside, even at ``verbose=0`` (no verbose lines).
+
+    The command line wraps its work in it when stderr is a terminal (unless ``--quiet``): a
+    user who starts a long fit there sees its bar without asking.
+    """
+    token = _SHOWN.set(True)
+    try:
+        yield
+    finally:
+        _SHOWN.reset(token)
 
 
 def _tqdm():
@@ -61,7 +80,7 @@ class Progress:
     desc : str
         Who runs: the estimator's name (the unit says what runs).
     verbose : int
-        Nothing is shown unless positive.
+        Nothing is shown unless positive (or inside :func:`shown`).
     unit : str, default="step"
         The name of one unit.
     file : file-like, default=sys.stderr
@@ -71,7 +90,7 @@ class Progress:
     def __init__(self, total, desc, verbose, unit="step", file=None):
         self.total = None if total is None else int(total)
         self.desc, self.unit, self.n = desc, unit, 0
-        self.enabled = bool(verbose) and verbose > 0
+        self.enabled = (bool(verbose) and verbose > 0) or _SHOWN.get()
         self.file = file
         self._bar = None
         self._start = self._last = time.perf_counter()

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import warnings
 
 from .. import __version__
+from .._utils._progress import shown
 from ._commands import cmd_fit, cmd_info, cmd_sample, cmd_score
 from ._common import DEBUG_ENV, CLIError, one_line, warn
 from ._params import ALIASES, METHODS, SEED, integer, number_or_auto
@@ -52,10 +54,13 @@ def build_parser():
 def _command(sub, name, run, summary, description, verbose=True):
     """The sub-parser of one command (with ``-v`` unless ``verbose`` is False)."""
     p = sub.add_parser(name, help=summary, description=description)
-    p.set_defaults(run=run, verbose=0)
+    p.set_defaults(run=run, verbose=0, quiet=False)
     if verbose:
         p.add_argument(
             "-v", "--verbose", action="count", default=0, help="progress on stderr; -vv adds the estimator's lines"
+        )
+        p.add_argument(
+            "-q", "--quiet", action="store_true", help="no progress bars (shown by default when stderr is a terminal)"
         )
     return p
 
@@ -230,6 +235,14 @@ def _error_line(exc):
     )
 
 
+def _progress_bars(args):
+    """The fits' progress bars, shown by default when stderr is a terminal (#27 item 4): not with
+    ``--quiet``, nor with ``-v`` (its own counter, and the estimator's lines at ``-vv``)."""
+    if args.verbose or args.quiet or not getattr(sys.stderr, "isatty", lambda: False)():
+        return contextlib.nullcontext()
+    return shown()
+
+
 def main(argv=None):
     """Run the ``skmrf`` command line.
 
@@ -258,7 +271,8 @@ def main(argv=None):
         try:
             args = build_parser().parse_args(argv)
             debug = debug or args.debug
-            return args.run(args)
+            with _progress_bars(args):
+                return args.run(args)
         except SystemExit as exc:  # --help, --version
             return exc.code if isinstance(exc.code, int) else 0
         except KeyboardInterrupt:

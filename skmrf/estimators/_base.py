@@ -382,7 +382,9 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     def _estimate_log_partition(self):
         """The log Z that :meth:`_resolve_score_method` deferred, and its interval
         (:func:`~skmrf.estimators._log_partition.estimate_log_partition`)."""
-        self.__dict__.update(estimate_log_partition(self.model_, self.score_method_, self._ais_random_state))
+        self.__dict__.update(
+            estimate_log_partition(self.model_, self.score_method_, self._ais_random_state, getattr(self, "verbose", 0))
+        )
 
     def _log_partition_attribute(self, key):
         d = self.__dict__

@@ -62,7 +62,7 @@ LOG_Z_KEYS = (
 )
 
 
-def estimate_log_partition(model, score_method, random_state):
+def estimate_log_partition(model, score_method, random_state, verbose=0):
     """The deferred ``log Z`` of a fitted model, as the estimator's private keys.
 
     ``"ais"``: the adaptive AIS estimate (#24, item 2), its standard error with the bias seen
@@ -74,7 +74,7 @@ def estimate_log_partition(model, score_method, random_state):
     d = dict.fromkeys(("_log_partition_lower", "_log_partition_budget_exhausted", "_ais_budget_message"))
     if score_method == "ais":  # first: it draws from random_state as it did in fit
         res = adaptive_annealed_importance_sampling(
-            model, AIS_BUDGET, AIS_CHAINS, AIS_STEPS, random_state=random_state, warn=False
+            model, AIS_BUDGET, AIS_CHAINS, AIS_STEPS, random_state=random_state, warn=False, verbose=verbose
         )
         d.update(_log_partition=res.log_z, _log_partition_std=res.std_err, _log_partition_lower=res.lower)
         d["_log_partition_budget_exhausted"] = res.budget_exhausted

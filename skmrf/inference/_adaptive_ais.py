@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from .._utils._progress import Progress
 from .._utils.validation import check_generator
 from ._ais import AISResult, _forward, _summary, reverse_annealed_importance_sampling
 from ._annealing import PATHS, AnnealingPath
@@ -115,6 +116,7 @@ def adaptive_annealed_importance_sampling(
     path="auto",
     random_state=None,
     warn=True,
+    verbose=0,
 ):
     """Estimate ``log Z`` by AIS, doubling the schedule until two independent runs agree.
 
@@ -158,6 +160,9 @@ def adaptive_annealed_importance_sampling(
     random_state : int, RandomState instance, Generator or None, default=None
     warn : bool, default=True
         Warn (``ConvergenceWarning``) when the budget ran out before the runs agreed.
+    verbose : int, default=0
+        With 1 or more, a progress bar of the chain sweeps out of ``budget`` (the bar stops
+        where the runs agree, usually well before the budget).
 
     Returns
     -------
@@ -198,16 +203,24 @@ def adaptive_annealed_importance_sampling(
     if path != "auto" and path not in PATHS:
         raise ValueError(f"path must be 'auto' or one of {PATHS}; got {path!r}.")
     rng = check_generator(random_state)
-    m, t = int(n_chains), int(n_steps)
+    with Progress(budget, "AIS", verbose, unit="sweep") as bar:
+        result = _adaptive_runs(model, budget, int(n_chains), int(n_steps), tol, z, min_ess, path, rng, bar)
+    if result.budget_exhausted and warn:
+        warnings.warn(budget_message(result), ConvergenceWarning, stacklevel=2)
+    return result
+
+
+def _adaptive_runs(model, budget, m, t, tol, z, min_ess, path, rng, bar):
+    """The runs of :func:`adaptive_annealed_importance_sampling` on checked arguments."""
     candidates = PATHS if path == "auto" else (path,)
     pilots = []
     for p in candidates:
         ann = AnnealingPath(model, p)
-        pilots.append((_summary(_forward(ann, m, t, rng.spawn(1)[0]), t), ann, p))
+        pilots.append((_summary(_forward(ann, m, t, rng.spawn(1)[0], bar), t), ann, p))
     first, ann, chosen = max(pilots, key=lambda r: r[0].log_z)
 
     def run(m, t):
-        return _summary(_forward(ann, m, t, rng.spawn(1)[0]), t)
+        return _summary(_forward(ann, m, t, rng.spawn(1)[0], bar), t)
 
     runs = [first]
     sweeps = len(pilots) * m * t
@@ -229,7 +242,7 @@ def adaptive_annealed_importance_sampling(
         else:
             t *= 2
     cur = runs[-1]
-    result = AdaptiveAISResult(
+    return AdaptiveAISResult(
         cur.log_z,
         _error(runs, converged),
         cur.effective_sample_size,
@@ -243,9 +256,6 @@ def adaptive_annealed_importance_sampling(
         chosen,
         tuple(runs),
     )
-    if exhausted and warn:
-        warnings.warn(budget_message(result), ConvergenceWarning, stacklevel=2)
-    return result
 
 
 def _error(runs, converged):

@@ -95,8 +95,9 @@ def _summary(log_w, n_steps, reverse=False):
     return AISResult(-log_mean if reverse else log_mean, std_err, ess, log_w, int(n_steps))
 
 
-def _forward(path, n_chains, n_steps, rng):
-    """Forward AIS log weights, shape ``(n_chains,)``; ``log Z_0`` included."""
+def _forward(path, n_chains, n_steps, rng, bar=None):
+    """Forward AIS log weights, shape ``(n_chains,)``; ``log Z_0`` included. ``bar``: a
+    :class:`~skmrf._utils._progress.Progress` counting chain sweeps, or None."""
     betas = np.linspace(0.0, 1.0, n_steps + 1)
     S = path.kernel.to_internal(path.base_draws(n_chains, rng))
     log_w = np.zeros(n_chains)
@@ -104,6 +105,8 @@ def _forward(path, n_chains, n_steps, rng):
         log_w += (betas[t] - betas[t - 1]) * path.annealed_energy(S)
         if t < n_steps:  # the last sweep, at the model itself, would not change any weight
             path.sweep(S, betas[t], rng)
+        if bar is not None:
+            bar.update(n_chains)
     return log_w + path.log_z0
 
 

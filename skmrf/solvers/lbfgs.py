@@ -99,7 +99,7 @@ def minimize_low_memory(fun, x0, max_iter, tol, callback=None, n_corrections=5, 
     f, g = fun(x)
     S, Y, rho = [], [], []
     it = 0
-    while it < max_iter and np.max(np.abs(g), initial=0.0) > tol:
+    while it < max_iter and _max_abs(g) > tol:
         d = _two_loop(g, S, Y, rho)  # float32
         gd = _dot(g, d)
         if gd >= 0:  # not a descent direction (rounding): restart from steepest descent
@@ -146,8 +146,9 @@ def minimize_low_memory(fun, x0, max_iter, tol, callback=None, n_corrections=5, 
         del g_new
         it += 1
         if callback is not None:
-            callback(it, f, float(np.max(np.abs(g), initial=0.0)))
-    if np.max(np.abs(x), initial=0.0) > THETA_BOUND:
+            callback(it, f, _max_abs(g))
+    del S, Y
+    if _max_abs(x) > THETA_BOUND:
         x, f, g, more = minimize_in_box(fun, np.clip(x, -THETA_BOUND, THETA_BOUND), max(1, max_iter - it), tol)
         it += more
     return x, f, g, it
@@ -155,6 +156,11 @@ def minimize_low_memory(fun, x0, max_iter, tol, callback=None, n_corrections=5, 
 
 #: Entries per slice of the vector operations mixing float64 and float32 (no full-size temporaries).
 _SLICE = 1 << 18
+
+
+def _max_abs(v):
+    """``max |v|`` (0 for an empty ``v``) by slices: no temporary of the vector's size."""
+    return max((float(np.abs(v[a : a + _SLICE]).max()) for a in range(0, len(v), _SLICE)), default=0.0)
 
 
 def _dot(u, v):

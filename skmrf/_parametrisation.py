@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from functools import cached_property
 
 import numpy as np
 
@@ -69,7 +70,6 @@ class CliqueLayout:
         self.block_offsets = np.concatenate([[0], np.cumsum(self.block_sizes)])
         self.n_params = int(self.block_offsets[-1])
         self.n_table = int(self.table_offsets[-1])
-        self.theta_pos = self._theta_positions()
         self.groups = []
         sizes = np.array([len(c) for c in self.cliques])
         for s in np.unique(sizes):
@@ -77,8 +77,11 @@ class CliqueLayout:
             var = np.array([self.cliques[m] for m in members], dtype=np.int64)
             self.groups.append((members, var, c_order_strides(k[var]), self.table_offsets[members]))
 
-    def _theta_positions(self):
-        """Position in the flat full tables of every parameter, once per distinct table shape."""
+    @cached_property
+    def theta_pos(self):
+        """Position in the flat full tables of every parameter, built once on first use (8 bytes per
+        parameter that a fit which never maps ``theta`` to the tables, like the one-hot
+        pseudo-likelihood, does not hold)."""
         theta_pos = np.empty(self.n_params, dtype=np.int64)
         by_shape = {}
         for c, ts in enumerate(self.table_shapes):

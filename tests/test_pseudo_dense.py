@@ -37,7 +37,11 @@ def _fit(monkeypatch, path, X, w=None, **params):
 
 @pytest.mark.filterwarnings("ignore:PseudoLikelihoodEstimator did not converge")
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_one_hot_objective_equals_brute_force_pl(potts, dtype):
+@pytest.mark.parametrize("chunk_entries, block_width", [(1 << 18, 512), (1, 1), (7, 4)])
+def test_one_hot_objective_equals_brute_force_pl(monkeypatch, potts, dtype, chunk_entries, block_width):
+    # (1, 1): one row per chunk and one column per block; (7, 4): chunks of 3 rows, blocks of 2 columns.
+    monkeypatch.setattr(dense, "CHUNK_ENTRIES", chunk_entries)
+    monkeypatch.setattr(dense, "BLOCK_WIDTH", block_width)
     X, _ = potts
     est = PseudoLikelihoodEstimator(graph="complete", n_states=Q, max_iter=1).fit(X)
     theta = np.random.default_rng(1).normal(scale=0.7, size=est.model_.n_params)
@@ -139,6 +143,26 @@ def test_low_memory_lbfgs_converges_and_respects_the_box():
 
     x, _, g, _ = minimize_low_memory(outside, np.zeros(3), 200, 1e-8)
     np.testing.assert_array_equal(x, THETA_BOUND)
+
+
+def test_low_memory_lbfgs_leaves_x0_alone_and_undoes_a_failed_line_search():
+    x0 = np.full(4, 0.5)
+    x, _, _, _ = minimize_low_memory(lambda x: (0.5 * x @ x, x.copy()), x0, 50, 1e-10)
+    np.testing.assert_array_equal(x0, 0.5)  # moved in place, but on a copy
+    assert np.abs(x).max() <= 1e-10
+
+    calls = []
+
+    def cliff(x):  # finite at the start only: every one of the 30 trial steps fails
+        calls.append(x.copy())
+        return (0.5 if len(calls) == 1 else np.inf), np.full_like(x, 1.0)
+
+    y0 = np.full(4, 0.5)
+    y, f, _, it = minimize_low_memory(cliff, y0, 50, 1e-10, overwrite_x0=True)
+    assert it == 0 and len(calls) == 31 and y is y0 and f == 0.5
+    assert calls[1][0] < 0.5  # the trials moved x in place ...
+    # ... and were undone: 0.5 - t1 d + t1 d - (t2 - t1) d ... + t30 d, each step's rounding ~1e-16.
+    np.testing.assert_allclose(y, 0.5, rtol=0, atol=1e-14)
 
 
 def test_alpha_dict_with_an_order_the_graph_lacks_is_refused(potts):

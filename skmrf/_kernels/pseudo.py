@@ -324,7 +324,8 @@ def _objective(layout, graph, X, weight, total, alpha, tables, path, tol, n_jobs
     del a  # the objective keeps the ridge as runs of one value; no parameter-sized vector
     x0 = field_start(obj.index, X, obj.scale, total) if DENSE_FIELD_START else np.zeros(obj.index.size)
     pairs = int(np.clip(DENSE_LBFGS_BYTES // (8 * obj.index.size), 2, DENSE_LBFGS_CORRECTIONS))
-    minimize = partial(minimize_low_memory, n_corrections=pairs, f_noise=DENSE_F_NOISE[np.dtype(dtype).name])
+    f_noise = DENSE_F_NOISE[np.dtype(dtype).name]
+    minimize = partial(minimize_low_memory, n_corrections=pairs, f_noise=f_noise, overwrite_x0=True)  # x0 is ours
     return obj, workers_for(n_jobs, obj.work, DENSE_MIN_WORK_PER_WORKER), x0, minimize
 
 

@@ -82,8 +82,9 @@ class DiscreteMRF:
         self.n_states = n_states
         self.graph = resolve_graph(graph, len(n_states))
         self.layout = CliqueLayout(self.graph.cliques, n_states)
-        if theta is None:
-            theta = np.zeros(self.layout.n_params)
+        if theta is None:  # not copied: its pages take no memory until written (a model about to be fitted)
+            self.theta = np.zeros(self.layout.n_params)
+            return
         theta = np.array(theta, dtype=np.float64)
         if theta.shape != (self.layout.n_params,):
             raise ValueError(f"theta has shape {theta.shape}; this model has {self.layout.n_params} parameters.")

@@ -49,12 +49,15 @@ DENSE_F_NOISE = {"float32": 1e-6, "float64": 1e-12}
 DENSE_FIELD_START = True
 #: Seconds per evaluation of the records path, ``a + b * work`` (:func:`choose_path`).
 RECORDS_SECONDS = (3e-4, 1.2e-8)
-#: Seconds per evaluation of the one-hot path: ``a`` plus per multiply-add of the two products,
-#: per (row, column) and per (row, one-hot column). Both checked (CPU time, one thread, load ~11)
-#: on complete graphs, n x L x q = 2000 x 8 x 4, 2000 x 12 x 4, 3000 x 10 x 21, 1000 x 30 x 21:
-#: records 7.3, 13.6, 62, 149 ms measured against 6.4, 14.1, 76, 227 estimated; one-hot 2.4, 3.5,
-#: 13.4, 38.9 ms against 1.5, 2.1, 13.2, 30.1; and 3469 x 159 x 21 one-hot 2.5 s against 2.8 s.
-ONE_HOT_SECONDS = (5e-4, 3.5e-11, 4.5e-8, 5e-9)
+#: Seconds per evaluation of the one-hot path, ``a + n (b 2 L D + c L + e D) + f D^2``: ``a``, per
+#: entry of the two sparse one-hot products (each row sums ``L`` rows of the ``D``-wide coupling
+#: matrix), per (row, column), per (row, one-hot column), and per entry of the coupling matrix.
+#: Least squares on the relative error of CPU seconds per evaluation (one thread, load ~7) on
+#: complete graphs, n x L x q = 2000x8x4, 2000x12x4, 3000x10x21, 1000x30x21, 2000x60x21,
+#: 5000x30x2, 1000x100x2, 500x50x3, 200x100x21, 20000x20x2, 300x40x5, 3469x159x21: estimated /
+#: measured 0.97, 0.80, 1.09, 1.06, 0.87, 1.01, 1.37, 0.81, 1.02, 0.78, 1.13, 0.69. The records
+#: path measured on the same graphs up to L = 60 stayed 6 to 16 times slower.
+ONE_HOT_SECONDS = (1.3e-3, 1.5e-10, 1.5e-8, 7e-9, 1.1e-8)
 #: The one-hot path is taken only when estimated this many times faster than the records.
 PATH_MARGIN = 2.0
 
@@ -333,7 +336,7 @@ def _fit_asymmetric(layout, X, weight, total, alpha, tables, max_iter, tol, n_jo
     """:func:`~skmrf._kernels.pseudo_dense.fit_asymmetric` with its columns in parallel, and the
     mean pseudo-log-likelihood of the averaged model (one evaluation of the symmetric objective)."""
     n, L = X.shape
-    work = 2.0 * n * (L * (int(layout.n_states.max()) - 1)) ** 2  # one sweep of products over the columns
+    work = 2.0 * n * L * L * (int(layout.n_states.max()) - 1)  # entries of one sweep of sparse products
     n_workers = workers_for(n_jobs, work, DENSE_MIN_WORK_PER_WORKER)
     with parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as parallel:
         theta, n_iter, grad_max = fit_asymmetric(
@@ -375,7 +378,7 @@ def choose_path(layout, graph, n_rows, tables=False):
     with ``work = kmax * sum_v R_v c_v``, ``R_v <= min(n_rows, prod of the states of v and its
     Markov blanket)`` distinct blanket configurations of variable ``v`` and ``c_v`` cliques
     containing it (the bound is used: the data are not read); the one-hot path (pairwise
-    models only) ``ONE_HOT_SECONDS[0] + ONE_HOT_SECONDS[1] * 2 n D^2`` with ``D = L * d``
+    models only) ``a + n (b 2 L D + c L + e D) + f D^2`` (:data:`ONE_HOT_SECONDS`) with ``D = L * d``
     one-hot columns. The one-hot path is taken when it is estimated :data:`PATH_MARGIN` times
     cheaper, so that fits near the boundary keep the records path (the constants' check is beside
     them).
@@ -395,6 +398,7 @@ def choose_path(layout, graph, n_rows, tables=False):
     )
     records = RECORDS_SECONDS[0] + RECORDS_SECONDS[1] * kmax * float(configs @ in_cliques)
     D = len(k) * (kmax - (0 if tables else 1))
-    a, per_product, per_entry, per_coordinate = ONE_HOT_SECONDS
-    one_hot = a + n_rows * (per_product * 2.0 * D * D + per_entry * len(k) + per_coordinate * D)
+    a, per_product, per_entry, per_coordinate, per_coupling = ONE_HOT_SECONDS
+    L = len(k)
+    one_hot = a + n_rows * (per_product * 2.0 * L * D + per_entry * L + per_coordinate * D) + per_coupling * D * D
     return PathChoice("one-hot" if PATH_MARGIN * one_hot < records else "records", records, one_hot)

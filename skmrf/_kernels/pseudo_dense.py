@@ -298,9 +298,8 @@ class DensePseudoLikelihood:
 
     @property
     def work(self):
-        """Work of one evaluation in the units of the dense products it replaces, ``2 n D^2``
-        multiply-adds (the sparse products sum ``2 n L D`` entries)."""
-        return 2.0 * self.codes.shape[0] * float(self.index.D) ** 2
+        """Work of one evaluation: the ``2 n L D`` entries its two sparse one-hot products sum."""
+        return 2.0 * self.codes.shape[0] * self.index.L * float(self.index.D)
 
     def split(self, n_workers):
         """Split the columns into blocks, ``n_workers`` groups of them (one per thread): at least

@@ -114,11 +114,11 @@ DENSE_MAX_TABLE_BYTES = 1 << 30
 PL_MIN_WORK_PER_WORKER = 4e5
 
 # Used by skmrf/_kernels/pseudo.py.
-#: Multiply-adds per thread (:attr:`DensePseudoLikelihood.work`) before the one-hot path runs
-#: its blocks of columns in parallel. Not measured on this path: the records path broke even at
-#: about 1.7e5 units of 1.2e-8 s (2 ms of work per evaluation, PL_MIN_WORK_PER_WORKER's table),
-#: and the one-hot path's products take 3.5e-11 s per multiply-add (ONE_HOT_SECONDS), so 2 ms is 6e7.
-DENSE_MIN_WORK_PER_WORKER = 6e7
+#: Entries of the sparse one-hot products per thread (:attr:`DensePseudoLikelihood.work`) before
+#: the one-hot path runs its blocks of columns in parallel: 2 ms of work at the 1.5e-10 s per
+#: entry of ONE_HOT_SECONDS (the records path broke even at about 2 ms of work per evaluation,
+#: PL_MIN_WORK_PER_WORKER's table; this path's break-even is not measured separately).
+DENSE_MIN_WORK_PER_WORKER = 1.4e7
 
 # Used by skmrf/_kernels/lap.py.
 #: Work (:func:`_solve_work` of all the auxiliary problems) each thread needs before the

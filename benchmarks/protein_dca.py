@@ -121,17 +121,15 @@ def _fit_pl(X, w, alpha, a, emulate):
 
 
 def _fit_mcmc(X, w, alpha, a):
-    from skmrf import MCMCMaxLikelihood
+    from skmrf import AdaptiveSchedule, MCMCMaxLikelihood
 
+    alpha = alpha if a.mcmc_alpha is None else a.mcmc_alpha
+    schedule = AdaptiveSchedule(n_iter=a.mcmc_iter)
     est = MCMCMaxLikelihood(
-        graph="complete", n_states=Q, alpha=alpha, n_iter=a.mcmc_iter, random_state=0, n_jobs=a.threads
+        graph="complete", n_states=Q, alpha=alpha, schedule=schedule, random_state=0, n_jobs=a.threads
     )
-    try:
-        est.fit(X, sample_weight=w)
-        return est, {"weights": "sample_weight"}
-    except TypeError:
-        est.fit(X)
-        return est, {"weights": "none (fit has no sample_weight yet)"}
+    est.fit(X, sample_weight=w)
+    return est, {"weights": "sample_weight", "mcmc_alpha": alpha, "n_iter": est.n_iter_}
 
 
 def _moments(X, w):
@@ -319,7 +317,8 @@ def main():
     p.add_argument("--skip-skmrf", action="store_true")
     p.add_argument("--emulate-weights", action="store_true", help="also fit skmrf PL on rows resampled by weight")
     p.add_argument("--skip-mcmc", action="store_true")
-    p.add_argument("--mcmc-iter", type=int, default=30)
+    p.add_argument("--mcmc-iter", type=int, default=30, help="MCMC steps (AdaptiveSchedule(n_iter=...))")
+    p.add_argument("--mcmc-alpha", type=float, help="MCMC ridge (default: PL's coupling ridge 2 lambda_J / M_eff)")
     p.add_argument("--moments", action="store_true", help="connected-correlation r of the skmrf models (sampling)")
     p.add_argument("--moment-samples", type=int, default=5000)
     p.add_argument("--moment-sweeps", type=int, default=200)
@@ -374,6 +373,7 @@ def main():
         out = os.path.join(workdir, name + ".npy")
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", name, "--worker-out", out, *common]
         cmd += ["--mcmc-iter", str(a.mcmc_iter), "--moment-samples", str(a.moment_samples)]
+        cmd += ["--mcmc-alpha", str(a.mcmc_alpha)] if a.mcmc_alpha is not None else []
         cmd += ["--moment-sweeps", str(a.moment_sweeps)] + (["--moments"] if a.moments else [])
         log, cpu, wall, mem, rc = timed(cmd, env)
         info = json.load(open(out + ".json")) if os.path.exists(out + ".json") else {"rc": rc}

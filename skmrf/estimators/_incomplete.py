@@ -38,6 +38,14 @@ Three plans compute the same sum (``plan``):
   batch; a shape too rare to pay for a batch of its own is calibrated on its sub-network's
   tree with the other cliques' tables set to zero and the other variables clamped.
 
+Whatever the plan, the patterns of a shape whose joint states are few are not calibrated on a
+tree but enumerated, all shapes in one batch (:class:`~._incomplete_batch.FlatGroup`): a
+pattern's ``log Z(d)`` is a log-sum-exp over the joint states of its missing variables of the
+tables of the cliques that hold one of them, and the cliques that hold none come out of it
+and are counted once, like complete data. A tree's fixed cost per shape and chunk (some
+ten numpy calls per node) outweighs the arithmetic of a few hundred small patterns; the cost
+model (:data:`~._incomplete_cost.FLAT_COST_MODEL`) chooses per shape.
+
 ``decompose="auto"`` prices each plan with a cost model of one evaluation
 (:func:`evaluation_cost`: patterns times the floats of a calibration, plus a fixed cost per
 batched call, both measured) and keeps the cheapest, per sub-network for the row-wise split.

@@ -12,7 +12,7 @@ from skmrf._data.decompose import missing_components
 from skmrf._solvers.lbfgs import GRADIENT_FLOOR
 from skmrf.datasets import sample_random_mrf
 from skmrf.estimators import _em as em_module
-from skmrf.estimators import _incomplete
+from skmrf.estimators import _incomplete, _incomplete_batch, _incomplete_cost
 from skmrf.estimators._existence import NoFiniteEstimateWarning
 from skmrf.estimators._incomplete import IncompleteDataTerm, ModelTerm
 from skmrf.exceptions import TreewidthError
@@ -86,27 +86,55 @@ def distance_bound(est, Xf, grad_max, h=1e-5):
 #: The plans of the data term: the undecomposed baseline, the paper's sub-networks, the choice of
 #: the cost model, and the row-wise split forced, its components either all on their sub-network's
 #: tree ("hosted": a batch of their own never pays) or on trees of their own wherever smaller ("own").
+#: Each batch is calibrated on a tree or enumerated (FlatGroup) by the cost model; the "-trees" and
+#: "-flat" variants force one kernel for every batch, "-chunks" cuts the enumerated batch into chunks
+#: of a few patterns. Values: (decompose, COST_MODEL overrides, FLAT_COST_MODEL overrides, chunk floats).
+NO_FLAT = {"call": 1e3}  # and no memory allowed for it (below)
+ALL_FLAT = {k: 0.0 for k in _incomplete_cost.FLAT_COST_MODEL}
 PLANS = {
-    "none": (False, {}),
-    "subnetworks": (True, {}),
-    "auto": ("auto", {}),
-    "components": ("components", {}),
-    "components-hosted": ("components", {"call": 1e3, "node": 1e3}),
-    "components-own": ("components", {k: 0.0 for k in _incomplete.COST_MODEL if k != "entry"}),
+    "none": (False, {}, {}, None),
+    "none-flat": (False, {}, ALL_FLAT, None),
+    "subnetworks": (True, {}, {}, None),
+    "subnetworks-trees": (True, {}, NO_FLAT, None),
+    "subnetworks-flat-chunks": (True, {}, ALL_FLAT, 40),
+    "auto": ("auto", {}, {}, None),
+    "components": ("components", {}, {}, None),
+    "components-hosted": ("components", {"call": 1e3, "node": 1e3}, NO_FLAT, None),
+    "components-hosted-flat": ("components", {"call": 1e3, "node": 1e3}, ALL_FLAT, None),
+    "components-own": ("components", {k: 0.0 for k in _incomplete.COST_MODEL if k != "entry"}, NO_FLAT, None),
 }
 
 
 def _plan_case(plan, graph, n_states, Xf, monkeypatch, seed):
     """``(decompose, model with random theta, the rows with something observed, rng)`` of one case,
     with the cost model set so that ``decompose`` takes ``plan``."""
-    decompose, costs = PLANS[plan]
+    decompose, costs, flat_costs, chunk = PLANS[plan]
     for k, v in costs.items():
         monkeypatch.setitem(_incomplete.COST_MODEL, k, v)
+    for k, v in flat_costs.items():
+        monkeypatch.setitem(_incomplete_cost.FLAT_COST_MODEL, k, v)
+    if flat_costs is ALL_FLAT:  # enumerate whatever the memory
+        monkeypatch.setattr(_incomplete_batch, "FLAT_MAX_MEMORY_RATIO", np.inf)
+    if flat_costs is NO_FLAT:  # never enumerate, even patterns with nothing to sum
+        monkeypatch.setattr(_incomplete_batch, "FLAT_MAX_MEMORY_RATIO", -1.0)
+    if chunk is not None:
+        monkeypatch.setattr(_incomplete_batch, "CHUNK_FLOATS", chunk)
     rng = np.random.default_rng(seed)
     model = DiscreteMRF(graph, n_states if np.ndim(n_states) else np.full(Xf.shape[1], n_states))
     model.theta = rng.normal(size=model.n_params)
     X = as_states(Xf)
     return decompose, model, X[~(X < 0).all(axis=1)], rng
+
+
+def _check_kernels(plan, term):
+    """The batches use the kernel the plan forces (trees, or one enumerated batch, in chunks if asked)."""
+    flat = [isinstance(g, _incomplete_batch.FlatGroup) for g in term.groups]
+    if PLANS[plan][2] is NO_FLAT:
+        assert not any(flat)
+    if PLANS[plan][2] is ALL_FLAT:
+        assert flat == [True]
+        if PLANS[plan][3] is not None:
+            assert len(term.groups[0].bounds) > 1
 
 
 @pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)
@@ -117,10 +145,11 @@ def test_data_term_and_gradient_equal_enumeration(name, graph, n_states, Xf, pla
     lay = model.layout
     full = lay.full_tables(model.theta)
     term = IncompleteDataTerm(lay, X, decompose=decompose)
+    _check_kernels(plan, term)
     if decompose == "components":
         assert term.plan == "components" and term.split.all()
         hosted = [u.active is not None for u in term._units]
-        if plan == "components-hosted":
+        if plan.startswith("components-hosted"):
             assert all(hosted)
         if plan == "components-own" and name == "triple-clique":
             assert not all(hosted)  # components on trees of their own (others stay hosted)
@@ -199,7 +228,8 @@ def test_weighted_fit_equals_repeated_rows_for_every_plan(plan, monkeypatch):
     np.testing.assert_array_equal(a.log_likelihood_trace_, b.log_likelihood_trace_)
 
 
-def test_auto_takes_the_cheapest_priced_plan():
+def test_auto_takes_the_cheapest_priced_plan(monkeypatch):
+    monkeypatch.setattr(_incomplete, "SPLIT_MIN_COST", 0.0)  # plan the split however cheap the data term
     X, _ = sample_random_mrf(grid_graph(5, 5), 2000, n_states=2, random_state=0)
     Xi = as_states(hide(X, np.random.default_rng(0), [0, 1, 2, 6, 8, 12, 24], rate=0.5))
     lay = DiscreteMRF(grid_graph(5, 5), np.full(25, 2)).layout

@@ -38,6 +38,14 @@ Three plans compute the same sum (``plan``):
   batch; a shape too rare to pay for a batch of its own is calibrated on its sub-network's
   tree with the other cliques' tables set to zero and the other variables clamped.
 
+Whatever the plan, the patterns of a shape whose joint states are few are not calibrated on a
+tree but enumerated, all shapes in one batch (:class:`~._incomplete_batch.FlatGroup`): a
+pattern's ``log Z(d)`` is a log-sum-exp over the joint states of its missing variables of the
+tables of the cliques that hold one of them, and the cliques that hold none come out of it
+and are counted once, like complete data. A tree's fixed cost per shape and chunk (some
+ten numpy calls per node) outweighs the arithmetic of a few hundred small patterns; the cost
+model (:data:`~._incomplete_cost.FLAT_COST_MODEL`) chooses per shape.
+
 ``decompose="auto"`` prices each plan with a cost model of one evaluation
 (:func:`evaluation_cost`: patterns times the floats of a calibration, plus a fixed cost per
 batched call, both measured) and keeps the cheapest, per sub-network for the row-wise split.
@@ -55,7 +63,7 @@ import numpy as np
 
 from .._data import c_order_strides, count_joint_states, distinct_projections, subnetworks, transposed_states
 from .._utils._sklearn_compat import delayed
-from ._incomplete_batch import Group, TreeCache, Unit, by_shape, distinct_tuples, e_step_chunk, fold_rows
+from ._incomplete_batch import FlatGroup, Group, TreeCache, Unit, distinct_tuples, e_step_chunk, fold_rows
 from ._incomplete_cost import COST_MODEL, SPLIT_MIN_COST, cost_features, evaluation_cost, union_cost
 from ._incomplete_model import ModelTerm, factor_tables
 from ._incomplete_split import plan_split
@@ -142,6 +150,7 @@ class IncompleteDataTerm:
         # term, fewer tables to gather per pattern; evaluate() maps the tables and counts.
         self.clique_layout = layout
         layout, self._factors = factor_tables(layout)
+        self._factors_t = self._factors.T.tocsr()  # built once: ``.T`` builds a new matrix each time
         self.layout = layout
         self.max_bytes = max_bytes
         self.n_rows = X.shape[0]
@@ -252,19 +261,29 @@ class IncompleteDataTerm:
 
     # -- building --------------------------------------------------------------
     def _build(self, units):
-        """Batch the units of each shape into one group."""
+        """Batch the units: one group per tree shape, one enumerated group for the rest (:meth:`TreeCache.batches`)."""
         self._pattern_of = {}
-        for key, us in by_shape(units).items():
+        by_tree, flat, _ = self._trees.batches(units)
+        for key, us in by_tree.items():
             built = [u.build() for u in us]
             evidence = np.concatenate([b[1] for b in built])
             counts = np.concatenate([u.counts for u in us])
-            offset = 0
-            for u in us:  # where each unit's patterns sit in this group's batch
-                self._pattern_of[id(u)] = (len(self.groups), offset)
-                offset += len(u)
+            self._place(us)
             tree = self._trees(key)
             self.groups.append(Group(tree, [b[0] for b in built], evidence, counts, self.layout.n_table))
+        if flat:
+            self._place(flat)
+            group = FlatGroup(flat, self.layout.n_table)
+            self.observed_counts += group.constant
+            self.groups.append(group)
         self._units = units
+
+    def _place(self, units):
+        """Record where each unit's patterns sit in the next group's batch."""
+        offset = 0
+        for u in units:
+            self._pattern_of[id(u)] = (len(self.groups), offset)
+            offset += len(u)
 
     def _observed_codes(self, X):
         """Codes into the flat tables of the cliques with no free variable, in chunks."""
@@ -327,7 +346,7 @@ class IncompleteDataTerm:
         for v, _, g in results:
             value += v
             grad += g
-        return value, self._factors.T @ grad
+        return value, self._factors_t @ grad
 
     def tables(self, full):
         """The flat tables the batches gather from (the maximal cliques'), from the layout's ``full``."""

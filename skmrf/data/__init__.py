@@ -7,13 +7,23 @@ blankets and EM's observed patterns per sub-network (:func:`subnetworks`). Data 
 """
 
 from .chunks import count_dtype, is_chunked, reduce_row_chunks, scan_states
-from .compress import distinct_per_column, distinct_projections
+from .compress import (
+    BlanketRecords,
+    blanket_records,
+    distinct_per_column,
+    distinct_projections,
+    merge_records,
+    padded_blankets,
+    state_dtype,
+)
 from .decompose import subnetworks
 from .joint_states import c_order_strides, count_joint_states, encode_rows, transposed_states
 from .rows import Rows
 
 __all__ = [
+    "BlanketRecords",
     "Rows",
+    "blanket_records",
     "c_order_strides",
     "count_dtype",
     "count_joint_states",
@@ -21,8 +31,11 @@ __all__ = [
     "distinct_projections",
     "encode_rows",
     "is_chunked",
+    "merge_records",
+    "padded_blankets",
     "reduce_row_chunks",
     "scan_states",
+    "state_dtype",
     "subnetworks",
     "transposed_states",
 ]

@@ -51,8 +51,13 @@ def count_dtype(n_rows):
     return np.uint16 if n_rows < 1 << 16 else np.uint32 if n_rows < 1 << 32 else np.float64
 
 
+def default_chunk_rows(X):
+    """Rows of a memmap chunk: about :data:`CHUNK_BYTES` of ``X``'s own bytes."""
+    return max(1, CHUNK_BYTES // max(1, X.shape[1] * X.dtype.itemsize))
+
+
 def _memmap_chunks(X, chunk_rows):
-    step = chunk_rows or max(1, CHUNK_BYTES // max(1, X.shape[1] * X.dtype.itemsize))
+    step = chunk_rows or default_chunk_rows(X)
     for a in range(0, X.shape[0], step):
         yield a, np.array(X[a : a + step])  # a copy of this chunk only, as a plain ndarray
 

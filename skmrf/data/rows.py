@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .chunks import is_chunked, reduce_row_chunks
+from .chunks import _is_dask, _memmap_chunks, default_chunk_rows, is_chunked, reduce_row_chunks
+from .compress import state_dtype
 
 __all__ = ["Rows"]
 
@@ -59,13 +60,18 @@ class Rows:
         """Whether ``X`` is read by row chunks (a memmap or a dask array)."""
         return is_chunked(self.X)
 
-    def reduce(self, func, *args, op=np.add, chunk_rows=None):
+    def reduce(self, func, *args, op=np.add, chunk_rows=None, max_entries=None):
         """``func(chunk, chunk_weight, *args)`` over the row chunks, combined by ``op``.
 
         ``chunk_weight`` is the chunk's slice of the weights, or None without weights; see
         :func:`~skmrf.data.reduce_row_chunks` for the chunking of each kind of input. ``func``
-        must be a module-level function (it may be sent to dask workers).
+        must be a module-level function (it may be sent to dask workers). ``max_entries`` caps a
+        memmap chunk at that many entries (rows x columns), for a ``func`` whose temporaries are
+        several words per entry (a dask array's blocks are the caller's).
         """
+        if max_entries is not None and isinstance(self.X, np.memmap):
+            cap = max(1, int(max_entries) // max(1, self.n_columns))
+            chunk_rows = min(chunk_rows or default_chunk_rows(self.X), cap)
         return reduce_row_chunks(
             self.X, _weighted_chunk, func, self.weight, *args, op=op, chunk_rows=chunk_rows, name=func.__name__
         )
@@ -76,6 +82,36 @@ class Rows:
         if is_chunked(X):
             X = np.asarray(X.compute() if hasattr(X, "compute") else X)
         return X, self.weight
+
+    def compact(self):
+        """``X`` in memory as the narrowest integer type holding its states (uint8 up to 256).
+
+        A memmap is read chunk by chunk into that array and a dask array's blocks are cast on
+        the workers, so the data are never held in a wider type (an in-memory ndarray is
+        returned as it is). For a method that needs every row, in order: its memory is one byte
+        per entry instead of the eight of ``int64``, and its arithmetic is the in-memory one.
+        """
+        X = self.X
+        if not is_chunked(X):
+            return X
+        dtype = state_dtype(int(self.n_states.max()))
+        if _is_dask(X):
+            return np.asarray(X.astype(dtype).compute())
+        out = np.empty(X.shape, dtype=dtype)
+        for start, chunk in _memmap_chunks(X, None):
+            out[start : start + len(chunk)] = chunk
+        return out
+
+    def take(self, index):
+        """The rows at ``index`` (integers, repeats allowed) in memory, as ``X``'s dtype; from a
+        memmap or a dask array only those rows are read."""
+        X = self.X
+        if not is_chunked(X):
+            return X[index]
+        if _is_dask(X):
+            unique, inverse = np.unique(index, return_inverse=True)
+            return np.asarray(X[unique].compute())[inverse.ravel()]
+        return np.asarray(X[index])
 
     def weights_or_ones(self):
         """The weights, or float64 ones when the rows are unweighted."""

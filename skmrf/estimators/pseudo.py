@@ -154,6 +154,8 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
     }
+    #: A memmap or a dask array is compressed by row chunks (records or distinct rows, with counts).
+    _reads_chunks = True
 
     def __init__(
         self,

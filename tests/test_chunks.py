@@ -336,7 +336,7 @@ def test_records_merged_from_any_chunks_equal_the_whole(monkeypatch, wide):
                 assert got.dtype == want.dtype
     # The records hold each variable's blanket configurations as the rows show them.
     for r in range(0, len(whole), 37):
-        v, blanket = whole.var[r], blankets[whole.var[r]]
+        blanket = blankets[whole.var[r]]
         shows = (X[:, blanket] == whole.values[r, : len(blanket)]).all(axis=1)
         assert shows.sum() == whole.count[r]
 

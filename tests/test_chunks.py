@@ -4,7 +4,14 @@ import numpy as np
 import pytest
 
 import skmrf.data.chunks as chunks
-from skmrf import ExactMaxLikelihood, LAPEstimator, PseudoLikelihoodEstimator
+from skmrf import (
+    AdaptiveSchedule,
+    ExactMaxLikelihood,
+    LAPEstimator,
+    MCMCMaxLikelihood,
+    PseudoLikelihoodEstimator,
+    TheorySchedule,
+)
 from skmrf.data import count_dtype, is_chunked, reduce_row_chunks, scan_states
 from skmrf.datasets import sample_random_mrf
 from skmrf.estimators._existence import NoFiniteEstimateWarning
@@ -341,27 +348,70 @@ def test_records_merged_from_any_chunks_equal_the_whole(monkeypatch, wide):
         assert shows.sum() == whole.count[r]
 
 
-def test_pseudo_likelihood_memmap_memory_is_the_chunk_plus_the_records(tmp_path, monkeypatch):
-    """A memmap of 48,000 rows x 64 binary columns (3.1 MB, uint8) fitted within a budget of
-    1.5 MB: chunks of 200 rows (12.8 kB; their coding, about 200 x 64 x 5 blanket members x 8
-    bytes = 0.5 MB, is the largest temporary) plus the 1,568 records (at most 2^5 per variable)
-    and their objective (0.2 MB). In memory, the int64 copy of X alone is 25 MB. The peak does
-    not grow with the rows: the same fit of a quarter of them peaks within 10 % of it."""
-    monkeypatch.setattr(chunks, "CHUNK_BYTES", 200 * 64)
-    budget = 1.5e6
+@pytest.fixture(scope="module")
+def ising_data():
+    X, _ = sample_random_mrf("grid:3x3", 500, n_states=2, n_variables=9, random_state=0)
+    return X.astype(np.uint8)
+
+
+MCMC_SCHEDULES = {
+    # The default: a pseudo-likelihood start, chains started at data rows, "auto" chains and sweeps
+    # (from a probe of chains started at data rows too).
+    "adaptive": ({}, {}),
+    "theory": ({"lipschitz": 5.0, "n_iter": 20, "n_chains": 500, "n_sweeps": 5}, {"max_coupling": 0.2, "alpha": 1.0}),
+}
+
+
+@pytest.mark.parametrize("weights", [None, "integer"])
+@pytest.mark.parametrize("kind", list(MCMC_SCHEDULES))
+def test_mcmc_memmap_and_dask_equal_in_memory(ising_data, tmp_path, small_chunks, kind, weights):
+    """Bit for bit: the data moments are sums of 0/1 values (or integer weights), exact in any
+    order; the pseudo-likelihood start is bit for bit (test above); the chains start at the same
+    rows, drawn by the same generator and read one by one (Rows.take). Float weights make the
+    moments and the start differ by rounding, then the chains by whatever that changes."""
+    da = pytest.importorskip("dask.array")
+    settings, kw = MCMC_SCHEDULES[kind]
+    schedule = AdaptiveSchedule(**settings) if kind == "adaptive" else TheorySchedule(**settings)
+    w = _weights(weights, len(ising_data))
+
+    def fit(X):
+        return MCMCMaxLikelihood("grid:3x3", schedule=schedule, random_state=0, **kw).fit(X, sample_weight=w)
+
+    ref = fit(ising_data)
+    for chunked in (as_memmap(ising_data, tmp_path), da.from_array(ising_data, chunks=(150, 5))):
+        est = fit(chunked)
+        np.testing.assert_array_equal(est.theta_, ref.theta_)
+        assert est.n_iter_ == ref.n_iter_ and est.schedule_ == ref.schedule_
+
+
+MEMORY_CASES = {
+    "pseudo-likelihood": lambda: PseudoLikelihoodEstimator("grid:8x8", score_method="pseudo"),
+    "mcmc": lambda: MCMCMaxLikelihood(
+        "grid:8x8", schedule=AdaptiveSchedule(n_iter=20, n_chains=200, n_sweeps=2), random_state=0
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MEMORY_CASES))
+def test_memmap_fit_memory_is_the_chunk_plus_the_statistics(tmp_path, monkeypatch, case):
+    """A memmap of 64,000 rows x 64 binary columns (4.1 MB, uint8) fitted within a budget of 2 MB,
+    half of it. Chunks of 250 rows (16 kB): their coding (250 x 64 x 5 blanket members x 8 bytes =
+    0.64 MB) is the largest temporary; the 1,568 records (at most 2^5 per variable) and their
+    objective take 0.2 MB; MCMC adds its 200 chains and their statistics (below 0.5 MB). In memory,
+    the int64 copy of X alone would be 33 MB. The peak does not grow with the rows: a fit of a
+    quarter of them peaks within 10 % of it (the statistics saturate: every blanket configuration
+    is seen)."""
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 250 * 64)
+    budget = 2e6
     rng = np.random.default_rng(0)
-    X = (rng.random((48000, 64)) < 0.5).astype(np.uint8)
-    mm_all, mm_quarter = as_memmap(X, tmp_path, "all.dat"), as_memmap(X[:12000], tmp_path, "quarter.dat")
+    X = (rng.random((64000, 64)) < 0.5).astype(np.uint8)
+    mm_all, mm_quarter = as_memmap(X, tmp_path, "all.dat"), as_memmap(X[:16000], tmp_path, "quarter.dat")
     assert X.nbytes > 2 * budget
     del X
-
-    def fit(mm):
-        return PseudoLikelihoodEstimator("grid:8x8", score_method="pseudo").fit(mm)
-
-    fit(mm_quarter)  # first calls allocate caches (imports, docstrings) that are not the fit's
-    est, peak = peak_bytes(lambda: fit(mm_all))
-    _, peak_quarter = peak_bytes(lambda: fit(mm_quarter))
-    assert est.n_records_ == 1568
+    make = MEMORY_CASES[case]
+    make().fit(mm_quarter)  # first calls allocate caches (imports, docstrings) that are not the fit's
+    _, peak = peak_bytes(lambda: make().fit(mm_all))
+    _, peak_quarter = peak_bytes(lambda: make().fit(mm_quarter))
     assert peak < budget, f"peak {peak / 1e6:.2f} MB"
     assert peak < 1.1 * peak_quarter
 
@@ -374,3 +424,15 @@ def test_pseudo_likelihood_dask_on_a_two_worker_cluster_equals_in_memory(data, t
     est, n_tasks = tasks_run(two_workers, lambda: PseudoLikelihoodEstimator(GRID).fit(X), "_records_chunk")
     assert n_tasks == 7
     _assert_same_pl_fit(est, PseudoLikelihoodEstimator(GRID).fit(data))
+
+
+@pytest.mark.slow
+def test_mcmc_dask_on_a_two_worker_cluster_equals_in_memory(ising_data, two_workers):
+    """The pseudo-likelihood start's records and the data moments are made on the workers."""
+    da = pytest.importorskip("dask.array")
+    X = da.from_array(ising_data, chunks=(100, 9))
+    est, n_tasks = tasks_run(
+        two_workers, lambda: MCMCMaxLikelihood("grid:3x3", random_state=0).fit(X), "_records_chunk"
+    )
+    assert n_tasks == 5
+    np.testing.assert_array_equal(est.theta_, MCMCMaxLikelihood("grid:3x3", random_state=0).fit(ising_data).theta_)

@@ -1,11 +1,15 @@
 """Row-chunk reduction: fits from a numpy.memmap and a dask array equal the in-memory fits."""
 
+import warnings
+
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 import skmrf.data.chunks as chunks
 from skmrf import (
     AdaptiveSchedule,
+    DecomposedEM,
     ExactMaxLikelihood,
     LAPEstimator,
     MCMCMaxLikelihood,
@@ -16,7 +20,10 @@ from skmrf.data import count_dtype, is_chunked, reduce_row_chunks, scan_states
 from skmrf.datasets import sample_random_mrf
 from skmrf.estimators._existence import NoFiniteEstimateWarning
 
+from .test_em import cases as em_cases
+
 GRID = "grid:3x4"
+EM_CASES = list(em_cases())
 
 
 @pytest.fixture(scope="module")
@@ -384,36 +391,100 @@ def test_mcmc_memmap_and_dask_equal_in_memory(ising_data, tmp_path, small_chunks
         assert est.n_iter_ == ref.n_iter_ and est.schedule_ == ref.schedule_
 
 
+@pytest.mark.parametrize("weights", [None, "integer"])
+@pytest.mark.parametrize("plan", ["auto", False])
+@pytest.mark.parametrize("case", EM_CASES, ids=[c[0] for c in EM_CASES])
+def test_em_memmap_and_dask_equal_in_memory(tmp_path, small_chunks, case, plan, weights):
+    """Bit for bit: a memmap or a dask array (NaN for missing) is compressed to its distinct rows
+    with counts, exact integers in any chunking; the sub-networks' patterns and their counts, the
+    plan and every sum of the data term are then those of the rows in memory (tests/test_em.py's
+    cases: binary, 3-state, a triple clique, all-missing rows)."""
+    da = pytest.importorskip("dask.array")
+    _, graph, n_states, Xf = case
+    w = _weights(weights, len(Xf))
+    kw = dict(n_states=n_states, alpha=0.01, decompose=plan, max_iter=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # 30 iterations: the same in every fit
+        ref = DecomposedEM(graph, **kw).fit(Xf, sample_weight=w)
+        for chunked in (as_memmap(Xf, tmp_path), da.from_array(Xf, chunks=(45, 4))):
+            est = DecomposedEM(graph, **kw).fit(chunked, sample_weight=w)
+            np.testing.assert_array_equal(est.theta_, ref.theta_)
+            np.testing.assert_array_equal(est.n_distinct_rows_, ref.n_distinct_rows_)
+            assert est.decompose_ == ref.decompose_ and est.log_likelihood_ == ref.log_likelihood_
+
+
+@pytest.mark.parametrize("weights", [None, "integer", "float"])
+def test_distinct_rows_by_chunks(tmp_path, small_chunks, weights):
+    """Rows.distinct: the distinct rows (NaN read as -1, ascending) and their counts, as np.unique
+    gives them in memory; rows of weight 0 dropped. Float weights are summed in another order:
+    equal to the rounding of a sum of at most 150 terms (150 x 2^-53 relative, under 1e-13)."""
+    from skmrf.data import Rows
+
+    da = pytest.importorskip("dask.array")
+    Xf = EM_CASES[2][3]  # all-missing rows and a triple clique's missing columns
+    w = _weights(weights, len(Xf))
+    Xi = np.where(np.isnan(Xf), -1, Xf).astype(np.int64)
+    keep = slice(None) if w is None else w > 0
+    want, inverse = np.unique(Xi[keep], axis=0, return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=None if w is None else w[keep])
+    for chunked in (as_memmap(Xf, tmp_path), da.from_array(Xf, chunks=(45, 4))):
+        values, count = Rows(chunked, np.full(6, 2), w).distinct()
+        np.testing.assert_array_equal(values, want)
+        assert values.dtype == np.int64 and count.dtype == np.float64
+        np.testing.assert_allclose(count, counts, rtol=1e-13 if weights == "float" else 0)
+
+
+def _binary_rows(n):
+    """``n`` uniform rows of 64 binary columns (uint8): every blanket configuration of an 8x8 grid
+    (at most 2^5 per variable) shows in a few thousand rows, so the records stop growing."""
+    return (np.random.default_rng(0).random((n, 64)) < 0.5).astype(np.uint8)
+
+
+def _rows_with_missing(n):
+    """``n`` rows of a 3x3 binary grid (float64) with columns 0 and 4 missing (NaN) in 30 % of the
+    rows: at most 2^7 x 3^2 = 1,152 distinct rows (997 in 16,000 rows, 1,122 in 64,000)."""
+    X, _ = sample_random_mrf("grid:3x3", n, n_states=2, n_variables=9, random_state=0)
+    X = X.astype(np.float64)
+    X[(np.random.default_rng(0).random(X.shape) < 0.3) & np.isin(np.arange(9), [0, 4])] = np.nan
+    return X
+
+
 MEMORY_CASES = {
-    "pseudo-likelihood": lambda: PseudoLikelihoodEstimator("grid:8x8", score_method="pseudo"),
-    "mcmc": lambda: MCMCMaxLikelihood(
-        "grid:8x8", schedule=AdaptiveSchedule(n_iter=20, n_chains=200, n_sweeps=2), random_state=0
+    # The largest temporary is the coding of a chunk, 250 x 64 x 5 blanket members x 8 bytes =
+    # 0.64 MB; the 1,568 records (at most 2^5 per variable) and their objective take 0.2 MB.
+    "pseudo-likelihood": (_binary_rows, lambda: PseudoLikelihoodEstimator("grid:8x8", score_method="pseudo")),
+    # The same records for the start, then 200 chains and their statistics (below 0.5 MB).
+    "mcmc": (
+        _binary_rows,
+        lambda: MCMCMaxLikelihood(
+            "grid:8x8", schedule=AdaptiveSchedule(n_iter=20, n_chains=200, n_sweeps=2), random_state=0
+        ),
     ),
+    # Chunks of 222 rows (16 kB), the distinct rows (10 kB), the patterns of its sub-networks.
+    "em": (_rows_with_missing, lambda: DecomposedEM("grid:3x3", alpha=0.01, max_iter=20)),
 }
 
 
 @pytest.mark.parametrize("case", list(MEMORY_CASES))
 def test_memmap_fit_memory_is_the_chunk_plus_the_statistics(tmp_path, monkeypatch, case):
-    """A memmap of 64,000 rows x 64 binary columns (4.1 MB, uint8) fitted within a budget of 2 MB,
-    half of it. Chunks of 250 rows (16 kB): their coding (250 x 64 x 5 blanket members x 8 bytes =
-    0.64 MB) is the largest temporary; the 1,568 records (at most 2^5 per variable) and their
-    objective take 0.2 MB; MCMC adds its 200 chains and their statistics (below 0.5 MB). In memory,
-    the int64 copy of X alone would be 33 MB. The peak does not grow with the rows: a fit of a
-    quarter of them peaks within 10 % of it (the statistics saturate: every blanket configuration
-    is seen)."""
-    monkeypatch.setattr(chunks, "CHUNK_BYTES", 250 * 64)
+    """A memmap of 64,000 rows (4.1 MB of uint8 for PL and MCMC, 4.6 MB of float64 for EM) fitted
+    within a budget of 2 MB, under half of it, with chunks of 16 kB (what each case holds is
+    beside it above). In memory, the int64 copy of X alone would be 33 MB (PL, MCMC) or 4.6 MB
+    (EM). The peak does not follow the rows: a fit of a quarter of them peaks at least two thirds
+    as high (an allocation per row would make it a quarter; EM's distinct rows still grow a little
+    with the rows)."""
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 16000)
     budget = 2e6
-    rng = np.random.default_rng(0)
-    X = (rng.random((64000, 64)) < 0.5).astype(np.uint8)
+    rows, make = MEMORY_CASES[case]
+    X = rows(64000)
     mm_all, mm_quarter = as_memmap(X, tmp_path, "all.dat"), as_memmap(X[:16000], tmp_path, "quarter.dat")
     assert X.nbytes > 2 * budget
     del X
-    make = MEMORY_CASES[case]
     make().fit(mm_quarter)  # first calls allocate caches (imports, docstrings) that are not the fit's
     _, peak = peak_bytes(lambda: make().fit(mm_all))
     _, peak_quarter = peak_bytes(lambda: make().fit(mm_quarter))
     assert peak < budget, f"peak {peak / 1e6:.2f} MB"
-    assert peak < 1.1 * peak_quarter
+    assert peak < 1.5 * peak_quarter, f"peak {peak / 1e6:.2f} MB, of a quarter of the rows {peak_quarter / 1e6:.2f} MB"
 
 
 @pytest.mark.slow

@@ -9,9 +9,13 @@ blankets and EM's observed patterns per sub-network (:func:`subnetworks`). Data 
 from .chunks import count_dtype, is_chunked, reduce_row_chunks, scan_states
 from .compress import (
     BlanketRecords,
+    DistinctRows,
     blanket_records,
     distinct_per_column,
     distinct_projections,
+    distinct_rows,
+    finish_distinct_rows,
+    merge_distinct_rows,
     merge_records,
     padded_blankets,
     state_dtype,
@@ -22,6 +26,7 @@ from .rows import Rows
 
 __all__ = [
     "BlanketRecords",
+    "DistinctRows",
     "Rows",
     "blanket_records",
     "c_order_strides",
@@ -29,8 +34,11 @@ __all__ = [
     "count_joint_states",
     "distinct_per_column",
     "distinct_projections",
+    "distinct_rows",
     "encode_rows",
+    "finish_distinct_rows",
     "is_chunked",
+    "merge_distinct_rows",
     "merge_records",
     "padded_blankets",
     "reduce_row_chunks",

@@ -13,9 +13,13 @@ from .joint_states import c_order_strides, encode_rows
 
 __all__ = [
     "BlanketRecords",
+    "DistinctRows",
     "blanket_records",
     "distinct_per_column",
     "distinct_projections",
+    "distinct_rows",
+    "finish_distinct_rows",
+    "merge_distinct_rows",
     "merge_records",
     "padded_blankets",
     "state_dtype",
@@ -257,3 +261,54 @@ def merge_records(a, b):
     starts = np.flatnonzero(new)
     count = np.add.reduceat(np.concatenate([a.count, b.count])[order], starts) if len(starts) else a.count[:0]
     return BlanketRecords(var[starts], values[starts], count, None if code is None else code[order][starts])
+
+
+class DistinctRows:
+    """Distinct rows with counts: ``values`` (int64, ``-1`` for a missing entry; ascending,
+    lexicographically with missing first) and ``count`` (int64, or the sums of the rows'
+    weights in float64)."""
+
+    __slots__ = ("values", "count")
+
+    def __init__(self, values, count):
+        self.values, self.count = values, count
+
+    def __len__(self):
+        return len(self.values)
+
+
+def _unique_rows(shifted, count=None):
+    """Distinct rows of ``shifted`` (states + 1, unsigned) and the sums of ``count`` (or the rows)."""
+    # Big-endian unsigned integers compare byte by byte (memcmp) in the order of their values.
+    key = np.ascontiguousarray(shifted.astype(shifted.dtype.newbyteorder(">"), copy=False))
+    key = key.view(np.dtype((np.void, key.dtype.itemsize * max(1, key.shape[1])))).ravel()
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    inverse = inverse.ravel()
+    if count is None:
+        total = np.bincount(inverse, minlength=len(first)).astype(np.int64)
+    elif count.dtype.kind == "f":
+        total = np.bincount(inverse, weights=count, minlength=len(first))
+    else:  # integer counts summed exactly (bincount would sum them in float64)
+        total = np.zeros(len(first), dtype=np.int64)
+        np.add.at(total, inverse, count)
+    return DistinctRows(shifted[first], total)
+
+
+def distinct_rows(X, n_states, weight=None):
+    """The distinct rows of integer ``X`` (``-1`` for missing), with counts (summed ``weight``):
+    one chunk's share of :func:`merge_distinct_rows`. ``values`` are kept as the states plus one,
+    in the narrowest unsigned type, until :func:`finish_distinct_rows`."""
+    shifted = (np.asarray(X) + 1).astype(state_dtype(int(np.max(n_states)) + 1))
+    return _unique_rows(shifted, weight)
+
+
+def merge_distinct_rows(a, b):
+    """The distinct rows of the union of two sets of rows (``op`` of the row-chunk reduction)."""
+    return _unique_rows(np.concatenate([a.values, b.values]), np.concatenate([a.count, b.count]))
+
+
+def finish_distinct_rows(distinct):
+    """``(values, count)`` of merged distinct rows: int64 states with ``-1`` for missing, float64
+    counts, rows of count 0 (all their rows had weight 0) dropped."""
+    keep = distinct.count > 0
+    return distinct.values[keep].astype(np.int64) - 1, distinct.count[keep].astype(np.float64)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..utils.validation import check_states
 from .chunks import _is_dask, _memmap_chunks, default_chunk_rows, is_chunked, reduce_row_chunks
-from .compress import state_dtype
+from .compress import distinct_rows, finish_distinct_rows, merge_distinct_rows, state_dtype
 
 __all__ = ["Rows"]
 
@@ -21,6 +22,11 @@ def _weighted_chunk(chunk, start, func, weight, *args):
     """``func(chunk, weights of its rows, *args)``: the chunk's slice of ``weight`` (or None)."""
     w = None if weight is None else weight[start : start + chunk.shape[0]]
     return func(chunk, w, *args)
+
+
+def _distinct_chunk(chunk, weight, n_states):
+    """The :class:`~skmrf.data.DistinctRows` of one (validated) chunk, NaN read as missing (-1)."""
+    return distinct_rows(check_states(chunk, allow_nan=True, keep_dtype=True), n_states, weight)
 
 
 class Rows:
@@ -101,6 +107,17 @@ class Rows:
         for start, chunk in _memmap_chunks(X, None):
             out[start : start + len(chunk)] = chunk
         return out
+
+    def distinct(self):
+        """``(values, count)``: the distinct rows (int64, ``-1`` for a missing entry) and how many
+        rows show each (the sum of their weights), in float64, accumulated by row chunks for a
+        memmap or a dask array (on the workers for dask: only the distinct rows travel). NaN in
+        a float memmap or dask array is a missing entry. Rows of weight 0 are dropped.
+
+        Integer counts (no weights, or integer weights) are exact whatever the chunks; float
+        weights are summed per chunk, then across chunks.
+        """
+        return finish_distinct_rows(self.reduce(_distinct_chunk, self.n_states, op=merge_distinct_rows))
 
     def take(self, index):
         """The rows at ``index`` (integers, repeats allowed) in memory, as ``X``'s dtype; from a

@@ -151,10 +151,11 @@ def distinct_projections(X, subsets, n_states, return_inverse=False, weight=None
 # -- Statistics accumulated by row chunks -------------------------------------------------------
 #
 # The pseudo-likelihood's records path reads its data only through the distinct configurations
-# of every variable's Markov blanket and their counts, a sum over rows: each row chunk of a
-# memmap or a dask array is compressed on its own (on the worker that holds it), and two chunks'
-# results are merged by :func:`merge_records` (``op`` of :func:`~skmrf.data.reduce_row_chunks`),
-# so only the compressed statistics are ever kept or sent.
+# of every variable's Markov blanket and their counts, and EM through its distinct rows and their
+# counts: sums over rows. Each row chunk of a memmap or a dask array is compressed on its own (on
+# the worker that holds it), and two chunks' results are merged by :func:`merge_records` or
+# :func:`merge_distinct_rows` (``op`` of :func:`~skmrf.data.reduce_row_chunks`), so only the
+# compressed statistics are ever kept or sent.
 
 
 def state_dtype(max_states):
@@ -210,10 +211,6 @@ class BlanketRecords:
     def __len__(self):
         return len(self.var)
 
-    @property
-    def nbytes(self):
-        return sum(a.nbytes for a in (self.var, self.values, self.count, self.code) if a is not None)
-
 
 def blanket_records(X, blankets, n_states, weight=None):
     """The :class:`BlanketRecords` of the rows ``X`` (in memory, or one chunk of a memmap or a dask array).
@@ -264,9 +261,10 @@ def merge_records(a, b):
 
 
 class DistinctRows:
-    """Distinct rows with counts: ``values`` (int64, ``-1`` for a missing entry; ascending,
-    lexicographically with missing first) and ``count`` (int64, or the sums of the rows'
-    weights in float64)."""
+    """Distinct rows with counts, while they are accumulated by row chunks: ``values`` are the
+    rows' states plus one (0 for a missing entry) in the narrowest unsigned type, ascending
+    lexicographically; ``count`` how many rows show each (int64), or the sums of their weights
+    (float64). :func:`finish_distinct_rows` gives the states back."""
 
     __slots__ = ("values", "count")
 

@@ -244,20 +244,30 @@ def blanket_records(X, blankets, n_states, weight=None):
 def merge_records(a, b):
     """The :class:`BlanketRecords` of the union of two sets of rows (``op`` of the row-chunk reduction)."""
     var = np.concatenate([a.var, b.var])
-    values = np.concatenate([a.values, b.values])
     code = None if a.code is None else np.concatenate([a.code, b.code])
-    # Each input is sorted: a stable sort of the two runs is a merge.
-    keys = (code,) if code is not None else tuple(values.T[::-1])
-    order = np.lexsort((*keys, var))
-    var, values = var[order], values[order]
-    new = np.ones(len(var), dtype=bool)
-    new[1:] = var[1:] != var[:-1]
-    for key in keys:
+    span = float(code.max(initial=0)) + 1.0 if code is not None else np.inf
+    if float(var.max(initial=0)) * span + span < _MAX_CODE:
+        # One int64 key, ordered as (variable, code); each input is sorted, and a stable sort of
+        # two sorted runs is a merge (timsort).
+        key = var * int(span) + code
+        order = np.argsort(key, kind="stable")
         key = key[order]
-        new[1:] |= key[1:] != key[:-1]
+        new = np.ones(len(key), dtype=bool)
+        new[1:] = key[1:] != key[:-1]
+    else:  # by the variable, then the values (or the code)
+        values = np.concatenate([a.values, b.values])
+        keys = (code,) if code is not None else tuple(values.T[::-1])
+        order = np.lexsort((*keys, var))
+        new = np.zeros(len(var), dtype=bool)
+        new[:1] = True
+        for k in (var, *keys):
+            k = k[order]
+            new[1:] |= k[1:] != k[:-1]
     starts = np.flatnonzero(new)
+    first = order[starts]
     count = np.add.reduceat(np.concatenate([a.count, b.count])[order], starts) if len(starts) else a.count[:0]
-    return BlanketRecords(var[starts], values[starts], count, None if code is None else code[order][starts])
+    values = np.concatenate([a.values, b.values])[first]
+    return BlanketRecords(var[first], values, count, None if code is None else code[first])
 
 
 class DistinctRows:

@@ -30,10 +30,11 @@ a different random choice of rows per tile, so the file is made in seconds. Then
 
 ``pl``
     ``PseudoLikelihoodEstimator("grid:PxP")`` (``--pl-J``, default 200: 40,000 variables) on a
-    file made as above with N rows (``--pl-n``, default 10,000; a uint8 file of 400 MB),
-    and ``DecomposedEM("grid:4x4")`` on 10^6 rows (``--em-n``) of a random 4x4 grid with columns 0, 5, 10
-    and 15 missing (NaN) in 30 % of the rows (a float32 file of 64 MB), each fitted in a fresh
-    process from an in-memory array (read from the file first), from the memmap (``CHUNK_BYTES``
+    file made as above with N rows (``--pl-n``, default 10,000; a uint8 file of 400 MB), and
+    ``DecomposedEM("grid:4x4")`` on 10^7 rows (``--em-n``) of a random 4x4 grid with columns 0,
+    5, 10 and 15 missing (NaN) in 30 % of the rows (a float32 file of 640 MB; dask blocks of
+    10^6 rows), each fitted in a fresh process from an in-memory array (read from the file
+    first), from the memmap (``CHUNK_BYTES``
     as shipped) and from a dask array read by the workers of a 2-worker ``LocalCluster`` (blocks
     of ``--pl-block`` rows): wall and CPU time (``wait4``: the process and its threads), peak
     resident memory (``ru_maxrss`` of the process: the in-memory array and, for a memmap, the
@@ -308,8 +309,8 @@ def run_pl_em(n, P, block, em_n, cache):
     """PL and EM from memory, a memmap and a dask array, each in a fresh process: the table's lines."""
     env = {**os.environ, "PYTHONPATH": os.path.dirname(HERE), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     cases = [
+        ("em", f"grid:{EM_GRID}x{EM_GRID}", *em_file(em_n, cache), 10**6),
         ("pl", f"grid:{P}x{P}", make_file(P, n, cache), (n, P * P), "uint8", block),
-        ("em", f"grid:{EM_GRID}x{EM_GRID}", *em_file(em_n, cache), 100000),
     ]
     lines = [
         f"{PL_EM_TITLE} (2 workers, 1 thread each), each in a fresh process; "
@@ -358,7 +359,7 @@ def main():
     p.add_argument("--pl-J", type=int, default=200, help="pl: the PL grid's side")
     p.add_argument("--pl-n", type=int, default=10000, help="pl: the PL data's rows (at most 10,000)")
     p.add_argument("--pl-block", type=int, default=500, help="pl: rows per dask block of the PL data")
-    p.add_argument("--em-n", type=int, default=10**6, help="pl: the EM data's rows")
+    p.add_argument("--em-n", type=int, default=10**7, help="pl: the EM data's rows")
     p.add_argument("--estimator")
     p.add_argument("--graph")
     p.add_argument("--input")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..utils.validation import check_states
 from .chunks import _is_dask, _memmap_chunks, default_chunk_rows, is_chunked, reduce_row_chunks
 from .compress import distinct_rows, finish_distinct_rows, merge_distinct_rows, state_dtype
 
@@ -24,9 +23,17 @@ def _weighted_chunk(chunk, start, func, weight, *args):
     return func(chunk, w, *args)
 
 
+#: Entries (rows x columns) of a memmap chunk compressed to distinct rows at once: its copy in the
+#: memmap's dtype, the states plus one (one byte each up to 255 states) and the sort of the rows.
+DISTINCT_CHUNK_ENTRIES = 1 << 24
+
+
 def _distinct_chunk(chunk, weight, n_states):
     """The :class:`~skmrf.data.DistinctRows` of one (validated) chunk, NaN read as missing (-1)."""
-    return distinct_rows(check_states(chunk, allow_nan=True, keep_dtype=True), n_states, weight)
+    X = np.asarray(chunk)
+    if X.dtype.kind == "f":  # validated: integral states or NaN
+        X = np.where(np.isnan(X), -1, X)
+    return distinct_rows(X, n_states, weight)
 
 
 class Rows:
@@ -117,7 +124,10 @@ class Rows:
         Integer counts (no weights, or integer weights) are exact whatever the chunks; float
         weights are summed per chunk, then across chunks.
         """
-        return finish_distinct_rows(self.reduce(_distinct_chunk, self.n_states, op=merge_distinct_rows))
+        distinct = self.reduce(
+            _distinct_chunk, self.n_states, op=merge_distinct_rows, max_entries=DISTINCT_CHUNK_ENTRIES
+        )
+        return finish_distinct_rows(distinct)
 
     def take(self, index):
         """The rows at ``index`` (integers, repeats allowed) in memory, as ``X``'s dtype; from a

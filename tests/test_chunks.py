@@ -112,7 +112,12 @@ def test_exact_ml_memmap_equals_in_memory(data, tmp_path, small_chunks):
         (3.0, 3, "Column 7 has state 3 at row 345"),
     ],
 )
-def test_memmap_errors_name_column_value_and_row(data, tmp_path, small_chunks, value, n_states, message):
+@pytest.mark.parametrize("scan_rows", [None, 7])
+def test_memmap_errors_name_column_value_and_row(
+    data, tmp_path, small_chunks, monkeypatch, value, n_states, message, scan_rows
+):
+    if scan_rows:  # each chunk checked 7 rows at a time: the row is still counted from the start
+        monkeypatch.setattr(chunks, "SCAN_ENTRIES", scan_rows * data.shape[1])
     bad = data.astype(np.float64)
     bad[345, 7] = value
     with pytest.raises(ValueError, match=message):

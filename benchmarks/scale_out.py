@@ -28,6 +28,20 @@ a different random choice of rows per tile, so the file is made in seconds. Then
     file pages included), the 1-minute load average before and after, and whether the two
     ``theta_`` are equal bit for bit. Written to ``benchmarks/results/lap_big_memmap.txt``.
 
+``pl``
+    ``PseudoLikelihoodEstimator("grid:PxP")`` (``--pl-J``, default 200: 40,000 variables) on a
+    file made as above with N rows (``--pl-n``, default 10,000; a uint8 file of 400 MB), and
+    ``DecomposedEM("grid:4x4")`` on 10^7 rows (``--em-n``) of a random 4x4 grid with columns 0,
+    5, 10 and 15 missing (NaN) in 30 % of the rows (a float32 file of 640 MB; dask blocks of
+    10^6 rows), each fitted in a fresh process from an in-memory array (read from the file
+    first), from the memmap (``CHUNK_BYTES``
+    as shipped) and from a dask array read by the workers of a 2-worker ``LocalCluster`` (blocks
+    of ``--pl-block`` rows): wall and CPU time (``wait4``: the process and its threads), peak
+    resident memory (``ru_maxrss`` of the process: the in-memory array and, for a memmap, the
+    file pages it mapped; for dask the client's and each worker's), the 1-minute load average,
+    and whether ``theta_`` equals the in-memory fit's bit for bit. Its table is written below
+    the LAP table of ``benchmarks/results/scale_out.txt`` (replacing its own earlier run).
+
 ``score_method="pseudo"``: the default would estimate ``log Z`` of 10^6 variables by AIS,
 which is not what is measured here. The table is printed and written to
 ``benchmarks/results/scale_out.txt``.
@@ -36,6 +50,7 @@ Usage::
 
     nice -n 10 python benchmarks/scale_out.py [--J 1000] [--n 1000] [--parts slice memmap dask]
     python benchmarks/scale_out.py --parts compare --old-src DIR [--sizes 200 500 1000] [--n-jobs 2]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/scale_out.py --parts pl [--pl-J 200] [--pl-n 10000]
 """
 
 from __future__ import annotations
@@ -83,21 +98,21 @@ def make_file(J, n, cache):
     return path
 
 
-def open_rows(path, shape, a, b):
+def open_rows(path, shape, a, b, dtype=np.uint8):
     """Rows ``a:b`` of the memmap file, read by whoever calls it (a dask worker)."""
-    return np.array(np.memmap(path, dtype=np.uint8, mode="r", shape=shape)[a:b])
+    return np.array(np.memmap(path, dtype=dtype, mode="r", shape=shape)[a:b])
 
 
-def dask_array(path, shape, rows):
+def dask_array(path, shape, rows, dtype=np.uint8):
     """A dask array whose blocks of ``rows`` rows each are read from the file on the workers."""
     import dask
     import dask.array as da
 
     blocks = [
         da.from_delayed(
-            dask.delayed(open_rows)(path, shape, a, min(a + rows, shape[0])),
+            dask.delayed(open_rows)(path, shape, a, min(a + rows, shape[0]), dtype),
             (min(a + rows, shape[0]) - a, shape[1]),
-            np.uint8,
+            dtype,
         )
         for a in range(0, shape[0], rows)
     ]
@@ -227,6 +242,107 @@ def run_compare(old_src, sizes, n, n_jobs, cache):
     return lines
 
 
+# -- pl: PL and EM from memory, a memmap and a dask array ------------------------------------------
+
+EM_GRID, EM_MISSING = 4, (0, 5, 10, 15)
+PL_EM_TITLE = "PL and EM fits from memory, a memmap and a dask array"
+
+
+def em_file(n, cache):
+    """``n`` rows of a random 4x4 grid (float32), some columns missing (NaN) in 30 % of the rows."""
+    from skmrf.datasets import sample_random_mrf
+
+    p = EM_GRID * EM_GRID
+    path = os.path.join(cache, f"scale_em{EM_GRID}_N{n}.f4")
+    if not (os.path.exists(path) and os.path.getsize(path) == 4 * n * p):
+        X, _ = sample_random_mrf(f"grid:{EM_GRID}x{EM_GRID}", n, n_variables=p, random_state=0)
+        X = X.astype(np.float32)
+        X[(np.random.default_rng(1).random(X.shape) < 0.3) & np.isin(np.arange(p), EM_MISSING)] = np.nan
+        X.tofile(path + ".part")
+        os.replace(path + ".part", path)
+    return path, (n, p), "float32"
+
+
+def _estimator(name, graph):
+    from skmrf import DecomposedEM, PseudoLikelihoodEstimator
+
+    if name == "pl":
+        return PseudoLikelihoodEstimator(graph, score_method="pseudo")
+    return DecomposedEM(graph, alpha=0.01)
+
+
+def worker_fit(name, graph, kind, path, shape, dtype, block, out):
+    """One fit of ``name`` from ``kind`` input; prints ``RESULT wall peak_gib load [worker GiB...]``."""
+    mm = np.memmap(path, dtype=dtype, mode="r", shape=shape)
+    workers = {}
+    if kind == "dask":
+        cluster, client = _cluster()
+        with cluster, client:
+            t = time.perf_counter()
+            est = _estimator(name, graph).fit(dask_array(path, shape, block, np.dtype(dtype)))
+            wall = time.perf_counter() - t
+            workers = client.run(peak_gib)
+    else:
+        X = np.array(mm) if kind == "memory" else mm  # in memory: the file read whole first
+        t = time.perf_counter()
+        est = _estimator(name, graph).fit(X)
+        wall = time.perf_counter() - t
+    np.save(out, est.theta_)
+    peaks = " ".join(f"{v:.2f}" for v in workers.values())
+    print(f"RESULT {wall:.1f} {peak_gib():.2f} {os.getloadavg()[0]:.2f} {peaks}", flush=True)
+
+
+def _measured(cmd, env):
+    """Run ``cmd``; its RESULT fields, CPU seconds and peak GiB (``wait4``: this child and its threads)."""
+    with tempfile.TemporaryFile("w+") as fo, tempfile.TemporaryFile("w+") as fe:
+        proc = subprocess.Popen(cmd, stdout=fo, stderr=fe, text=True, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+        fo.seek(0), fe.seek(0)
+        stdout, stderr = fo.read(), fe.read()
+    lines = [ln for ln in stdout.splitlines() if ln.startswith("RESULT")]
+    if not lines or os.waitstatus_to_exitcode(status):
+        raise RuntimeError(f"{cmd} failed:\n{stdout[-3000:]}\n{stderr[-3000:]}")
+    return lines[0].split()[1:], usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 2**20
+
+
+def run_pl_em(n, P, block, em_n, cache):
+    """PL and EM from memory, a memmap and a dask array, each in a fresh process: the table's lines."""
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(HERE), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    cases = [
+        ("em", f"grid:{EM_GRID}x{EM_GRID}", *em_file(em_n, cache), 10**6),
+        ("pl", f"grid:{P}x{P}", make_file(P, n, cache), (n, P * P), "uint8", block),
+    ]
+    lines = [
+        f"{PL_EM_TITLE} (2 workers, 1 thread each), each in a fresh process; "
+        f"{os.cpu_count()} cores; OPENBLAS_NUM_THREADS=1; peak = ru_maxrss",
+        f"{'estimator':<34} {'input':<7} {'wall s':>7} {'cpu s':>7} {'peak GiB':>8} {'workers GiB':>11} "
+        f"{'load':>11} {'theta equal':>11}",
+    ]
+    print("\n".join(lines), flush=True)
+    for name, graph, path, shape, dtype, blk in cases:
+        label = f"{'PL' if name == 'pl' else 'EM'} {graph} N={shape[0]:,} {dtype}"
+        base = None
+        for kind in ("memory", "memmap", "dask"):
+            out = os.path.join(cache, f"scale_{name}_theta_{kind}.npy")
+            cmd = [sys.executable, __file__, "--worker", "fit", "--estimator", name, "--graph", graph, "--input", kind]
+            cmd += ["--file", path, "--shape", str(shape[0]), str(shape[1]), "--dtype", dtype, "--block", str(blk)]
+            cmd += ["--out", out]
+            load = os.getloadavg()[0]
+            res, cpu, peak = _measured(cmd, env)
+            theta = np.load(out)
+            base = theta if base is None else base
+            eq = "-" if kind == "memory" else str(np.array_equal(theta, base))
+            workers = "/".join(res[3:]) if len(res) > 3 else "-"
+            lines.append(
+                f"{label:<34} {kind:<7} {float(res[0]):>7.1f} {cpu:>7.1f} {peak:>8.2f} {workers:>11} "
+                f"{load:>5.2f}/{float(res[2]):<5.2f} {eq:>11}"
+            )
+            print(lines[-1], flush=True)
+        size = np.prod(shape) * np.dtype(dtype).itemsize / 2**30
+        lines.append(f"{'':<34} (file {size:.2f} GiB)")
+    return lines
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--J", type=int, default=1000)
@@ -240,7 +356,20 @@ def main():
     p.add_argument("--old-src", help="compare: directory holding the old skmrf package")
     p.add_argument("--sizes", type=int, nargs="+", default=[200, 500])
     p.add_argument("--n-jobs", type=int, default=None)
+    p.add_argument("--pl-J", type=int, default=200, help="pl: the PL grid's side")
+    p.add_argument("--pl-n", type=int, default=10000, help="pl: the PL data's rows (at most 10,000)")
+    p.add_argument("--pl-block", type=int, default=500, help="pl: rows per dask block of the PL data")
+    p.add_argument("--em-n", type=int, default=10**7, help="pl: the EM data's rows")
+    p.add_argument("--estimator")
+    p.add_argument("--graph")
+    p.add_argument("--input")
+    p.add_argument("--shape", type=int, nargs=2)
+    p.add_argument("--dtype")
+    p.add_argument("--block", type=int)
     a = p.parse_args()
+    if a.worker == "fit":
+        worker_fit(a.estimator, a.graph, a.input, a.file, tuple(a.shape), a.dtype, a.block, a.out)
+        return
     if a.worker:
         run = worker_memmap if a.worker == "memmap" else worker_dask
         run(a.file, a.J, a.n, a.out, *([a.n_jobs] if a.worker == "memmap" else []))
@@ -250,6 +379,14 @@ def main():
         lines = run_compare(a.old_src, a.sizes, a.n, a.n_jobs or 2, a.cache)
         with open(a.results or os.path.join(HERE, "results", "lap_big_memmap.txt"), "w") as f:
             f.write("\n".join(lines) + "\n")
+        return
+    if a.parts == ["pl"]:
+        lines = run_pl_em(a.pl_n, a.pl_J, a.pl_block, a.em_n, a.cache)
+        # The LAP table of the other parts stays; this one replaces its own earlier run.
+        path = a.results or os.path.join(HERE, "results", "scale_out.txt")
+        kept = open(path).read().split(PL_EM_TITLE)[0].rstrip("\n") if os.path.exists(path) else ""
+        with open(path, "w") as f:
+            f.write((kept + "\n\n" if kept else "") + "\n".join(lines) + "\n")
         return
     a.results = a.results or os.path.join(HERE, "results", "scale_out.txt")
     t = time.perf_counter()

@@ -1,15 +1,30 @@
 """Row-chunk reduction: fits from a numpy.memmap and a dask array equal the in-memory fits."""
 
+import warnings
+
 import numpy as np
 import pytest
+from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 
 import skmrf._data.chunks as chunks
-from skmrf import ExactMaxLikelihood, LAPEstimator
+from skmrf import (
+    AdaptiveSchedule,
+    DecomposedEM,
+    ExactMaxLikelihood,
+    LAPEstimator,
+    MCMCMaxLikelihood,
+    PseudoLikelihoodEstimator,
+    TheorySchedule,
+)
 from skmrf._data import count_dtype, is_chunked, reduce_row_chunks, scan_states
 from skmrf.datasets import sample_random_mrf
 from skmrf.estimators._existence import NoFiniteEstimateWarning
 
+from .test_em import cases as em_cases
+
 GRID = "grid:3x4"
+EM_CASES = list(em_cases())
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +112,12 @@ def test_exact_ml_memmap_equals_in_memory(data, tmp_path, small_chunks):
         (3.0, 3, "Column 7 has state 3 at row 345"),
     ],
 )
-def test_memmap_errors_name_column_value_and_row(data, tmp_path, small_chunks, value, n_states, message):
+@pytest.mark.parametrize("scan_rows", [None, 7])
+def test_memmap_errors_name_column_value_and_row(
+    data, tmp_path, small_chunks, monkeypatch, value, n_states, message, scan_rows
+):
+    if scan_rows:  # each chunk checked 7 rows at a time: the row is still counted from the start
+        monkeypatch.setattr(chunks, "SCAN_ENTRIES", scan_rows * data.shape[1])
     bad = data.astype(np.float64)
     bad[345, 7] = value
     with pytest.raises(ValueError, match=message):
@@ -210,3 +230,297 @@ def test_gaussian_lap_dask_on_a_two_worker_cluster_matches_in_memory(gaussian_da
     est, n_tasks = tasks_run(two_workers, lambda: GaussianLAP("grid:4x4", shrinkage=0.05).fit(X), "_gram_chunk")
     assert n_tasks == 4  # the Gram blocks of the 4 row blocks were made on the workers
     _assert_glap_close(est, GaussianLAP("grid:4x4", shrinkage=0.05).fit(gaussian_data))
+
+
+# -- Pseudo-likelihood and MCMC from row chunks ---------------------------------------------------
+
+
+def peak_bytes(fit):
+    """``fit()`` and the peak of the Python and numpy allocations (tracemalloc) while it ran.
+
+    numpy reports its array buffers to tracemalloc; a memmap's mapped file pages are not
+    allocations, so a fit that reads a memmap by chunks shows only its chunks and statistics.
+    """
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        out = fit()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return out, peak
+
+
+@pytest.fixture(scope="module")
+def potts_data():
+    """A complete graph of 8 four-state columns: the pseudo-likelihood takes the one-hot path."""
+    X, _ = sample_random_mrf("complete", 600, n_states=4, n_variables=8, random_state=0)
+    return X.astype(np.uint8)
+
+
+def _weights(kind, n):
+    rng = np.random.default_rng(1)
+    if kind == "integer":
+        return rng.integers(0, 3, n).astype(np.float64)  # zeros included: those rows are dropped
+    return None if kind is None else rng.random(n)
+
+
+PL_CASES = {
+    "records": ("grid:3x4", {}),
+    "records-tables": ("grid:3x4", {"ridge": "tables"}),
+    "one-hot": ("complete", {"tol": 1e-6}),  # float32 products: their rounding must match too
+    "asymmetric": ("grid:3x4", {"symmetric": False}),
+}
+
+
+def _assert_same_pl_fit(est, ref):
+    np.testing.assert_array_equal(est.theta_, ref.theta_)
+    assert est.n_iter_ == ref.n_iter_ and est.n_records_ == ref.n_records_
+    assert est.pseudo_log_likelihood_ == ref.pseudo_log_likelihood_
+
+
+@pytest.mark.parametrize("weights", [None, "integer", "float"])
+@pytest.mark.parametrize("case", list(PL_CASES))
+def test_pseudo_likelihood_memmap_and_dask_equal_in_memory(
+    data, potts_data, tmp_path, small_chunks, monkeypatch, case, weights
+):
+    """Bit for bit, wherever the counts are integers: the records path merges the chunks' records
+    (integer counts, exact in any order) into the in-memory records, in their order; the one-hot
+    and asymmetric paths read every row, in order, so their arithmetic is the in-memory one
+    whatever the weights. Float weights on the records path: see the next test."""
+    da = pytest.importorskip("dask.array")
+    graph, kw = PL_CASES[case]
+    X = potts_data if graph == "complete" else data
+    w = _weights(weights, len(X))
+    if case.startswith("records") and weights == "float":
+        pytest.skip("float weights are summed per record in another order: the next test")
+    if case == "one-hot":  # forced: this small model sits near choose_path's boundary
+        from skmrf._kernels import pseudo as kernel
+
+        monkeypatch.setattr(kernel, "choose_path", lambda *a, **k: kernel.PathChoice("one-hot", 0.0, 0.0))
+    ref = PseudoLikelihoodEstimator(graph, score_method="pseudo", **kw).fit(X, sample_weight=w)
+    assert (ref.n_records_ == len(X) * X.shape[1]) == (case in ("one-hot", "asymmetric")) or weights
+    for chunked in (as_memmap(X, tmp_path), da.from_array(X, chunks=(150, 5))):
+        est = PseudoLikelihoodEstimator(graph, score_method="pseudo", **kw).fit(chunked, sample_weight=w)
+        _assert_same_pl_fit(est, ref)
+
+
+def test_pseudo_likelihood_records_with_float_weights(data, tmp_path, small_chunks):
+    """Float weights: a record's weight is a sum of the weights of its rows, added per chunk and
+    then across chunks, in another order than in memory. The records are the same (variables,
+    configurations, order); their weights agree to the rounding of a sum of at most 700 terms
+    (700 x 2^-53 relative, under 1e-13); the objectives at any parameters agree to that. The
+    objective is strongly convex with modulus alpha_ (its ridge), so each fit (inside the box)
+    is within |gradient| / alpha_ of the minimiser, and the two within the sum of theirs (plus
+    1e-9 for the objectives' 1e-13 difference over alpha_): L-BFGS stops on other iterates, 5e-7
+    apart (in norm) here, where that bound is 2e-5."""
+    from skmrf._kernels.pseudo import PseudoLikelihoodObjective, blanket_statistics
+
+    w = _weights("float", len(data))
+    ref = PseudoLikelihoodEstimator(GRID, score_method="pseudo").fit(data, sample_weight=w)
+    est = PseudoLikelihoodEstimator(GRID, score_method="pseudo").fit(as_memmap(data, tmp_path), sample_weight=w)
+    assert est.n_records_ == ref.n_records_ and est.alpha_ == ref.alpha_
+    rows = clone(est)._validate_fit_data(as_memmap(data, tmp_path, "y.dat"), w)
+    records, _ = blanket_statistics(rows, est.graph_, est.n_states_)
+    layout, theta = est.model_.layout, est.theta_
+    assert np.abs(theta).max() > 0.1  # a fitted model (its objectives differ most away from 0)
+    chunked = PseudoLikelihoodObjective(layout, est.graph_, records, 0.0, total=rows.total)
+    in_memory = PseudoLikelihoodObjective(layout, est.graph_, data.astype(np.int64), 0.0, weight=w, total=w.sum())
+    for got, want in zip(chunked._records, in_memory._records):
+        np.testing.assert_allclose(got, want, rtol=1e-13)
+    np.testing.assert_array_equal(chunked._records[0], in_memory._records[0])  # table positions: exact
+    (f1, g1), (f2, g2) = chunked(theta), in_memory(theta)
+    assert f1 == pytest.approx(f2, rel=1e-13)
+    np.testing.assert_allclose(g1, g2, rtol=0, atol=1e-13 * np.abs(g2).max())
+    ridge = PseudoLikelihoodObjective(layout, est.graph_, records, est.alpha_, total=rows.total)
+    assert max(np.abs(est.theta_).max(), np.abs(ref.theta_).max()) < 30  # the box is inactive
+    bound = (np.linalg.norm(ridge(est.theta_)[1]) + np.linalg.norm(ridge(ref.theta_)[1])) / est.alpha_ + 1e-9
+    assert np.linalg.norm(est.theta_ - ref.theta_) <= bound
+
+
+@pytest.mark.parametrize("wide", [False, True])
+def test_records_merged_from_any_chunks_equal_the_whole(monkeypatch, wide):
+    """The records of row chunks, merged in any grouping, are the records of all the rows: same
+    arrays, same order (variable, then configuration). ``wide``: every blanket counts as too wide to
+    code (the limit lowered to 2), so they are compressed and merged by their values instead."""
+    import skmrf._data.compress as compress
+    from skmrf._data import blanket_records, merge_records
+
+    if wide:
+        monkeypatch.setattr(compress, "_MAX_CODE", 2)
+    X, _ = sample_random_mrf([(0, 1, 2), (2, 3), (3, 4, 5), (5, 0)], 300, n_states=3, n_variables=6, random_state=2)
+    blankets = [(0, 1, 2, 5), (0, 1, 2), (0, 1, 2, 3), (2, 3, 4, 5), (3, 4, 5), (0, 3, 4, 5)]
+    k = np.full(6, 3)
+    whole = blanket_records(X, blankets, k)
+    assert (whole.code is None) == wide
+    parts = [blanket_records(X[a:b], blankets, k) for a, b in [(0, 7), (7, 7), (7, 150), (150, 151), (151, 300)]]
+    for merged in (
+        merge_records(merge_records(merge_records(parts[0], parts[1]), parts[2]), merge_records(parts[3], parts[4])),
+        merge_records(parts[4], merge_records(parts[2], merge_records(parts[0], merge_records(parts[3], parts[1])))),
+    ):
+        for name in ("var", "values", "count", "code"):
+            got, want = getattr(merged, name), getattr(whole, name)
+            assert (got is None) == (want is None)
+            if want is not None:
+                np.testing.assert_array_equal(got, want)
+                assert got.dtype == want.dtype
+    # The records hold each variable's blanket configurations as the rows show them.
+    for r in range(0, len(whole), 37):
+        blanket = blankets[whole.var[r]]
+        shows = (X[:, blanket] == whole.values[r, : len(blanket)]).all(axis=1)
+        assert shows.sum() == whole.count[r]
+
+
+@pytest.fixture(scope="module")
+def ising_data():
+    X, _ = sample_random_mrf("grid:3x3", 500, n_states=2, n_variables=9, random_state=0)
+    return X.astype(np.uint8)
+
+
+MCMC_SCHEDULES = {
+    # The default: a pseudo-likelihood start, chains started at data rows, "auto" chains and sweeps
+    # (from a probe of chains started at data rows too).
+    "adaptive": ({}, {}),
+    "theory": ({"lipschitz": 5.0, "n_iter": 20, "n_chains": 500, "n_sweeps": 5}, {"max_coupling": 0.2, "alpha": 1.0}),
+}
+
+
+@pytest.mark.parametrize("weights", [None, "integer"])
+@pytest.mark.parametrize("kind", list(MCMC_SCHEDULES))
+def test_mcmc_memmap_and_dask_equal_in_memory(ising_data, tmp_path, small_chunks, kind, weights):
+    """Bit for bit: the data moments are sums of 0/1 values (or integer weights), exact in any
+    order; the pseudo-likelihood start is bit for bit (test above); the chains start at the same
+    rows, drawn by the same generator and read one by one (Rows.take). Float weights make the
+    moments and the start differ by rounding, then the chains by whatever that changes."""
+    da = pytest.importorskip("dask.array")
+    settings, kw = MCMC_SCHEDULES[kind]
+    schedule = AdaptiveSchedule(**settings) if kind == "adaptive" else TheorySchedule(**settings)
+    w = _weights(weights, len(ising_data))
+
+    def fit(X):
+        return MCMCMaxLikelihood("grid:3x3", schedule=schedule, random_state=0, **kw).fit(X, sample_weight=w)
+
+    ref = fit(ising_data)
+    for chunked in (as_memmap(ising_data, tmp_path), da.from_array(ising_data, chunks=(150, 5))):
+        est = fit(chunked)
+        np.testing.assert_array_equal(est.theta_, ref.theta_)
+        assert est.n_iter_ == ref.n_iter_ and est.schedule_ == ref.schedule_
+
+
+@pytest.mark.parametrize("weights", [None, "integer"])
+@pytest.mark.parametrize("plan", ["auto", False])
+@pytest.mark.parametrize("case", EM_CASES, ids=[c[0] for c in EM_CASES])
+def test_em_memmap_and_dask_equal_in_memory(tmp_path, small_chunks, case, plan, weights):
+    """Bit for bit: a memmap or a dask array (NaN for missing) is compressed to its distinct rows
+    with counts, exact integers in any chunking; the sub-networks' patterns and their counts, the
+    plan and every sum of the data term are then those of the rows in memory (tests/test_em.py's
+    cases: binary, 3-state, a triple clique, all-missing rows)."""
+    da = pytest.importorskip("dask.array")
+    _, graph, n_states, Xf = case
+    w = _weights(weights, len(Xf))
+    kw = dict(n_states=n_states, alpha=0.01, decompose=plan, max_iter=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # 30 iterations: the same in every fit
+        ref = DecomposedEM(graph, **kw).fit(Xf, sample_weight=w)
+        for chunked in (as_memmap(Xf, tmp_path), da.from_array(Xf, chunks=(45, 4))):
+            est = DecomposedEM(graph, **kw).fit(chunked, sample_weight=w)
+            np.testing.assert_array_equal(est.theta_, ref.theta_)
+            np.testing.assert_array_equal(est.n_distinct_rows_, ref.n_distinct_rows_)
+            assert est.decompose_ == ref.decompose_ and est.log_likelihood_ == ref.log_likelihood_
+
+
+@pytest.mark.parametrize("weights", [None, "integer", "float"])
+def test_distinct_rows_by_chunks(tmp_path, small_chunks, weights):
+    """Rows.distinct: the distinct rows (NaN read as -1, ascending) and their counts, as np.unique
+    gives them in memory; rows of weight 0 dropped. Float weights are summed in another order:
+    equal to the rounding of a sum of at most 150 terms (150 x 2^-53 relative, under 1e-13)."""
+    from skmrf._data import Rows
+
+    da = pytest.importorskip("dask.array")
+    Xf = EM_CASES[2][3]  # all-missing rows and a triple clique's missing columns
+    w = _weights(weights, len(Xf))
+    Xi = np.where(np.isnan(Xf), -1, Xf).astype(np.int64)
+    keep = slice(None) if w is None else w > 0
+    want, inverse = np.unique(Xi[keep], axis=0, return_inverse=True)
+    counts = np.bincount(inverse.ravel(), weights=None if w is None else w[keep])
+    for chunked in (as_memmap(Xf, tmp_path), da.from_array(Xf, chunks=(45, 4))):
+        values, count = Rows(chunked, np.full(6, 2), w).distinct()
+        np.testing.assert_array_equal(values, want)
+        assert values.dtype == np.int64 and count.dtype == np.float64
+        np.testing.assert_allclose(count, counts, rtol=1e-13 if weights == "float" else 0)
+
+
+def _binary_rows(n):
+    """``n`` uniform rows of 64 binary columns (uint8): every blanket configuration of an 8x8 grid
+    (at most 2^5 per variable) shows in a few thousand rows, so the records stop growing."""
+    return (np.random.default_rng(0).random((n, 64)) < 0.5).astype(np.uint8)
+
+
+def _rows_with_missing(n):
+    """``n`` rows of a 3x3 binary grid (float64) with columns 0 and 4 missing (NaN) in 30 % of the
+    rows: at most 2^7 x 3^2 = 1,152 distinct rows (997 in 16,000 rows, 1,122 in 64,000)."""
+    X, _ = sample_random_mrf("grid:3x3", n, n_states=2, n_variables=9, random_state=0)
+    X = X.astype(np.float64)
+    X[(np.random.default_rng(0).random(X.shape) < 0.3) & np.isin(np.arange(9), [0, 4])] = np.nan
+    return X
+
+
+MEMORY_CASES = {
+    # The largest temporary is the coding of a chunk, 250 x 64 x 5 blanket members x 8 bytes =
+    # 0.64 MB; the 1,568 records (at most 2^5 per variable) and their objective take 0.2 MB.
+    "pseudo-likelihood": (_binary_rows, lambda: PseudoLikelihoodEstimator("grid:8x8", score_method="pseudo")),
+    # The same records for the start, then 200 chains and their statistics (below 0.5 MB).
+    "mcmc": (
+        _binary_rows,
+        lambda: MCMCMaxLikelihood(
+            "grid:8x8", schedule=AdaptiveSchedule(n_iter=20, n_chains=200, n_sweeps=2), random_state=0
+        ),
+    ),
+    # Chunks of 222 rows (16 kB), the distinct rows (10 kB), the patterns of its sub-networks.
+    "em": (_rows_with_missing, lambda: DecomposedEM("grid:3x3", alpha=0.01, max_iter=20)),
+}
+
+
+@pytest.mark.parametrize("case", list(MEMORY_CASES))
+def test_memmap_fit_memory_is_the_chunk_plus_the_statistics(tmp_path, monkeypatch, case):
+    """A memmap of 64,000 rows (4.1 MB of uint8 for PL and MCMC, 4.6 MB of float64 for EM) fitted
+    within a budget of 2 MB, under half of it, with chunks of 16 kB (what each case holds is
+    beside it above). In memory, the int64 copy of X alone would be 33 MB (PL, MCMC) or 4.6 MB
+    (EM). The peak does not follow the rows: a fit of a quarter of them peaks at least two thirds
+    as high (an allocation per row would make it a quarter; EM's distinct rows still grow a little
+    with the rows)."""
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 16000)
+    budget = 2e6
+    rows, make = MEMORY_CASES[case]
+    X = rows(64000)
+    mm_all, mm_quarter = as_memmap(X, tmp_path, "all.dat"), as_memmap(X[:16000], tmp_path, "quarter.dat")
+    assert X.nbytes > 2 * budget
+    del X
+    make().fit(mm_quarter)  # first calls allocate caches (imports, docstrings) that are not the fit's
+    _, peak = peak_bytes(lambda: make().fit(mm_all))
+    _, peak_quarter = peak_bytes(lambda: make().fit(mm_quarter))
+    assert peak < budget, f"peak {peak / 1e6:.2f} MB"
+    assert peak < 1.5 * peak_quarter, f"peak {peak / 1e6:.2f} MB, of a quarter of the rows {peak_quarter / 1e6:.2f} MB"
+
+
+@pytest.mark.slow
+def test_pseudo_likelihood_dask_on_a_two_worker_cluster_equals_in_memory(data, two_workers):
+    """The records of each block are made on the workers (one task per block); only they travel."""
+    da = pytest.importorskip("dask.array")
+    X = da.from_array(data, chunks=(100, 12))
+    est, n_tasks = tasks_run(two_workers, lambda: PseudoLikelihoodEstimator(GRID).fit(X), "_records_chunk")
+    assert n_tasks == 7
+    _assert_same_pl_fit(est, PseudoLikelihoodEstimator(GRID).fit(data))
+
+
+@pytest.mark.slow
+def test_mcmc_dask_on_a_two_worker_cluster_equals_in_memory(ising_data, two_workers):
+    """The pseudo-likelihood start's records and the data moments are made on the workers."""
+    da = pytest.importorskip("dask.array")
+    X = da.from_array(ising_data, chunks=(100, 9))
+    est, n_tasks = tasks_run(
+        two_workers, lambda: MCMCMaxLikelihood("grid:3x3", random_state=0).fit(X), "_records_chunk"
+    )
+    assert n_tasks == 5
+    np.testing.assert_array_equal(est.theta_, MCMCMaxLikelihood("grid:3x3", random_state=0).fit(ising_data).theta_)

@@ -7,22 +7,43 @@ blankets and EM's observed patterns per sub-network (:func:`subnetworks`). Data 
 """
 
 from .chunks import count_dtype, is_chunked, reduce_row_chunks, scan_states
-from .compress import distinct_per_column, distinct_projections
+from .compress import (
+    BlanketRecords,
+    DistinctRows,
+    blanket_records,
+    distinct_per_column,
+    distinct_projections,
+    distinct_rows,
+    finish_distinct_rows,
+    merge_distinct_rows,
+    merge_records,
+    padded_blankets,
+    state_dtype,
+)
 from .decompose import subnetworks
 from .joint_states import c_order_strides, count_joint_states, encode_rows, transposed_states
 from .rows import Rows
 
 __all__ = [
+    "BlanketRecords",
+    "DistinctRows",
     "Rows",
+    "blanket_records",
     "c_order_strides",
     "count_dtype",
     "count_joint_states",
     "distinct_per_column",
     "distinct_projections",
+    "distinct_rows",
     "encode_rows",
+    "finish_distinct_rows",
     "is_chunked",
+    "merge_distinct_rows",
+    "merge_records",
+    "padded_blankets",
     "reduce_row_chunks",
     "scan_states",
+    "state_dtype",
     "subnetworks",
     "transposed_states",
 ]

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .chunks import is_chunked, reduce_row_chunks
+from .chunks import _is_dask, _memmap_chunks, default_chunk_rows, is_chunked, reduce_row_chunks
+from .compress import distinct_rows, finish_distinct_rows, merge_distinct_rows, state_dtype
 
 __all__ = ["Rows"]
 
@@ -20,6 +21,19 @@ def _weighted_chunk(chunk, start, func, weight, *args):
     """``func(chunk, weights of its rows, *args)``: the chunk's slice of ``weight`` (or None)."""
     w = None if weight is None else weight[start : start + chunk.shape[0]]
     return func(chunk, w, *args)
+
+
+#: Entries (rows x columns) of a memmap chunk compressed to distinct rows at once: its copy in the
+#: memmap's dtype, the states plus one (one byte each up to 255 states) and the sort of the rows.
+DISTINCT_CHUNK_ENTRIES = 1 << 24
+
+
+def _distinct_chunk(chunk, weight, n_states):
+    """The :class:`~skmrf._data.DistinctRows` of one (validated) chunk, NaN read as missing (-1)."""
+    X = np.asarray(chunk)
+    if X.dtype.kind == "f":  # validated: integral states or NaN
+        X = np.where(np.isnan(X), -1, X)
+    return distinct_rows(X, n_states, weight)
 
 
 class Rows:
@@ -59,13 +73,18 @@ class Rows:
         """Whether ``X`` is read by row chunks (a memmap or a dask array)."""
         return is_chunked(self.X)
 
-    def reduce(self, func, *args, op=np.add, chunk_rows=None):
+    def reduce(self, func, *args, op=np.add, chunk_rows=None, max_entries=None):
         """``func(chunk, chunk_weight, *args)`` over the row chunks, combined by ``op``.
 
         ``chunk_weight`` is the chunk's slice of the weights, or None without weights; see
         :func:`~skmrf._data.reduce_row_chunks` for the chunking of each kind of input. ``func``
-        must be a module-level function (it may be sent to dask workers).
+        must be a module-level function (it may be sent to dask workers). ``max_entries`` caps a
+        memmap chunk at that many entries (rows x columns), for a ``func`` whose temporaries are
+        several words per entry (a dask array's blocks are the caller's).
         """
+        if max_entries is not None and isinstance(self.X, np.memmap):
+            cap = max(1, int(max_entries) // max(1, self.n_columns))
+            chunk_rows = min(chunk_rows or default_chunk_rows(self.X), cap)
         return reduce_row_chunks(
             self.X, _weighted_chunk, func, self.weight, *args, op=op, chunk_rows=chunk_rows, name=func.__name__
         )
@@ -76,6 +95,50 @@ class Rows:
         if is_chunked(X):
             X = np.asarray(X.compute() if hasattr(X, "compute") else X)
         return X, self.weight
+
+    def compact(self):
+        """``X`` in memory as the narrowest integer type holding its states (uint8 up to 256).
+
+        A memmap is read chunk by chunk into that array and a dask array's blocks are cast on
+        the workers, so the data are never held in a wider type (an in-memory ndarray is
+        returned as it is). For a method that needs every row, in order: its memory is one byte
+        per entry instead of the eight of ``int64``, and its arithmetic is the in-memory one.
+        """
+        X = self.X
+        if not is_chunked(X):
+            return X
+        dtype = state_dtype(int(self.n_states.max()))
+        if _is_dask(X):
+            return np.asarray(X.astype(dtype).compute())
+        out = np.empty(X.shape, dtype=dtype)
+        for start, chunk in _memmap_chunks(X, None):
+            out[start : start + len(chunk)] = chunk
+        return out
+
+    def distinct(self):
+        """``(values, count)``: the distinct rows (int64, ``-1`` for a missing entry) and how many
+        rows show each (the sum of their weights), in float64, accumulated by row chunks for a
+        memmap or a dask array (on the workers for dask: only the distinct rows travel). NaN in
+        a float memmap or dask array is a missing entry. Rows of weight 0 are dropped.
+
+        Integer counts (no weights, or integer weights) are exact whatever the chunks; float
+        weights are summed per chunk, then across chunks.
+        """
+        distinct = self.reduce(
+            _distinct_chunk, self.n_states, op=merge_distinct_rows, max_entries=DISTINCT_CHUNK_ENTRIES
+        )
+        return finish_distinct_rows(distinct)
+
+    def take(self, index):
+        """The rows at ``index`` (integers, repeats allowed) in memory, as ``X``'s dtype; from a
+        memmap or a dask array only those rows are read."""
+        X = self.X
+        if not is_chunked(X):
+            return X[index]
+        if _is_dask(X):
+            unique, inverse = np.unique(index, return_inverse=True)
+            return np.asarray(X[unique].compute())[inverse.ravel()]
+        return np.asarray(X[index])
 
     def weights_or_ones(self):
         """The weights, or float64 ones when the rows are unweighted."""

@@ -17,7 +17,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
 
-from .._data import distinct_projections
+from .._data import (
+    BlanketRecords,
+    blanket_records,
+    merge_records,
+    padded_blankets,
+)
 from .._solvers import minimize_in_box, projected_max
 from .._solvers.lbfgs import minimize_low_memory
 from .._utils._budgets import DENSE_LBFGS_BYTES, DENSE_MIN_WORK_PER_WORKER, PL_MIN_WORK_PER_WORKER
@@ -47,6 +52,10 @@ DENSE_FLOAT32_TOL = 1e-6
 DENSE_F_NOISE = {"float32": 1e-6, "float64": 1e-12}
 #: The one-hot path starts L-BFGS at the independent-site fields (:func:`~.pseudo_dense.field_start`).
 DENSE_FIELD_START = True
+#: Entries (rows x columns) of a memmap chunk compressed to records at once: the coding of a chunk
+#: holds about ten int64 temporaries of this many entries times the blanket size (about 300 MB
+#: for a grid), the bound :func:`~skmrf._data.distinct_projections` keeps in memory.
+RECORDS_CHUNK_ENTRIES = 1 << 22
 #: Seconds per evaluation of the records path, ``a + b * work`` (:func:`choose_path`).
 RECORDS_SECONDS = (3e-4, 1.2e-8)
 #: Seconds per evaluation of the one-hot path, ``a + n (b 2 L D + c L + e D) + f D^2``: ``a``, per
@@ -62,6 +71,16 @@ ONE_HOT_SECONDS = (1.3e-3, 1.5e-10, 1.5e-8, 7e-9, 1.1e-8)
 PATH_MARGIN = 2.0
 
 
+def markov_blankets(graph):
+    """Every variable's Markov blanket: itself and its neighbours, ascending."""
+    return [tuple(sorted({v} | graph.neighbours[v])) for v in range(graph.n_variables)]
+
+
+def _slot(B, real, target, member):
+    """The column of ``target``'s padded blanket (row of ``B``) holding ``member`` (one per pair)."""
+    return ((B[target] < member[:, None]) & real[target]).sum(axis=1)
+
+
 class PseudoLikelihoodObjective:
     """Negative mean pseudo-log-likelihood plus ridge, with its gradient.
 
@@ -70,7 +89,10 @@ class PseudoLikelihoodObjective:
     layout : skmrf._parametrisation.CliqueLayout
         Parameter layout of the model.
     graph : MRFGraph
-    X : ndarray of int of shape (n_samples, n_variables)
+    X : ndarray of int of shape (n_samples, n_variables), or BlanketRecords
+        The rows, or their records already compressed (:func:`~skmrf._data.blanket_records`, merged
+        from row chunks by :func:`~skmrf._data.merge_records`; ``weight`` is then ignored, the
+        counts hold it).
     alpha : float or ndarray
         Ridge ``alpha / 2 * ||x||^2`` on the objective's variable ``x`` (elementwise when an array
         of its length).
@@ -112,11 +134,19 @@ class PseudoLikelihoodObjective:
         k = layout.n_states
         kmax = int(k.max())
         self.kmax = kmax
-        blankets = [tuple(sorted({v} | graph.neighbours[v])) for v in range(X.shape[1])]
-        rec_var, rec_row, rec_cnt = distinct_projections(X, blankets, k, weight=weight)
+        n_var = graph.n_variables
+        blankets = markov_blankets(graph)
+        if isinstance(X, BlanketRecords):  # compressed already (from row chunks): ``weight`` is ignored
+            records = X
+            total = float(np.sum(records.count)) if total is None else total
+        else:
+            records = blanket_records(X, blankets, k, weight=weight)
+            total = X.shape[0] if total is None else total
+        rec_var, values, rec_cnt = records.var, records.values, records.count
         self.n_records = len(rec_var)
-        n_var = X.shape[1]
         self._check_memory(graph, rec_var, kmax)
+        # slot[v, u]: the column of ``values`` holding variable u in the blanket of v.
+        B, real, _ = padded_blankets(blankets, k)
         var_count = np.bincount(rec_var, minlength=n_var)
         var_start = np.concatenate([[0], np.cumsum(var_count)[:-1]])
         pos_parts, rec_parts = [], []
@@ -128,11 +158,11 @@ class PseudoLikelihoodObjective:
                 entry = np.repeat(np.arange(len(tgt)), rep)
                 first = np.repeat(np.cumsum(rep) - rep, rep)
                 rec = var_start[tgt][entry] + (np.arange(len(entry)) - first)
-                rows = rec_row[rec]
                 others = [o for o in range(s) if o != j]
                 base = offsets[entry].copy()
                 for o in others:  # loop over clique positions (at most the clique size)
-                    base += X[rows, var[entry, o]] * strides[entry, o]
+                    slot = _slot(B, real, tgt, var[:, o])
+                    base += values[rec, slot[entry]] * strides[entry, o]
                 kk = np.minimum(np.arange(kmax)[None, :], k[tgt][entry][:, None] - 1)
                 pos_parts.append(base[:, None] + kk * strides[entry, j][:, None])
                 rec_parts.append(rec)
@@ -140,9 +170,9 @@ class PseudoLikelihoodObjective:
         rec = np.concatenate(rec_parts)
         order = np.argsort(rec, kind="stable")
         pos, rec = pos[order], rec[order]
-        x_own = X[rec_row, rec_var]
+        x_own = values[np.arange(len(rec_var)), _slot(B, real, rec_var, rec_var)].astype(np.int64)
         invalid = np.arange(kmax)[None, :] >= k[rec_var][:, None]
-        weight = rec_cnt / (X.shape[0] if total is None else total)
+        weight = rec_cnt / total
         self.n_pairs = len(rec)
         self._records = (pos, rec, x_own, invalid, weight)
         self.split(n_chunks)
@@ -297,12 +327,17 @@ def fit_pseudo_likelihood(  # over 60 lines by its docstring (the code is 20)
     theta : ndarray of shape (n_params,)
     info : PseudoLikelihoodFit
     """
-    X, weight = rows.dense()
     tables = ridge == "tables"
+    n_rows = _rows_counted(rows)
     if not symmetric:
-        return _fit_asymmetric(layout, X, weight, rows.total, alpha, tables, max_iter, tol, n_jobs, verbose)
+        X, weight = one_hot_rows(rows)
+        return _fit_asymmetric(layout, X, weight, rows.total, alpha, tables, max_iter, tol, n_jobs, verbose, n_rows)
     if path == "auto":
-        path = choose_path(layout, graph, X.shape[0]).path
+        path = choose_path(layout, graph, n_rows).path
+    if path == "records":
+        X, weight = blanket_statistics(rows, graph, layout.n_states)
+    else:
+        X, weight = one_hot_rows(rows)
     obj, n_workers, x0, minimize = _objective(layout, graph, X, weight, rows.total, alpha, tables, path, tol, n_jobs)
     if n_workers > 1:
         obj.split(n_workers)
@@ -310,8 +345,55 @@ def fit_pseudo_likelihood(  # over 60 lines by its docstring (the code is 20)
         x, f, g, n_iter = minimize(partial(obj, parallel=parallel), x0, max_iter, tol, callback)
     pll = float(-(f - obj.ridge_term(x)))
     theta = _normalise(layout, x) if tables else x
-    n_records = obj.n_records if path == "records" else X.shape[0] * X.shape[1]
+    n_records = obj.n_records if path == "records" else n_rows * graph.n_variables
     return theta, PseudoLikelihoodFit(n_iter, projected_max(x, g), pll, n_records, path)
+
+
+# -- The data, compressed by row chunks ----------------------------------------------------------
+
+
+def _rows_counted(rows):
+    """Rows of positive weight: the rows an in-memory fit keeps (it drops rows of weight 0)."""
+    return rows.n_rows if rows.weight is None else int(np.count_nonzero(rows.weight))
+
+
+def _records_chunk(chunk, weight, blankets, n_states):
+    return blanket_records(chunk, blankets, n_states, weight=weight)
+
+
+def blanket_statistics(rows, graph, n_states):
+    """What the records path reads, ``(X, weight)``: the rows themselves in memory (the objective
+    compresses them), or, from a memmap or a dask array, their :class:`~skmrf._data.BlanketRecords` accumulated by row
+    chunks (on the workers for dask; only the records travel) and no weight.
+
+    The records are the same arrays, in the same order, as those of the rows in memory: the
+    objective, and so the fit, are bit for bit the in-memory ones when the counts are integers
+    (no weights, or integer weights: sums below ``2^53`` are exact in any order). Float weights
+    are summed per chunk, then across chunks, in another order than in memory (a rounding of
+    ``1e-16`` relative per record).
+    """
+    if not rows.chunked:
+        return rows.dense()
+    blankets = markov_blankets(graph)
+    records = rows.reduce(_records_chunk, blankets, n_states, op=merge_records, max_entries=RECORDS_CHUNK_ENTRIES)
+    keep = records.count > 0  # records only of rows of weight 0, which an in-memory fit drops
+    if not keep.all():
+        code = None if records.code is None else records.code[keep]
+        records = BlanketRecords(records.var[keep], records.values[keep], records.count[keep], code)
+    return records, None
+
+
+def one_hot_rows(rows):
+    """What the one-hot path reads, ``(X, weight)``: every row, in order (its products are sums over
+    rows). A memmap or a dask array is read by row chunks into one byte per entry
+    (:meth:`~skmrf._data.Rows.compact`; the objective's one-hot codes take four), never as ``int64``,
+    and the objective's arithmetic, so the fit, is bit for bit the in-memory one (rows of weight 0
+    dropped, as in memory)."""
+    X, weight = rows.compact(), rows.weight
+    if rows.chunked and weight is not None and not weight.all():
+        keep = weight > 0
+        X, weight = X[keep], weight[keep]
+    return X, weight
 
 
 def _objective(layout, graph, X, weight, total, alpha, tables, path, tol, n_jobs):
@@ -332,7 +414,7 @@ def _objective(layout, graph, X, weight, total, alpha, tables, path, tol, n_jobs
     return obj, workers_for(n_jobs, obj.work, DENSE_MIN_WORK_PER_WORKER), x0, minimize
 
 
-def _fit_asymmetric(layout, X, weight, total, alpha, tables, max_iter, tol, n_jobs, verbose):
+def _fit_asymmetric(layout, X, weight, total, alpha, tables, max_iter, tol, n_jobs, verbose, n_rows):
     """:func:`~skmrf._kernels.pseudo_dense.fit_asymmetric` with its columns in parallel, and the
     mean pseudo-log-likelihood of the averaged model (one evaluation of the symmetric objective)."""
     n, L = X.shape
@@ -353,7 +435,7 @@ def _fit_asymmetric(layout, X, weight, total, alpha, tables, max_iter, tol, n_jo
             dtype=np.float32 if tol >= DENSE_FLOAT32_TOL else np.float64,
         )
     f, _ = DensePseudoLikelihood(layout, X, 0.0, weight, total)(theta)
-    return theta, PseudoLikelihoodFit(n_iter, grad_max, -float(f), n * L, "one-hot")
+    return theta, PseudoLikelihoodFit(n_iter, grad_max, -float(f), n_rows * L, "one-hot")
 
 
 def _normalise(layout, full):

@@ -264,9 +264,11 @@ class DecomposedEM(BaseDiscreteMRF):
         return tags
 
     _allow_missing = True
+    #: A memmap or a dask array is compressed to its distinct rows with counts by row chunks.
+    _reads_chunks = True
 
     def _fit_theta(self, rows):
-        Xi, weight = rows.dense()
+        Xi, weight = rows.distinct() if rows.chunked else rows.dense()
         self._check_missing(Xi)
         seen = ~(Xi < 0).all(axis=1)  # an all-missing row contributes log Z(d) - log Z = 0
         rows = Rows(Xi[seen], rows.n_states, None if weight is None else weight[seen])

@@ -277,6 +277,9 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     }
 
     _needs_pairwise = True
+    #: A memmap or a dask array is read by row chunks: the data moments and the pseudo-likelihood
+    #: start are sums over them, and chains start at rows read one by one (``Rows.take``).
+    _reads_chunks = True
 
     def __init__(
         self,

@@ -154,6 +154,9 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
     }
+    #: A memmap or a dask array is read by row chunks: compressed to the records (the records path),
+    #: or read into one byte per entry (the one-hot path, which needs every row).
+    _reads_chunks = True
 
     def __init__(
         self,

@@ -188,8 +188,7 @@ class Chains:
 
     def _start(self, kernel, m, rng):
         if self.init == "data":
-            X, _ = self.X.dense()
-            return kernel.to_internal(X[self.X.draw(rng, m)])
+            return kernel.to_internal(self.X.take(self.X.draw(rng, m)))
         if self.binary:  # uniform 0/1 states, directly in the binary kernel's float32 layout
             return (rng.random((len(self.n_states), m), dtype=np.float32) < 0.5).astype(np.float32)
         return kernel.to_internal(np.floor(rng.random((m, len(self.n_states))) * self.n_states).astype(np.int64))

@@ -190,8 +190,7 @@ def sweep_autocorrelation(
         The lag-one autocorrelation per sweep.
     """
     kernel = gibbs_kernel(layout, theta, colours)
-    X, _ = rows.dense()
-    S = kernel.to_internal(np.asarray(X)[rows.draw(rng, n_chains)])
+    S = kernel.to_internal(rows.take(rows.draw(rng, n_chains)))
     trace = np.empty((n_chains, n_sweeps, 2))
     for t, stream in enumerate(rng.spawn(n_sweeps)):
         ((S, _),) = run_chains(kernel, [S], 1, [stream])

@@ -44,13 +44,25 @@ class TheoryFit(NamedTuple):
 
 
 def ising_data_statistics(rows, edges):
-    """Mean ``{-1, +1}`` statistics ``(E x_i, E x_i x_j)`` of the 0/1 :class:`~skmrf._data.Rows` (weighted)."""
-    X, weight = rows.dense()
-    S01 = X.astype(np.float64)
+    """Mean ``{-1, +1}`` statistics ``(E x_i, E x_i x_j)`` of the 0/1 :class:`~skmrf._data.Rows` (weighted),
+    summed by row chunks for a memmap or a dask array (sums of 0/1 values or integer weights are
+    exact in any order: the same means as in memory)."""
+    ones, pairs = rows.reduce(_ising_chunk, edges, max_entries=STATISTICS_CHUNK_ENTRIES)
+    return ising_statistics(ones / rows.total, pairs / rows.total, edges)
+
+
+#: Entries (rows x columns) of a memmap chunk in :func:`ising_data_statistics`, whose float64 copy
+#: and edge products take about ``8 (1 + edges / columns)`` bytes per entry (about 100 MB on a grid).
+STATISTICS_CHUNK_ENTRIES = 1 << 22
+
+
+def _ising_chunk(chunk, weight, edges):
+    """Sums (weighted) of ``x_i`` and ``x_i x_j`` over the 0/1 rows of one chunk."""
+    S01 = np.asarray(chunk).astype(np.float64)
     pairs = S01[:, edges[:, 0]] * S01[:, edges[:, 1]]
     if weight is None:
-        return ising_statistics(S01.mean(axis=0), pairs.mean(axis=0), edges)
-    return ising_statistics(weight @ S01 / rows.total, weight @ pairs / rows.total, edges)
+        return S01.sum(axis=0), pairs.sum(axis=0)
+    return weight @ S01, weight @ pairs
 
 
 def _work(schedule, n_variables):

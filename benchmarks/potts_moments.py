@@ -15,6 +15,7 @@ Usage: ``python benchmarks/potts_moments.py DHFR.a2m N_ITER L [ALPHA]``
 are printed; the machine was shared).
 """
 
+import os
 import resource
 import sys
 import time
@@ -24,18 +25,9 @@ import numpy as np
 from skmrf import AdaptiveSchedule, MCMCMaxLikelihood
 from skmrf.protein import read_alignment, sequence_weights
 
-Q = 21
-
-
-def moments(X, w):
-    """Weighted one-site frequencies ``(L, q)`` and connected correlations ``(L, L, q, q)``."""
-    n, L = X.shape
-    O = np.zeros((n, L * Q))
-    O[np.arange(n)[:, None], np.arange(L) * Q + X] = 1.0
-    w = w / w.sum()
-    f1 = w @ O
-    C = (O * w[:, None]).T @ O - np.outer(f1, f1)
-    return f1.reshape(L, Q), C.reshape(L, Q, L, Q).transpose(0, 2, 1, 3)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from protein_dca import Q  # noqa: E402
+from protein_dca import _moments as moments  # noqa: E402
 
 
 def main(path, n_iter, L, alpha=None):

@@ -68,10 +68,10 @@ class _Alias(types.ModuleType):
 class _RenamedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
         new = renamed(fullname)
-        if new is None:
+        spec = None if new is None else importlib.util.find_spec(new)
+        if spec is None:  # not renamed, or no such module under the new name either: the usual error
             return None
-        is_package = fullname in PACKAGES or importlib.util.find_spec(new).submodule_search_locations is not None
-        return importlib.util.spec_from_loader(fullname, self, is_package=is_package)
+        return importlib.util.spec_from_loader(fullname, self, is_package=spec.submodule_search_locations is not None)
 
     def create_module(self, spec):
         new = renamed(spec.name)

@@ -272,3 +272,11 @@ def test_a_pickle_naming_an_old_module_path_loads_with_a_future_warning(monkeypa
     with pytest.warns(FutureWarning, match="skmrf.estimators.lap is private"):
         est = pickle.loads(old)
     assert type(est) is LAPEstimator and est.max_iter == 7
+
+
+def test_an_old_path_that_never_existed_is_the_usual_module_not_found_error():
+    import importlib
+
+    with warnings.catch_warnings(), pytest.raises(ModuleNotFoundError, match="skmrf.kernels.nothing"):
+        warnings.simplefilter("ignore", FutureWarning)  # the old parent package's warning
+        importlib.import_module("skmrf.kernels.nothing")

@@ -11,6 +11,7 @@ from .estimators import (
     MCMCMaxLikelihood,
     MetropolisHastingsMRF,
     MLEInducedLikelihood,
+    MomentMatchingSchedule,
     PseudoLikelihoodEstimator,
     TheorySchedule,
     fast_mixing_schedule,
@@ -24,6 +25,7 @@ __version__ = "0.1.0.dev0"
 
 __all__ = [
     "AdaptiveSchedule",
+    "MomentMatchingSchedule",
     "TheorySchedule",
     "DecomposedEM",
     "DiscreteMRF",

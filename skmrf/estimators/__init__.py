@@ -6,7 +6,7 @@ from ._bayes import MetropolisHastingsMRF
 from ._em import DecomposedEM
 from ._exact import ExactMaxLikelihood
 from ._lap import LAPEstimator, LAPSubproblem
-from ._mcmc import AdaptiveSchedule, MCMCMaxLikelihood, TheorySchedule
+from ._mcmc import AdaptiveSchedule, MCMCMaxLikelihood, MomentMatchingSchedule, TheorySchedule
 from ._mle_induced import MLEInducedLikelihood
 from ._pseudo import PseudoLikelihoodEstimator
 from ._schedules import MCMCSchedule
@@ -14,6 +14,7 @@ from .gaussian import GaussianLAP, GaussianMaxLikelihood
 
 __all__ = [
     "AdaptiveSchedule",
+    "MomentMatchingSchedule",
     "TheorySchedule",
     "DecomposedEM",
     "ExactMaxLikelihood",

@@ -18,6 +18,7 @@ from .._kernels.mcmc.adaptive import ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW, fit_ada
 from .._kernels.mcmc.chains import binary_theta, pairwise_positions
 from .._kernels.mcmc.constraint import constraint_set
 from .._kernels.mcmc.defaults import plan_adaptive
+from .._kernels.mcmc.moments import fit_moments
 from .._kernels.mcmc.theory import fit_theory, ising_data_statistics, plan_theory
 from .._kernels.pseudo import fit_pseudo_likelihood
 from .._solvers._convergence import warn_not_converged
@@ -33,9 +34,18 @@ from ..model._ising import binary_to_ising
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
 from ._existence import table_counts, warn_if_unbounded
 from ._protocol import Trace
-from ._schedules import AdaptiveSchedule, MCMCSchedule, TheorySchedule
+from ._schedules import AdaptiveSchedule, MCMCSchedule, MomentMatchingSchedule, TheorySchedule
 
-__all__ = ["AdaptiveSchedule", "MCMCMaxLikelihood", "MCMCSchedule", "MixingBoundWarning", "TheorySchedule"]
+__all__ = [
+    "AdaptiveSchedule",
+    "MCMCMaxLikelihood",
+    "MCMCSchedule",
+    "MixingBoundWarning",
+    "MomentMatchingSchedule",
+    "TheorySchedule",
+]
+
+_SCHEDULES = {"adaptive": AdaptiveSchedule, "theory": TheorySchedule, "moments": MomentMatchingSchedule}
 
 #: Tolerance of the pseudo-likelihood start (its L-BFGS projected gradient).
 START_TOL = 1e-8
@@ -267,7 +277,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
 
     _parameter_constraints: dict = {
         **BaseDiscreteMRF._parameter_constraints,
-        "schedule": [StrOptions({"adaptive", "theory"}), AdaptiveSchedule, TheorySchedule],
+        "schedule": [StrOptions(set(_SCHEDULES)), AdaptiveSchedule, TheorySchedule, MomentMatchingSchedule],
         "max_coupling": [Interval(Real, 0, None, closed="neither"), None],
         "projection": [StrOptions({"box", "spectral"})],
         "alpha": ALPHA_CONSTRAINT,
@@ -311,7 +321,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     def _schedule(self):
         """The schedule object (a string stands for the object with its defaults)."""
         if isinstance(self.schedule, str):
-            return TheorySchedule() if self.schedule == "theory" else AdaptiveSchedule()
+            return _SCHEDULES[self.schedule]()
         return self.schedule
 
     def _binary_requirement(self):
@@ -327,6 +337,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         model = self.model_
         positions = pairwise_positions(model.layout)
         self.edges_ = positions.edges
+        if schedule.kind == "moments":
+            return self._fit_moments(rows, schedule, positions)
         theory = schedule.kind == "theory"
         constraint = constraint_set(
             self.projection,
@@ -424,6 +436,67 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 f"steps stayed at least {ratio.min(initial=np.inf):.3g} times its Monte-Carlo variance (the rule "
                 f"needs below {1 + schedule.tol:g}); the estimate averages the last half of the steps",
                 "Raise the schedule's n_iter, or n_chains for less noise.",
+                stacklevel=6,
+            )
+        if is_binary_pairwise(model.layout):
+            self.ising_fields_, self.ising_couplings_ = binary_to_ising(
+                theta[positions.node_pos], theta[positions.edge_pos], positions.edges, model.n_variables
+            )
+        return theta
+
+    def _fit_moments(self, rows, schedule, positions):
+        """Moment matching from the independent-site model (bmDCA's fit), unconstrained."""
+        if self.max_coupling is not None:
+            raise ValueError(
+                "MCMCMaxLikelihood's moment-matching schedule is unconstrained, but "
+                f"max_coupling={self.max_coupling!r} was given: leave max_coupling=None, or use "
+                "schedule='adaptive' for a constrained fit."
+            )
+        model = self.model_
+        self.max_coupling_ = self.schedule_auto_ = self.mixing_constant_ = self.mixing_rate_ = None
+        self.suff_stat_bound_ = self.distance_bound_ = self.lipschitz_ = self.sweep_autocorrelation_ = None
+        if self.alpha_ == 0:
+            warn_if_unbounded(self, rows)
+        n_iter, n_chains, n_sweeps = schedule.n_iter, schedule.n_chains, schedule.n_sweeps
+        self.schedule_ = MCMCSchedule("moments", n_iter, n_chains, n_sweeps, False)
+        mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
+        log = ProgressLog(type(self).__name__, self.verbose)
+        with (
+            self._pool(n_chains, n_sweeps) as parallel,
+            Progress(n_iter, type(self).__name__, self.verbose) as bar,
+        ):
+            say = bar.follow(log)
+
+            def report(k, theta, grad, r_pair, r_unary):
+                message = "Iteration %d, |grad| = %.4g, connected r = %.4f, frequencies r = %.4f"
+                say(message, k, np.linalg.norm(grad), r_pair, r_unary)
+
+            theta, info = fit_moments(
+                model.layout,
+                colour_classes(self.graph_),
+                rows,
+                mean_stats,
+                self.alpha_,
+                n_chains=n_chains,
+                n_sweeps=n_sweeps,
+                n_iter=n_iter,
+                learning_rate=schedule.learning_rate,
+                target=schedule.target,
+                target_frequencies=schedule.target_frequencies,
+                damping=schedule.damping,
+                rng=check_generator(self.random_state),
+                parallel=parallel,
+                callback=report if self.verbose else None,
+            )
+        self.n_iter_, self.converged_, self.trace_, self.n_averaged_ = info.n_iter, info.converged, info.trace, 1
+        if not self.converged_:
+            warn_not_converged(
+                type(self).__name__,
+                f"in {n_iter} steps: the chains' connected correlations reached Pearson r "
+                f"{info.trace['pearson_connected'].max():.3f} at best (target {schedule.target:g}), the frequencies "
+                f"{info.trace['pearson_frequencies'].max():.4f} (target {schedule.target_frequencies:g}); the estimate "
+                "is the last iterate",
+                "Raise the schedule's n_iter, or its n_chains for less noise in the measured r.",
                 stacklevel=6,
             )
         if is_binary_pairwise(model.layout):

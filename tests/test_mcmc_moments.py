@@ -1,0 +1,147 @@
+"""The moment-matching schedule of MCMC maximum likelihood (bmDCA's fit, #26 item 5).
+
+Its centred coordinates are checked exactly (a change of coordinates of the same model, and
+the chain rule of its gradient) by enumeration; the fit against brute-force maximum likelihood
+and the data's moments.
+"""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from skmrf import ExactMaxLikelihood, MCMCMaxLikelihood, MomentMatchingSchedule
+from skmrf._kernels.mcmc.moments import Centred, connected_pearson, independent_start
+from skmrf.model import DiscreteMRF
+from skmrf.protein import make_synthetic_alignment
+from tests import brute_force
+
+N_STATES = np.array([2, 3, 4, 3])
+EDGES = [(0, 1), (1, 2), (2, 3), (0, 3), (1, 3)]
+
+
+@pytest.fixture(scope="module")
+def model():
+    rng = np.random.default_rng(0)
+    m = DiscreteMRF(EDGES, N_STATES)
+    m.theta = rng.normal(size=m.n_params)
+    return m
+
+
+def _mu(model, seed=1):
+    """Unary-feature means of some distribution (any values in (0, 1) summing below 1 per site)."""
+    mu = np.zeros(model.n_params)
+    rng = np.random.default_rng(seed)
+    for k, c in enumerate(model.layout.cliques):
+        if len(c) == 1:
+            lo, hi = model.layout.block_offsets[k : k + 2]
+            mu[lo:hi] = rng.dirichlet(np.ones(hi - lo + 1))[1:]
+    return mu
+
+
+def test_centred_coordinates_are_the_same_model(model):
+    """``to_theta(c)`` is the model ``sum b x + sum (x - mu)' J (x - mu)`` up to a constant."""
+    layout, mu = model.layout, _mu(model)
+    centred = Centred(layout, mu)
+    c = centred.from_theta(model.theta)
+    np.testing.assert_allclose(centred.to_theta(c), model.theta, rtol=0, atol=1e-12)  # a sum of 5 products
+    xs = brute_force.states(N_STATES)
+    phi = brute_force.features(model, xs)  # 0/1 features, theta order
+    u, pair = centred.unary, centred.pair
+    products = (phi[:, centred.row] - mu[centred.row]) * (phi[:, centred.col] - mu[centred.col])
+    centred_energy = phi[:, u] @ c[u] + products @ c[pair]
+    difference = phi @ model.theta - centred_energy
+    np.testing.assert_allclose(difference, difference[0], rtol=0, atol=1e-12)  # rounding of ~100 terms of size 1
+
+
+def test_centred_gradient_is_the_chain_rule(model):
+    """``gradient(g)`` is ``A' g`` for the linear map ``theta = A c``: exact, by columns of ``A``."""
+    centred = Centred(model.layout, _mu(model))
+    n = model.n_params
+    A = np.column_stack([centred.to_theta(e) for e in np.eye(n)])
+    g = np.random.default_rng(2).normal(size=n)
+    np.testing.assert_allclose(centred.gradient(g), A.T @ g, rtol=0, atol=1e-12)
+    assert np.all(centred.preconditioner(0.01) > 0)
+
+
+def test_connected_pearson_of_equal_moments_is_one(model):
+    centred = Centred(model.layout, _mu(model))
+    marginals = brute_force.features(model, brute_force.states(N_STATES))
+    p = np.exp(marginals @ model.theta)
+    mean = p @ marginals / p.sum()
+    assert connected_pearson(centred, mean, mean) == pytest.approx((1.0, 1.0), abs=1e-12)
+
+
+def test_independent_start_reproduces_the_frequencies(model):
+    """Couplings zero and fields the log ratios: the model's one-site marginals are the data's, up to
+    the one pseudo-row the start adds (exact enumeration)."""
+    rng = np.random.default_rng(3)
+    X = np.column_stack([rng.integers(0, k, 400) for k in N_STATES])
+    X[:, 2] = np.minimum(X[:, 2], 2)  # state 3 of column 2 never seen: its field must stay finite
+    mean_stats = model.layout.table_counts(X)[model.layout.theta_pos] / len(X)
+    theta = independent_start(model.layout, mean_stats, len(X))
+    assert np.all(np.isfinite(theta))
+    start = DiscreteMRF(EDGES, N_STATES, theta=theta)
+    xs = brute_force.states(N_STATES)
+    phi = brute_force.features(start, xs)
+    p = np.exp(phi @ theta)
+    exact = p @ phi / p.sum()
+    unary = Centred(model.layout, mean_stats).unary
+    # (f n + 1/K) / (n + 1) differs from f by at most 1 / (n + 1)
+    np.testing.assert_allclose(exact[unary], mean_stats[unary], rtol=0, atol=1 / (len(X) + 1) + 1e-12)
+
+
+def test_fit_reaches_maximum_likelihood():
+    """With the stop switched off, the last iterate is close to exact penalised ML (its fixed point):
+    far closer than the independent-site start, and its exact moments match the data's."""
+    graph = [(0, 1), (1, 2), (2, 3), (3, 4), (0, 4)]
+    truth = DiscreteMRF(graph, [3] * 5)
+    truth.theta = np.random.default_rng(4).normal(scale=0.8, size=truth.n_params)
+    X = truth.sample(3000, random_state=5, method="exact")
+    exact = ExactMaxLikelihood(graph, n_states=3, alpha=1e-3).fit(X)
+    schedule = MomentMatchingSchedule(n_chains=8000, n_sweeps=2, n_iter=300, learning_rate=0.05, target=1.0)
+    with pytest.warns(ConvergenceWarning, match="target 1"):
+        est = MCMCMaxLikelihood(graph, n_states=3, schedule=schedule, alpha=1e-3, random_state=0).fit(X)
+    assert not est.converged_ and est.n_iter_ == 300
+    layout = est.model_.layout
+    mean_stats = layout.table_counts(X)[layout.theta_pos] / len(X)
+    start = independent_start(layout, mean_stats, len(X))
+    error, start_error = np.linalg.norm(est.theta_ - exact.theta_), np.linalg.norm(start - exact.theta_)
+    # Constant-step noise of the last iterate: about learning_rate * sqrt(f / n_chains) / f per step
+    # accumulated over ~1 / learning_rate steps, a few hundredths per coordinate here; the start is
+    # one unit away. A wrong sign or chain rule diverges or stalls near the start.
+    assert error < 0.15 * start_error, (error, start_error)
+
+
+def test_stops_at_the_target_and_records_it():
+    X = make_synthetic_alignment(1000, 10, n_states=4, n_contacts=4, coupling_scale=1.0, random_state=0).X
+    schedule = MomentMatchingSchedule(n_chains=2000, target=0.9, target_frequencies=0.99)
+    est = MCMCMaxLikelihood("complete", n_states=4, schedule=schedule, random_state=0).fit(X)
+    assert est.converged_ and est.n_iter_ < schedule.n_iter
+    assert est.schedule_.kind == "moments" and est.n_averaged_ == 1
+    assert est.trace_["pearson_connected"][-1] >= 0.9 and est.trace_["pearson_frequencies"][-1] >= 0.99
+    assert np.all(est.trace_["pearson_connected"][:-1] < 0.9) or np.all(
+        est.trace_["pearson_frequencies"][:-1][est.trace_["pearson_connected"][:-1] >= 0.9] < 0.99
+    )  # the first step that met both targets ended the run
+    assert np.all(np.isfinite(est.theta_))
+
+
+def test_string_schedule_and_refused_constraint():
+    X = np.random.default_rng(0).integers(0, 2, size=(100, 4))
+    resolved = MCMCMaxLikelihood("chain", schedule="moments")._schedule()
+    assert resolved.get_params() == MomentMatchingSchedule().get_params()
+    with pytest.raises(ValueError, match="max_coupling=0.5"):
+        MCMCMaxLikelihood("chain", schedule=MomentMatchingSchedule(n_iter=2), max_coupling=0.5).fit(X)
+
+
+def test_weights_equal_repeated_rows():
+    """Chains start at rows drawn by position in the repeated data, so integer weights give the
+    repeated-row fit bit for bit (as every estimator, tests/test_sample_weight.py)."""
+    X = make_synthetic_alignment(200, 6, n_states=3, n_contacts=1, random_state=1).X
+    weight = np.random.default_rng(2).integers(0, 4, len(X))
+    schedule = MomentMatchingSchedule(n_chains=300, n_iter=15, target=1.0)
+    kw = dict(n_states=3, schedule=schedule, random_state=0)
+    with pytest.warns(ConvergenceWarning):
+        weighted = MCMCMaxLikelihood("complete", **kw).fit(X, sample_weight=weight)
+    with pytest.warns(ConvergenceWarning):
+        plain = MCMCMaxLikelihood("complete", **kw).fit(np.repeat(X, weight, axis=0))
+    np.testing.assert_array_equal(weighted.theta_, plain.theta_)

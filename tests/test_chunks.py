@@ -723,3 +723,17 @@ def test_metropolis_hastings_memmap_and_dask_equal_in_memory(agreement_data, tmp
         np.testing.assert_array_equal(est.samples_, ref.samples_)
         np.testing.assert_array_equal(est.theta_, ref.theta_)
         assert est.acceptance_rate_ == ref.acceptance_rate_
+
+
+def test_mle_induced_memmap_without_dask(agreement_data, tmp_path, small_chunks, monkeypatch):
+    """Without dask, a given unfitted mle reads [X; 1 - X] from the memmap's rows held in one byte per
+    entry (Rows.compact): the same rows, so the same fit, bit for bit."""
+    import sys
+
+    from skmrf import MLEInducedLikelihood
+
+    ref = MLEInducedLikelihood(AGREEMENT_GRID, mle=ExactMaxLikelihood(AGREEMENT_GRID, alpha=0.01)).fit(agreement_data)
+    monkeypatch.setitem(sys.modules, "dask.array", None)  # "import dask.array" raises ImportError
+    est = MLEInducedLikelihood(AGREEMENT_GRID, mle=ExactMaxLikelihood(AGREEMENT_GRID, alpha=0.01))
+    est.fit(as_memmap(agreement_data, tmp_path))
+    np.testing.assert_array_equal(est.theta_hat_, ref.theta_hat_)

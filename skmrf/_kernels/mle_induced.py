@@ -69,6 +69,12 @@ def agreement_counts(X, edges, weight=None):
     return np.count_nonzero(agree, axis=-2).astype(np.int64)
 
 
+#: Entries of the temporaries of one memmap chunk's statistics, at most: rows x edges of agreement
+#: indicators (8 bytes each with weights), rows x columns of states for the clique counts (a copy,
+#: its flip and the counting's own arrays). A chunk of the default 256 MB would hold several GB.
+STATISTICS_CHUNK_ENTRIES = 1 << 22
+
+
 def _agreement_chunk(chunk, weight, edges):
     return agreement_counts(chunk, edges, weight)
 
@@ -84,7 +90,9 @@ def agreement_statistics(rows, edges):
     """
     edges = np.asarray(edges, dtype=np.intp).reshape(-1, 2)
     n = rows.n_rows if rows.weight is None else rows.total
-    return n, rows.reduce(_agreement_chunk, edges)
+    # Capped at STATISTICS_CHUNK_ENTRIES rows x edges (reduce caps rows x columns).
+    cap = max(rows.n_columns, STATISTICS_CHUNK_ENTRIES * rows.n_columns // max(1, len(edges)))
+    return n, rows.reduce(_agreement_chunk, edges, max_entries=cap)
 
 
 def induced_eta(lambda_hat, theta_hat):
@@ -284,7 +292,7 @@ def agreement_mle(graph, rows, max_bytes=None):
         return model, "lap"
     lay = model.layout
     if rows.chunked:
-        counts = rows.reduce(_symmetrised_counts_chunk, lay)
+        counts = rows.reduce(_symmetrised_counts_chunk, lay, max_entries=STATISTICS_CHUNK_ENTRIES)
     else:
         counts = lay.table_counts(*symmetrised(rows).dense())
     # The sum of the weights of [X; 1 - X], as Rows(symmetrised) has it.

@@ -42,6 +42,12 @@ a different random choice of rows per tile, so the file is made in seconds. Then
     and whether ``theta_`` equals the in-memory fit's bit for bit. Its table is written below
     the LAP table of ``benchmarks/results/scale_out.txt`` (replacing its own earlier run).
 
+``bayes``
+    ``MetropolisHastingsMRF("grid:4x4")`` (the MLE-induced likelihood, 2,000 steps) on 10^7 rows
+    (``--bayes-n``, drawn from 10^5 samples of the agreement model on a 4x4 grid: a uint8 file of
+    160 MB; dask blocks of 10^6 rows), from memory, a memmap and a dask array as in ``pl``: its own table in
+    ``benchmarks/results/scale_out.txt`` (replacing its own earlier run).
+
 ``score_method="pseudo"``: the default would estimate ``log Z`` of 10^6 variables by AIS,
 which is not what is measured here. The table is printed and written to
 ``benchmarks/results/scale_out.txt``.
@@ -51,6 +57,7 @@ Usage::
     nice -n 10 python benchmarks/scale_out.py [--J 1000] [--n 1000] [--parts slice memmap dask]
     python benchmarks/scale_out.py --parts compare --old-src DIR [--sizes 200 500 1000] [--n-jobs 2]
     OPENBLAS_NUM_THREADS=1 python benchmarks/scale_out.py --parts pl [--pl-J 200] [--pl-n 10000]
+    OPENBLAS_NUM_THREADS=1 python benchmarks/scale_out.py --parts bayes [--bayes-n 10000000]
 """
 
 from __future__ import annotations
@@ -263,11 +270,38 @@ def em_file(n, cache):
     return path, (n, p), "float32"
 
 
+BAYES_GRID = 4
+BAYES_TITLE = "MetropolisHastingsMRF (MLE-induced likelihood) from memory, a memmap and a dask array"
+LABELS = {"pl": "PL", "em": "EM", "mh": "MH"}
+
+
+def bayes_file(n, cache):
+    """``n`` rows of the agreement model on a 4x4 grid (theta 0.65 on every edge), uint8: rows drawn
+    at random from 10^5 exact samples (sampling 10^7 exactly takes over 10 minutes and 6 GB)."""
+    from skmrf.graphs import resolve_graph
+    from skmrf.model import agreement_to_mrf
+
+    p = BAYES_GRID * BAYES_GRID
+    path = os.path.join(cache, f"scale_bayes{BAYES_GRID}_N{n}.u1")
+    if not (os.path.exists(path) and os.path.getsize(path) == n * p):
+        edges = resolve_graph(f"grid:{BAYES_GRID}x{BAYES_GRID}", p).edges
+        model = agreement_to_mrf(np.full(len(edges), 0.65), edges, p, edges=edges)
+        draws = model.sample(min(n, 10**5), random_state=0).astype(np.uint8)
+        rng = np.random.default_rng(0)
+        with open(path + ".part", "wb") as f:
+            for a in range(0, n, 10**6):
+                draws[rng.integers(0, len(draws), min(10**6, n - a))].tofile(f)
+        os.replace(path + ".part", path)
+    return path, (n, p), "uint8"
+
+
 def _estimator(name, graph):
-    from skmrf import DecomposedEM, PseudoLikelihoodEstimator
+    from skmrf import DecomposedEM, MetropolisHastingsMRF, PseudoLikelihoodEstimator
 
     if name == "pl":
         return PseudoLikelihoodEstimator(graph, score_method="pseudo")
+    if name == "mh":  # posterior sd ~ 0.5 / sqrt(10^7): a proposal of that order
+        return MetropolisHastingsMRF(graph, n_steps=2000, proposal_scale=1e-4, random_state=0)
     return DecomposedEM(graph, alpha=0.01)
 
 
@@ -307,20 +341,40 @@ def _measured(cmd, env):
 
 def run_pl_em(n, P, block, em_n, cache):
     """PL and EM from memory, a memmap and a dask array, each in a fresh process: the table's lines."""
-    env = {**os.environ, "PYTHONPATH": os.path.dirname(HERE), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     cases = [
         ("em", f"grid:{EM_GRID}x{EM_GRID}", *em_file(em_n, cache), 10**6),
         ("pl", f"grid:{P}x{P}", make_file(P, n, cache), (n, P * P), "uint8", block),
     ]
+    return run_fits(PL_EM_TITLE, cases, cache)
+
+
+def run_bayes(n, cache):
+    """Metropolis-Hastings from memory, a memmap and a dask array, each in a fresh process: the table's lines."""
+    cases = [("mh", f"grid:{BAYES_GRID}x{BAYES_GRID}", *bayes_file(n, cache), 10**6)]
+    return run_fits(BAYES_TITLE, cases, cache)
+
+
+def replace_table(path, title, lines):
+    """Write ``lines`` into ``path`` in place of the table that starts with ``title`` (tables are
+    separated by a blank line); the other tables stay."""
+    tables = open(path).read().strip("\n").split("\n\n") if os.path.exists(path) else []
+    tables = [t for t in tables if not t.startswith(title)] + ["\n".join(lines)]
+    with open(path, "w") as f:
+        f.write("\n\n".join(tables) + "\n")
+
+
+def run_fits(title, cases, cache):
+    """Each case from memory, a memmap and a dask array, each in a fresh process: the table's lines."""
+    env = {**os.environ, "PYTHONPATH": os.path.dirname(HERE), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     lines = [
-        f"{PL_EM_TITLE} (2 workers, 1 thread each), each in a fresh process; "
+        f"{title} (2 workers, 1 thread each), each in a fresh process; "
         f"{os.cpu_count()} cores; OPENBLAS_NUM_THREADS=1; peak = ru_maxrss",
         f"{'estimator':<34} {'input':<7} {'wall s':>7} {'cpu s':>7} {'peak GiB':>8} {'workers GiB':>11} "
         f"{'load':>11} {'theta equal':>11}",
     ]
     print("\n".join(lines), flush=True)
     for name, graph, path, shape, dtype, blk in cases:
-        label = f"{'PL' if name == 'pl' else 'EM'} {graph} N={shape[0]:,} {dtype}"
+        label = f"{LABELS[name]} {graph} N={shape[0]:,} {dtype}"
         base = None
         for kind in ("memory", "memmap", "dask"):
             out = os.path.join(cache, f"scale_{name}_theta_{kind}.npy")
@@ -360,6 +414,7 @@ def main():
     p.add_argument("--pl-n", type=int, default=10000, help="pl: the PL data's rows (at most 10,000)")
     p.add_argument("--pl-block", type=int, default=500, help="pl: rows per dask block of the PL data")
     p.add_argument("--em-n", type=int, default=10**7, help="pl: the EM data's rows")
+    p.add_argument("--bayes-n", type=int, default=10**7, help="bayes: the Metropolis-Hastings data's rows")
     p.add_argument("--estimator")
     p.add_argument("--graph")
     p.add_argument("--input")
@@ -380,13 +435,13 @@ def main():
         with open(a.results or os.path.join(HERE, "results", "lap_big_memmap.txt"), "w") as f:
             f.write("\n".join(lines) + "\n")
         return
-    if a.parts == ["pl"]:
-        lines = run_pl_em(a.pl_n, a.pl_J, a.pl_block, a.em_n, a.cache)
-        # The LAP table of the other parts stays; this one replaces its own earlier run.
-        path = a.results or os.path.join(HERE, "results", "scale_out.txt")
-        kept = open(path).read().split(PL_EM_TITLE)[0].rstrip("\n") if os.path.exists(path) else ""
-        with open(path, "w") as f:
-            f.write((kept + "\n\n" if kept else "") + "\n".join(lines) + "\n")
+    if a.parts in (["pl"], ["bayes"]):
+        if a.parts == ["pl"]:
+            title, lines = PL_EM_TITLE, run_pl_em(a.pl_n, a.pl_J, a.pl_block, a.em_n, a.cache)
+        else:
+            title, lines = BAYES_TITLE, run_bayes(a.bayes_n, a.cache)
+        # The other tables stay; this one replaces its own earlier run.
+        replace_table(a.results or os.path.join(HERE, "results", "scale_out.txt"), title, lines)
         return
     a.results = a.results or os.path.join(HERE, "results", "scale_out.txt")
     t = time.perf_counter()

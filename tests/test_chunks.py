@@ -479,7 +479,34 @@ MEMORY_CASES = {
     ),
     # Chunks of 222 rows (16 kB), the distinct rows (10 kB), the patterns of its sub-networks.
     "em": (_rows_with_missing, lambda: DecomposedEM("grid:3x3", alpha=0.01, max_iter=20)),
+    # The agreement model on the 12 edges of a 3x3 grid among the 64 columns: the agreement counts and
+    # the clique counts of [X; 1 - X] of each chunk (250 x 64 x 8 bytes of int64 states, twice), the MLE,
+    # and the likelihood's tables (23 kB per edge kept, about 1.1 MB of temporaries per block of edges,
+    # built one edge at a time here: statistics whose size does not depend on the rows).
+    "mle-induced": (_binary_rows, lambda: _mle_induced_estimator()),
+    # The same MLE (the chains' start), then the pseudo-likelihood's records (at most 2^4 agreement
+    # patterns per variable) and 200 kept draws of 12 parameters.
+    "metropolis-hastings": (_binary_rows, lambda: _metropolis_hastings_estimator()),
 }
+
+#: The agreement model's edges in the memory test (a 3x3 grid on columns 0-8 of 64).
+AGREEMENT_EDGES = [(3 * r + c, 3 * r + c + 1) for r in range(3) for c in range(2)] + [
+    (3 * r + c, 3 * r + c + 3) for r in range(2) for c in range(3)
+]
+
+
+def _mle_induced_estimator():
+    from skmrf import MLEInducedLikelihood
+
+    return MLEInducedLikelihood(AGREEMENT_EDGES)
+
+
+def _metropolis_hastings_estimator():
+    from skmrf import MetropolisHastingsMRF
+
+    return MetropolisHastingsMRF(
+        AGREEMENT_EDGES, likelihood="pseudo", n_steps=220, proposal_scale=0.0005, random_state=0, score_method="pseudo"
+    )
 
 
 @pytest.mark.parametrize("case", list(MEMORY_CASES))
@@ -490,7 +517,10 @@ def test_memmap_fit_memory_is_the_chunk_plus_the_statistics(tmp_path, monkeypatc
     (EM). The peak does not follow the rows: a fit of a quarter of them peaks at least two thirds
     as high (an allocation per row would make it a quarter; EM's distinct rows still grow a little
     with the rows)."""
+    from skmrf._kernels import coin_tossing
+
     monkeypatch.setattr(chunks, "CHUNK_BYTES", 16000)
+    monkeypatch.setattr(coin_tossing, "_EDGE_BLOCK", 1)  # the MLE-induced likelihood's tables edge by edge
     budget = 2e6
     rows, make = MEMORY_CASES[case]
     X = rows(64000)
@@ -524,3 +554,186 @@ def test_mcmc_dask_on_a_two_worker_cluster_equals_in_memory(ising_data, two_work
     )
     assert n_tasks == 5
     np.testing.assert_array_equal(est.theta_, MCMCMaxLikelihood("grid:3x3", random_state=0).fit(ising_data).theta_)
+
+
+# -- The Bayesian learner and the MLE-induced likelihood from row chunks --------------------------
+
+AGREEMENT_GRID = "grid:3x3"
+
+
+@pytest.fixture(scope="module")
+def agreement_data():
+    """700 rows of the agreement model on the 3x3 grid (theta 0.65 on every edge), as uint8."""
+    from skmrf.graphs import resolve_graph
+    from skmrf.model import agreement_to_mrf
+
+    edges = resolve_graph(AGREEMENT_GRID, 9).edges
+    model = agreement_to_mrf(np.full(len(edges), 0.65), edges, 9, edges=edges)
+    return model.sample(700, random_state=0).astype(np.uint8)
+
+
+def _force_lap_mle(monkeypatch):
+    """The MLE-induced likelihood's default MLE by its LAP kernel (as where the junction tree is too wide)."""
+    from skmrf.exceptions import TreewidthError
+    from skmrf.model import DiscreteMRF
+
+    def too_wide(self, max_bytes=None):
+        raise TreewidthError("forced by the test")
+
+    monkeypatch.setattr(DiscreteMRF, "get_junction_tree", too_wide)
+
+
+MLE_CASES = {
+    "exact-kernel": lambda: None,
+    "lap-kernel": lambda: None,
+    "exact-ml": lambda: ExactMaxLikelihood(AGREEMENT_GRID, alpha=0.01),
+    "pseudo": lambda: PseudoLikelihoodEstimator(AGREEMENT_GRID, alpha=0.01),
+}
+
+
+@pytest.mark.parametrize("weights", [None, "integer"])
+@pytest.mark.parametrize("case", list(MLE_CASES))
+def test_mle_induced_memmap_and_dask_equal_in_memory(
+    agreement_data, tmp_path, small_chunks, monkeypatch, case, weights
+):
+    """Bit for bit: the agreement counts are sums of 0/1 values (or integer weights), exact in any
+    chunking; the default MLE's clique counts of [X; 1 - X] (each chunk's plus its flip's) too, and
+    the LAP kernel and a given unfitted estimator read the flip-symmetrised rows by chunks (a lazy
+    dask array), so every fit runs the in-memory arithmetic on the same statistics."""
+    from skmrf import MLEInducedLikelihood
+
+    da = pytest.importorskip("dask.array")
+    if case == "lap-kernel":
+        _force_lap_mle(monkeypatch)
+    X = agreement_data
+    w = _weights(weights, len(X))
+
+    def fit(data):
+        return MLEInducedLikelihood(AGREEMENT_GRID, copula="gaussian", rho=0.1, mle=MLE_CASES[case]()).fit(
+            data, sample_weight=w
+        )
+
+    ref = fit(X)
+    assert ref.mle_source_ == {"exact-kernel": "exact", "lap-kernel": "lap"}.get(case, ref.mle_source_)
+    theta = np.linspace(0.55, 0.75, len(ref.edges_))
+    for chunked in (as_memmap(X, tmp_path), da.from_array(X, chunks=(150, 5))):
+        est = fit(chunked)
+        for name in ("n_samples_", "n_agree_", "lambda_hat_", "theta_hat_", "eta0_"):
+            np.testing.assert_array_equal(getattr(est, name), getattr(ref, name))
+        assert est.mle_source_ == ref.mle_source_ and est.n_features_in_ == 9
+        np.testing.assert_array_equal(est.mle_.theta, ref.mle_.theta)
+        assert est.log_likelihood(theta) == ref.log_likelihood(theta)
+
+
+def test_mle_induced_float_weights(agreement_data, tmp_path, small_chunks):
+    """Float weights: the agreement counts and the clique counts of [X; 1 - X] are sums of weights in
+    another order than in memory, equal to the rounding of a sum of at most 2 x 700 terms (1400 x 2^-53
+    relative, under 1e-12). Both fits minimise the same kind of objective, the mean negative
+    log-likelihood f of the symmetrised rows, strongly convex with modulus lambda_min (the smallest
+    eigenvalue of the covariance of the features, enumerated over the 512 states at the in-memory
+    fit, halved as margin for its change over the micro-distances between the fits): each fit is
+    within |grad f| / modulus of the MLE (grad f of the in-memory counts, enumerated at each fit), so
+    the two within the sum; theta_hat = expit(J / 2) is 1/8-Lipschitz in the coupling J."""
+    from scipy.special import logsumexp
+
+    from skmrf import MLEInducedLikelihood
+
+    from .brute_force import features, states
+
+    X = agreement_data
+    w = _weights("float", len(X))
+    ref = MLEInducedLikelihood(AGREEMENT_GRID).fit(X, sample_weight=w)
+    est = MLEInducedLikelihood(AGREEMENT_GRID).fit(as_memmap(X, tmp_path), sample_weight=w)
+    assert est.n_samples_ == ref.n_samples_  # one np.sum of the same weights
+    np.testing.assert_allclose(est.n_agree_, ref.n_agree_, rtol=1e-12)
+    model = ref.mle_
+    xs = states(model.n_states)
+    F = features(model, xs)
+    sym = np.vstack([X, 1 - X]).astype(np.int64)
+    index = sym @ (1 << np.arange(8, -1, -1))  # the row of xs each row is (C order)
+    target = np.concatenate([w, w]) @ F[index] / (2 * w.sum())
+
+    def gradient(theta):
+        e = F @ theta
+        p = np.exp(e - logsumexp(e))
+        return p @ F - target, p
+
+    g_ref, p = gradient(ref.mle_.theta)
+    g_est, _ = gradient(est.mle_.theta)
+    centred = F - p @ F
+    modulus = np.linalg.eigvalsh((centred * p[:, None]).T @ centred)[0] / 2
+    assert modulus > 1e-3  # a strongly convex objective (minimal parameters)
+    bound = (np.linalg.norm(g_ref) + np.linalg.norm(g_est)) / modulus
+    assert np.linalg.norm(est.mle_.theta - ref.mle_.theta) <= bound
+    assert np.abs(est.theta_hat_ - ref.theta_hat_).max() <= bound / 8
+
+
+def test_mle_induced_memmap_refuses_a_third_state(agreement_data, tmp_path, small_chunks):
+    from skmrf import MLEInducedLikelihood
+
+    bad = agreement_data.copy()
+    bad[345, 7] = 2
+    with pytest.raises(ValueError, match="Column 7 has state 2 at row 345"):
+        MLEInducedLikelihood(AGREEMENT_GRID).fit(as_memmap(bad, tmp_path))
+    with pytest.raises(ValueError, match="binary variables, but column 7 has 3 states"):
+        from skmrf import MetropolisHastingsMRF
+
+        MetropolisHastingsMRF(AGREEMENT_GRID).fit(as_memmap(bad, tmp_path, "y.dat"))
+
+
+MH_CASES = {
+    "mle_induced": {},
+    "exact": {},
+    "pseudo": {},
+    "laplace": {},
+    "persistent_mc": {"n_particles": 50},
+    "exchange": {},
+    # The exchange algorithm's Gibbs fallback (a junction tree over max_bytes): its chains start at the rows
+    # (100 sweeps of them per step: few steps).
+    "exchange-gibbs": {"max_bytes": 64, "n_steps": 12},
+}
+
+
+@pytest.mark.parametrize("weights", [None, "integer"])
+@pytest.mark.parametrize("case", list(MH_CASES))
+def test_metropolis_hastings_memmap_and_dask_equal_in_memory(agreement_data, tmp_path, small_chunks, case, weights):
+    """Bit for bit: every likelihood reads sums over rows that are exact in any chunking (agreement
+    counts, the pseudo-likelihood's records merged in the in-memory order, the MLE-induced fit
+    above), or, for the exchange algorithm's Gibbs fallback, every row in order (one byte per entry);
+    the chains then draw from the same generators."""
+    from skmrf import MetropolisHastingsMRF
+
+    da = pytest.importorskip("dask.array")
+    X = agreement_data
+    w = _weights(weights, len(X))
+    likelihood = case.split("-")[0]
+    kw = dict(likelihood=likelihood, n_steps=120, n_chains=2, proposal_scale=0.01, random_state=0)
+    kw.update(MH_CASES[case])
+
+    def fit(data):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)  # short chains: the same in every fit
+            return MetropolisHastingsMRF(AGREEMENT_GRID, **kw).fit(data, sample_weight=w)
+
+    ref = fit(X)
+    if case == "exchange-gibbs":
+        assert ref.likelihood_.sampler == "gibbs"
+    for chunked in (as_memmap(X, tmp_path), da.from_array(X, chunks=(150, 5))):
+        est = fit(chunked)
+        np.testing.assert_array_equal(est.samples_, ref.samples_)
+        np.testing.assert_array_equal(est.theta_, ref.theta_)
+        assert est.acceptance_rate_ == ref.acceptance_rate_
+
+
+def test_mle_induced_memmap_without_dask(agreement_data, tmp_path, small_chunks, monkeypatch):
+    """Without dask, a given unfitted mle reads [X; 1 - X] from the memmap's rows held in one byte per
+    entry (Rows.compact): the same rows, so the same fit, bit for bit."""
+    import sys
+
+    from skmrf import MLEInducedLikelihood
+
+    ref = MLEInducedLikelihood(AGREEMENT_GRID, mle=ExactMaxLikelihood(AGREEMENT_GRID, alpha=0.01)).fit(agreement_data)
+    monkeypatch.setitem(sys.modules, "dask.array", None)  # "import dask.array" raises ImportError
+    est = MLEInducedLikelihood(AGREEMENT_GRID, mle=ExactMaxLikelihood(AGREEMENT_GRID, alpha=0.01))
+    est.fit(as_memmap(agreement_data, tmp_path))
+    np.testing.assert_array_equal(est.theta_hat_, ref.theta_hat_)

@@ -10,7 +10,10 @@ interface) into a plug-in that remembers the current value. The sampling-based o
 follows the accepted moves.
 
 The data enter through the agreement counts ``A_j`` (rows whose ends of edge ``j`` agree): the
-unnormalised log-likelihood is ``sum_j A_j log theta_j + (n - A_j) log(1 - theta_j)``.
+unnormalised log-likelihood is ``sum_j A_j log theta_j + (n - A_j) log(1 - theta_j)``. The
+pseudo-likelihood reads the distinct agreement patterns around each variable, with counts; only
+the exchange algorithm's Gibbs fallback reads the rows themselves. Every statistic is a sum over
+rows, taken from :class:`~skmrf._data.Rows` by row chunks for a memmap or a dask array.
 """
 
 from __future__ import annotations
@@ -19,11 +22,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, logit, logsumexp
 
-from .._data import distinct_projections
+from .._data import Rows, blanket_records, merge_records
 from ..exceptions import TreewidthError
 from ..inference._evidence import BatchedJunctionTree
 from ..inference._gibbs import colour_classes
-from .mle_induced import agreement_counts
+from .mle_induced import agreement_counts, agreement_statistics
 
 __all__ = [
     "AgreementData",
@@ -41,20 +44,22 @@ class AgreementData:
 
     Parameters
     ----------
-    X : ndarray of int, shape (n_samples, n_variables)
-        0/1 states.
+    X : ndarray of int of shape (n_samples, n_variables), or Rows
+        0/1 states, or validated :class:`~skmrf._data.Rows` (a memmap or a dask array is
+        read by row chunks: :func:`~skmrf._kernels.mle_induced.agreement_statistics`).
     edges : ndarray of int, shape (p, 2)
     graph : MRFGraph
         The resolved graph (for the junction tree and the colouring).
     weight : ndarray of shape (n_samples,), optional
-        Row weights: ``n`` is then their sum and the agreement counts are sums of weights.
+        Row weights: ``n`` is then their sum and the agreement counts are sums of weights
+        (ignored when ``X`` is a Rows, which holds its own).
     """
 
     def __init__(self, X, edges, graph, weight=None):
         self.edges, self.graph = edges, graph
-        self.n_variables = X.shape[1]
-        self.n_samples = X.shape[0] if weight is None else float(weight.sum())
-        self.n_agree = agreement_counts(X[None], edges)[0] if weight is None else agreement_counts(X, edges, weight)
+        rows = as_rows(X, weight)
+        self.n_variables = rows.n_columns
+        self.n_samples, self.n_agree = agreement_statistics(rows, edges)
 
     def unnormalised(self, theta, n_agree=None, n_rows=None):
         """``sum_j A_j log theta_j + (n - A_j) log(1 - theta_j)`` for each row of ``theta``."""
@@ -76,6 +81,11 @@ class AgreementData:
         t[:, :, 0, 0] = t[:, :, 1, 1] = np.log(theta).T
         t[:, :, 0, 1] = t[:, :, 1, 0] = np.log1p(-theta).T
         return list(t) + [np.zeros((c, 2))] * (n_scopes - p)
+
+
+def as_rows(X, weight=None):
+    """``X`` as binary :class:`~skmrf._data.Rows` (a Rows is returned as it is)."""
+    return X if isinstance(X, Rows) else Rows(X, np.full(X.shape[1], 2), weight)
 
 
 def callable_name(function):
@@ -154,29 +164,45 @@ class ExactLikelihood(CallableLikelihood):
         return self.data.unnormalised(theta) - self.data.n_samples * self.log_z(theta)
 
 
+#: Entries (rows x columns) of a memmap chunk compressed to records at once (as the
+#: pseudo-likelihood estimator's records: about ten int64 temporaries of this many entries).
+RECORDS_CHUNK_ENTRIES = 1 << 22
+
+
+def _agreement_records_chunk(chunk, weight, edges, subsets):
+    """The records of a chunk: each variable's edges' agreement pattern (``subsets`` index the edges)."""
+    chunk = np.asarray(chunk)
+    T = (chunk[:, edges[:, 0]] == chunk[:, edges[:, 1]]).astype(np.uint8)
+    return blanket_records(T, subsets, np.full(len(edges), 2), weight=weight)
+
+
 class PseudoLikelihood(CallableLikelihood):
     """Besag's log pseudo-likelihood ``sum_rows sum_i log p(x_i | x_N(i))`` on compressed data.
 
     For the agreement model, flipping ``x_i`` flips the agreement of every edge at ``i``, so
     ``log p(x_i | rest) = -softplus(sum_{j at i} eta_j (1 - 2 t_j))`` with ``eta = logit theta``.
     The records (a variable and the agreement pattern of its edges) are compressed with their
-    counts (:func:`skmrf._data.distinct_projections`), so a batch costs one sparse product.
+    counts (:func:`skmrf._data.blanket_records` on the rows' agreement indicators, by row chunks
+    for a memmap or a dask array, merged in the in-memory order), so a batch costs one sparse
+    product. ``X`` is an ndarray (with ``weight``) or a :class:`~skmrf._data.Rows`.
     """
 
     def __init__(self, data, X, weight=None):
         edges, d = data.edges, data.n_variables
-        T = (X[:, edges[:, 0]] == X[:, edges[:, 1]]).astype(np.int64)
         incident = [np.flatnonzero((edges == i).any(axis=1)) for i in range(d)]
         subsets = [tuple(e.tolist()) for e in incident if len(e)]
-        subset, row, count = distinct_projections(T, subsets, np.full(T.shape[1], 2), weight=weight)
-        cols = [np.asarray(subsets[s]) for s in subset]
-        lengths = np.array([len(c) for c in cols])
-        rec = np.repeat(np.arange(len(cols)), lengths)
-        col = np.concatenate(cols) if cols else np.zeros(0, dtype=np.int64)
-        sign = 1.0 - 2.0 * T[np.repeat(row, lengths), col]
-        self.design = sp.csr_matrix((sign, (rec, col)), shape=(len(cols), T.shape[1]))
-        self.count = count
-        self.n_records = len(cols)
+        records = as_rows(X, weight).reduce(
+            _agreement_records_chunk, edges, subsets, op=merge_records, max_entries=RECORDS_CHUNK_ENTRIES
+        )
+        keep = records.count > 0  # patterns only of rows of weight 0 (chunked): an in-memory fit drops those rows
+        lengths = np.array([len(subsets[s]) for s in records.var[keep]], dtype=np.int64)
+        values = records.values[keep]
+        rec = np.repeat(np.arange(len(lengths)), lengths)
+        col = np.concatenate([subsets[s] for s in records.var[keep]]) if len(lengths) else np.zeros(0, np.int64)
+        sign = 1.0 - 2.0 * values[np.arange(values.shape[1])[None, :] < lengths[:, None]]
+        self.design = sp.csr_matrix((sign, (rec, col)), shape=(len(lengths), len(edges)))
+        self.count = records.count[keep].astype(np.float64)
+        self.n_records = len(lengths)
         super().__init__(self.log_likelihood)
 
     def log_likelihood(self, theta):
@@ -328,23 +354,29 @@ class ExchangeLikelihood:
     chains) the chain targets the exact posterior. Where the junction tree does not fit,
     ``y`` comes from ``n_sweeps`` Gibbs sweeps started at the data, an approximation
     (``sampler == "gibbs"``).
+
+    ``X`` is the data (each row as many times as its weight), or a function of no arguments
+    returning them: only the Gibbs fallback reads them (its chains start at the rows, in order),
+    so with exact draws they are never read.
     """
 
     def __init__(self, data, X, max_bytes=None, n_sweeps=100):
-        self.data, self.X, self.n_sweeps = data, X, n_sweeps
+        self.data, self.n_sweeps = data, n_sweeps
         try:
             self.tree, self.n_scopes = data.junction_tree(max_bytes)
             self.sampler = "exact"
         except TreewidthError:
             self.gibbs = AgreementGibbs(data)
             self.sampler = "gibbs"
+            self.X = X() if callable(X) else X
         self.exact = self.sampler == "exact"
 
     def start(self, theta, rngs):
         pass
 
     def _draw(self, theta, rngs):
-        n, d = self.data.n_samples, self.data.n_variables
+        # Whole numbers (a float sum of integer weights with weights: the caller checks they are whole).
+        n, d = int(self.data.n_samples), self.data.n_variables
         if self.sampler == "exact":
             evidence = np.full((theta.shape[0], d), -1)
             _, _, nodes = self.tree.calibrate(self.data.tables(theta, self.n_scopes), evidence, return_nodes=True)

@@ -5,7 +5,8 @@ The agreement model (:mod:`skmrf.model._agreement`) is a binary pairwise MRF wit
 (1 - theta_j) ** I[x_u != x_v]`` and no node potentials.
 
 - the agreement counts (Eq. 6) and the external effect induced by the MLE (Eq. 5):
-  :func:`agreement_counts`, :func:`induced_eta`;
+  :func:`agreement_counts`, :func:`agreement_statistics` (by row chunks for a memmap or a dask
+  array), :func:`induced_eta`;
 - the MLE itself, from the exact or the LAP kernel on the flip-symmetrised rows: :func:`agreement_mle`;
 - :class:`MLEInducedModel`: the marginal likelihoods (Eq. 3), their CDFs and normal scores
   (Eq. 8, kernels of :mod:`.coin_tossing`) and the joint likelihood with the independent
@@ -20,6 +21,7 @@ import numpy as np
 from scipy.special import gammaln, logit
 
 from .._data import Rows
+from .._data.chunks import _is_dask, default_chunk_rows
 from ..exceptions import TreewidthError
 from ..model import DiscreteMRF
 from ..model._agreement import check_agreement_parameters
@@ -27,7 +29,14 @@ from .coin_tossing import marginal_log_likelihood_kernel, normal_scores, score_t
 from .exact import fit_exact
 from .lap import fit_lap
 
-__all__ = ["MLEInducedModel", "agreement_counts", "agreement_mle", "induced_eta", "symmetrised"]
+__all__ = [
+    "MLEInducedModel",
+    "agreement_counts",
+    "agreement_mle",
+    "agreement_statistics",
+    "induced_eta",
+    "symmetrised",
+]
 
 _MIN = np.minimum.reduce  # the ufunc's own reduce: ndarray.min adds a Python-level wrapper
 #: The exact kernel's stopping rule for the MLE (L-BFGS iterations and gradient tolerance).
@@ -58,6 +67,32 @@ def agreement_counts(X, edges, weight=None):
     if weight is not None:
         return weight @ agree.astype(np.float64)
     return np.count_nonzero(agree, axis=-2).astype(np.int64)
+
+
+#: Entries of the temporaries of one memmap chunk's statistics, at most: rows x edges of agreement
+#: indicators (8 bytes each with weights), rows x columns of states for the clique counts (a copy,
+#: its flip and the counting's own arrays). A chunk of the default 256 MB would hold several GB.
+STATISTICS_CHUNK_ENTRIES = 1 << 22
+
+
+def _agreement_chunk(chunk, weight, edges):
+    return agreement_counts(chunk, edges, weight)
+
+
+def agreement_statistics(rows, edges):
+    """``(n, n_agree)`` of :class:`~skmrf._data.Rows`: the rows the data stand for (``n_rows``, an
+    int, without weights; the sum of the weights otherwise) and :func:`agreement_counts`, summed
+    over the row chunks of a memmap or a dask array (on the workers for dask).
+
+    Without weights the counts are int64, with integer weights float64 sums of integers: exact
+    in any chunking, so equal to the in-memory ones. Float weights are summed per chunk, then
+    across chunks (a rounding of about ``1e-16`` relative per chunk).
+    """
+    edges = np.asarray(edges, dtype=np.intp).reshape(-1, 2)
+    n = rows.n_rows if rows.weight is None else rows.total
+    # Capped at STATISTICS_CHUNK_ENTRIES rows x edges (reduce caps rows x columns).
+    cap = max(rows.n_columns, STATISTICS_CHUNK_ENTRIES * rows.n_columns // max(1, len(edges)))
+    return n, rows.reduce(_agreement_chunk, edges, max_entries=cap)
 
 
 def induced_eta(lambda_hat, theta_hat):
@@ -198,12 +233,37 @@ class MLEInducedModel:
         return out - half_log_det - c2 * np.einsum("...i,...i->...", u, u) + c1 * s1 * s1
 
 
+def _flipped_stack(X):
+    """The lazy dask array ``[X; 1 - X]`` of a memmap or a dask array (a memmap's blocks are read
+    from the file by row chunks), or, without dask, ``[C; 1 - C]`` in memory with ``C`` the rows in
+    one byte per entry (:meth:`~skmrf._data.Rows.compact`)."""
+    try:
+        import dask.array as da
+    except ImportError:
+        C = Rows(X, np.full(X.shape[1], 2)).compact()
+        return np.vstack([C, 1 - C])
+    if not _is_dask(X):
+        X = da.from_array(X, chunks=(default_chunk_rows(X), -1))
+    return da.concatenate([X, 1 - X], axis=0)
+
+
 def symmetrised(rows):
     """The flip-symmetrised rows ``[X; 1 - X]`` (each with its weight): their full-family MLE is
-    the agreement-model MLE of ``X``."""
-    X, weight = rows.dense()
+    the agreement-model MLE of ``X``.
+
+    From a memmap or a dask array they are a lazy dask array read by row chunks, so any kernel
+    that reads :class:`~skmrf._data.Rows` by chunks reads them so too (without dask installed,
+    a memmap's rows are held in one byte per entry, twice)."""
+    X, weight = rows.X, rows.weight
     w = None if weight is None else np.concatenate([weight, weight])
-    return Rows(np.vstack([X, 1 - X]), np.full(X.shape[1], 2), w)
+    stacked = _flipped_stack(X) if rows.chunked else np.vstack([X, 1 - X])
+    return Rows(stacked, np.full(X.shape[1], 2), w)
+
+
+def _symmetrised_counts_chunk(chunk, weight, layout):
+    """The clique counts of a chunk's rows and of their flips."""
+    chunk = np.asarray(chunk)
+    return layout.table_counts(chunk, weight) + layout.table_counts(1 - chunk, weight)
 
 
 def agreement_mle(graph, rows, max_bytes=None):
@@ -213,20 +273,30 @@ def agreement_mle(graph, rows, max_bytes=None):
     proportional fitting where the data leave a cell empty) when the junction tree fits within
     ``max_bytes``, else the LAP kernel (:func:`~skmrf._kernels.lap.fit_lap`). Returns the model
     and which kernel fitted it (``"exact"`` or ``"lap"``).
+
+    From a memmap or a dask array, the exact kernel's clique counts of ``[X; 1 - X]`` are summed
+    over row chunks (each chunk's counts plus its flip's): integer counts (no weights, or integer
+    weights), so the fit is the in-memory one bit for bit. The LAP kernel reads
+    :func:`symmetrised` by row chunks.
     """
-    sym = symmetrised(rows)
-    model = DiscreteMRF(graph, sym.n_states)
+    n_states = np.full(rows.n_columns, 2)
+    model = DiscreteMRF(graph, n_states)
     try:
         model.get_junction_tree(max_bytes)
     except TreewidthError:
         theta, _ = fit_lap(
-            model, sym, 0.0, strategy="pairwise", node_rule="mean", max_neighbourhood_states=1 << 16,
+            model, symmetrised(rows), 0.0, strategy="pairwise", node_rule="mean", max_neighbourhood_states=1 << 16,
             max_iter=LAP_MAX_ITER, tol=LAP_TOL, n_jobs=None, verbose=0, log=lambda *a: None,
         )  # fmt: skip
         model.theta = theta
         return model, "lap"
     lay = model.layout
-    counts = lay.table_counts(*sym.dense())
+    if rows.chunked:
+        counts = rows.reduce(_symmetrised_counts_chunk, lay, max_entries=STATISTICS_CHUNK_ENTRIES)
+    else:
+        counts = lay.table_counts(*symmetrised(rows).dense())
+    # The sum of the weights of [X; 1 - X], as Rows(symmetrised) has it.
+    total = 2.0 * rows.n_rows if rows.weight is None else float(np.sum(np.concatenate([rows.weight, rows.weight])))
     empty = bool(np.any(np.add.reduceat(counts == 0, lay.table_offsets[:-1]) > 0))
-    fit_exact(model, counts, sym.total, 0.0, extended=empty, max_iter=MLE_MAX_ITER, tol=MLE_TOL, max_bytes=max_bytes)
+    fit_exact(model, counts, total, 0.0, extended=empty, max_iter=MLE_MAX_ITER, tol=MLE_TOL, max_bytes=max_bytes)
     return model, "exact"

@@ -154,6 +154,24 @@ def validate_rows(estimator, X, sample_weight=None, n_states="auto", allow_missi
     return Rows(Xi, states, weight)
 
 
+def validate_row_chunks(estimator, X, sample_weight=None, n_states="auto", allow_missing=False):
+    """Validate a memmap or a dask array by row chunks for ``estimator``'s fit; set its
+    ``n_features_in_`` and ``graph_`` (its ``graph`` resolved); return the :class:`~skmrf._data.Rows`.
+
+    Every chunk is checked as an in-memory X would be (the error names the column, the value
+    and its row); the chunks' column maxima give ``n_states="auto"``. ``X`` is kept as it is.
+    """
+    check_data_array(X, 1, type(estimator).__name__)
+    estimator.n_features_in_ = n_features = X.shape[1]
+    estimator.__dict__.pop("feature_names_in_", None)
+    estimator.__dict__.pop("feature_labels_in_", None)
+    estimator.graph_ = resolve_graph(estimator.graph, n_features, None)
+    given = None if isinstance(n_states, str) else check_n_states(n_states, n_features)
+    high = reduce_row_chunks(X, scan_states, given, None, allow_missing, op=np.maximum)
+    weight = _sample_weight(sample_weight, X)
+    return Rows(X, np.maximum(high + 1, 2) if given is None else given, weight)
+
+
 class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     """Base class: the one ``fit``, validation, ``score``, ``score_samples`` and ``sample``.
 
@@ -279,20 +297,9 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         return rows
 
     def _validate_fit_chunks(self, X, n_states, sample_weight):
-        """Validate a memmap or a dask array by row chunks; set ``graph_``; return the Rows.
-
-        Every chunk is checked as an in-memory X would be (the error names the column, the
-        value and its row); the chunks' column maxima give ``n_states="auto"``.
-        """
-        check_data_array(X, 1, type(self).__name__)
-        self.n_features_in_ = n_features = X.shape[1]
-        self.__dict__.pop("feature_names_in_", None)
-        self.__dict__.pop("feature_labels_in_", None)
-        self.graph_ = resolve_graph(self.graph, n_features, None)
-        given = None if isinstance(n_states, str) else check_n_states(n_states, n_features)
-        high = reduce_row_chunks(X, scan_states, given, None, self._allow_missing, op=np.maximum)
-        weight = _sample_weight(sample_weight, X)
-        return Rows(X, np.maximum(high + 1, 2) if given is None else given, weight)
+        """Validate a memmap or a dask array by row chunks (:func:`validate_row_chunks`); set
+        ``graph_``; return the Rows."""
+        return validate_row_chunks(self, X, sample_weight, n_states, self._allow_missing)
 
     def _build_model(self, n_states):
         """Set ``n_states_`` and ``model_`` (zero parameters), refusing clique tables too large."""

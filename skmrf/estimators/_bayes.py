@@ -236,6 +236,15 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
     proposal_scale^2 I)`` (Section 3.1, Eq. 10); the likelihood in the MH ratio comes from
     ``likelihood``.
 
+    ``fit`` accepts ``X`` as an array, a ``numpy.memmap`` or a ``dask.array``; the last two are
+    read by row chunks (on the workers for dask), never whole. Every likelihood reads the rows
+    only through sums over them: the agreement counts, the pseudo-likelihood's records (each
+    variable's agreement pattern, with counts), the MLE-induced fit's statistics (see
+    :class:`MLEInducedLikelihood`). The one exception is the exchange algorithm's Gibbs
+    fallback (a junction tree beyond ``max_bytes``), whose chains start at the rows: it reads
+    them into one byte per entry, as its own state holds them ``n_chains`` times. Without
+    weights or with integer weights the fit is the in-memory one bit for bit (the same draws).
+
     Parameters
     ----------
     %(graph)s
@@ -379,6 +388,9 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
     }
 
     _needs_pairwise = True
+    #: A memmap or a dask array is read by row chunks: the agreement counts, the pseudo-likelihood's
+    #: records and the MLE-induced fit's statistics are sums over rows.
+    _reads_chunks = True
     _binary_subject = "MetropolisHastingsMRF's agreement model is defined"
 
     def __init__(
@@ -432,13 +444,12 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
 
     def _plugin(self, rows, data, rng):
         name = self.likelihood
-        X, weight = rows.dense()
         if callable(name):
             return CallableLikelihood(name)
         if name == "exact":
             return ExactLikelihood(data, self.max_bytes)
         if name == "pseudo":
-            return PseudoLikelihood(data, X, weight)
+            return PseudoLikelihood(data, rows)
         if name == "mle_induced":
             fitted = self._mle_induced(rows)
             plugin = CallableLikelihood(fitted.likelihood.log_likelihood)
@@ -449,7 +460,8 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
             return LaplaceLikelihood(data, theta_hat, self.max_bytes, self.n_particles, 1000, rng)
         if name == "persistent_mc":
             return PersistentMCLikelihood(data, self.n_particles, self.n_sweeps)
-        return ExchangeLikelihood(data, _repeated_rows(X, weight), self.max_bytes, 100 * self.n_sweeps)
+        _check_whole_weights(rows.weight)
+        return ExchangeLikelihood(data, partial(_repeated_rows, rows), self.max_bytes, 100 * self.n_sweeps)
 
     def _initial(self, rows, p, rng):
         init = self.init
@@ -553,7 +565,7 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         burn_in = self._burn_in(p)
         rng = check_generator(self.random_state)
         seeds = rng.integers(0, 2**63 - 1, size=self.n_chains)
-        data = AgreementData(rows.X, self.edges_, self.graph_, rows.weight)
+        data = AgreementData(rows, self.edges_, self.graph_)
         plugin = self._plugin(rows, data, rng)
         theta0 = self._initial(rows, p, rng)
         log_prior = _uniform_log_prior if self.prior == "uniform" else partial(_checked_log_prior, self.prior)
@@ -584,14 +596,22 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         return agreement_matrix(self.model_, self.edges_) @ logit(self.posterior_mean_)
 
 
-def _repeated_rows(X, weight):
-    """The rows each repeated ``weight`` times: the exchange algorithm draws auxiliary data sets
-    of as many rows as the data stand for, so the weights must be whole numbers."""
-    if weight is None:
-        return X
-    if not np.all(weight == np.round(weight)):
+def _check_whole_weights(weight):
+    """Refuse non-integer weights for the exchange algorithm: it draws auxiliary data sets of as
+    many rows as the data stand for, so the weights must be whole numbers."""
+    if weight is not None and not np.all(weight == np.round(weight)):
         raise ValueError(
             "likelihood='exchange' draws auxiliary data sets of as many rows as the data stand for, so its "
             "sample_weight must be whole numbers (counts); got non-integer weights. Use another likelihood."
         )
+
+
+def _repeated_rows(rows):
+    """The rows each repeated ``weight`` times, in order (the exchange algorithm's Gibbs chains start
+    at them). A memmap or a dask array is read into one byte per entry (:meth:`~skmrf._data.Rows.compact`):
+    the chains' own state is that large, ``n_chains`` times over."""
+    X, weight = rows.compact(), rows.weight
+    if weight is None:
+        return X
+    _check_whole_weights(weight)
     return np.repeat(X, weight.astype(np.int64), axis=0)

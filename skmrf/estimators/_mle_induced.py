@@ -15,12 +15,13 @@ from scipy.special import ndtr
 from sklearn.base import BaseEstimator
 from sklearn.frozen import FrozenEstimator
 
+from .._data import is_chunked
 from .._kernels.mle_induced import agreement_counts, induced_eta
 from .._utils._sklearn_compat import StrOptions, _fit_context, check_is_fitted
 from .._utils.validation import column_names
 from ..graphs import resolve_graph
 from ..model._agreement import check_agreement_parameters
-from ._base import BaseDiscreteMRF, validate_rows
+from ._base import BaseDiscreteMRF, validate_row_chunks, validate_rows
 from ._mle_induced_fit import fit_mle_induced, parameter_edges
 
 __all__ = ["MLEInducedLikelihood", "agreement_counts", "induced_eta", "parameter_edges"]  # the kernels re-exported
@@ -157,6 +158,15 @@ class MLEInducedLikelihood(BaseEstimator):
     costs O(p) per vector: 3 logarithms per edge for the independent copula, plus a
     polynomial of degree 6 per edge for the Gaussian copula.
 
+    ``fit`` reads the rows only through sums over them: the agreement counts and the MLE's
+    statistics of ``[X; 1 - X]`` (the exact kernel's clique counts, each chunk's plus its flip's;
+    the LAP kernel's, or a given unfitted ``mle``'s, from the flip-symmetrised rows as a lazy dask
+    array). From a ``numpy.memmap`` or a ``dask.array`` they are summed by row chunks, so memory
+    is a chunk plus these statistics, and without weights or with integer weights the fit is
+    the in-memory one bit for bit (float weights: sums in another order, ``1e-16`` relative).
+    A memmap with ``mle`` not None, or with a junction tree beyond its limit, needs dask installed
+    (otherwise its rows are held in one byte per entry).
+
     References
     ----------
     Jie Liu and Hao Zheng. MLE-induced likelihood for Markov random fields. 2018.
@@ -201,8 +211,10 @@ class MLEInducedLikelihood(BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Binary states 0/1; never modified.
+        X : array-like, numpy.memmap or dask.array of shape (n_samples, n_features)
+            Binary states 0/1; never modified. A ``numpy.memmap`` or a ``dask.array`` is read by
+            row chunks (on the workers for dask), never whole: only the agreement counts and the
+            MLE's statistics of the flip-symmetrised rows are kept (see Notes).
         y : None
             Ignored.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -225,6 +237,8 @@ class MLEInducedLikelihood(BaseEstimator):
 
     # -- the stages of fit ----------------------------------------------------------------
     def _validate_binary(self, X, sample_weight):
+        if is_chunked(X):  # checked by row chunks (a state above 1 is named with its column and row)
+            return validate_row_chunks(self, X, sample_weight, n_states=2)
         rows = validate_rows(self, X, sample_weight)
         high = rows.X > 1
         if high.any():

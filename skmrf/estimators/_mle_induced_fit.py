@@ -13,7 +13,7 @@ import numpy as np
 from scipy.special import expit, logit
 from sklearn.frozen import FrozenEstimator
 
-from .._kernels.mle_induced import MLEInducedModel, agreement_counts, agreement_mle, symmetrised
+from .._kernels.mle_induced import MLEInducedModel, agreement_mle, agreement_statistics, symmetrised
 from .._solvers import THETA_BOUND
 from .._utils.validation import column_names
 from ..exceptions import NoFiniteEstimateWarning
@@ -107,17 +107,18 @@ def fit_mle_induced(owner, rows, edges, graph, mle, copula, rho):
     ``edges`` the parameters' edges and ``graph`` the resolved graph. Refuses a copula ``rho``
     outside its range and an edge whose ends always (or never) agree; warns when the MLE does
     not exist or a fitted ``mle`` has node potentials.
+
+    The rows are read only through sums over them (the agreement counts, the MLE kernel's
+    statistics of the flip-symmetrised rows), by row chunks for a memmap or a dask array.
     """
     name = type(owner).__name__
     _check_copula(copula, rho, len(edges))
-    X, weight = rows.dense()
-    n = X.shape[0] if weight is None else rows.total
-    n_agree = agreement_counts(X, edges, weight)
+    n, n_agree = agreement_statistics(rows, edges)
     lambda_hat = n_agree / n
     _check_interior(n_agree, n, lambda_hat, edges)
     model, source = _mle_model(owner, mle, rows, graph, edges)
     theta_hat = _agreement_theta(model, source, edges)
-    _warn_if_on_boundary(name, X, edges, theta_hat, lambda_hat, n)
+    _warn_if_on_boundary(name, rows, edges, theta_hat, lambda_hat, n)
     likelihood = MLEInducedModel(n_agree, n, theta_hat, copula, rho)
     return MLEInducedFit(n, n_agree, lambda_hat, model, source, theta_hat, likelihood)
 
@@ -178,7 +179,7 @@ def _agreement_theta(model, source, edges):
     return theta
 
 
-def _warn_if_on_boundary(name, X, edges, theta_hat, lambda_hat, n):
+def _warn_if_on_boundary(name, rows, edges, theta_hat, lambda_hat, n):
     """Warn (naming the edge and an unobserved agreement pattern) when the MLE does not exist."""
     eta = logit(theta_hat)
     limit = min(np.log(BOUNDARY_ODDS * (n + 1)), (THETA_BOUND - BOX_MARGIN) / 2)
@@ -187,7 +188,7 @@ def _warn_if_on_boundary(name, X, edges, theta_hat, lambda_hat, n):
         return
     j = int(far[np.argmax(np.abs(eta[far]))])
     u, v = (int(x) for x in edges[j])
-    pattern = _unobserved_pattern(X, edges, theta_hat)
+    pattern = _unobserved_pattern(rows, edges, theta_hat)
     seen = f" The data never show {pattern}, which the model allows." if pattern else ""
     warnings.warn(
         f"The agreement-model MLE does not exist: the MLE of edge ({u}, {v}) came out as theta_hat = "
@@ -202,15 +203,17 @@ def _warn_if_on_boundary(name, X, edges, theta_hat, lambda_hat, n):
     )
 
 
-def _unobserved_pattern(X, E, theta_hat):
+def _unobserved_pattern(rows, E, theta_hat):
     """The agreement pattern the fitted MLE makes least likely among those no row shows, as text.
 
     By enumeration of the ``2 ** (d - 1)`` states up to a flip; None beyond
-    ``PATTERN_MAX_VARIABLES`` variables or if every possible pattern is observed.
+    ``PATTERN_MAX_VARIABLES`` variables or if every possible pattern is observed. A memmap or a
+    dask array is read as its distinct rows (at most ``2 ** d``), by row chunks.
     """
-    d = X.shape[1]
+    d = rows.n_columns
     if d > PATTERN_MAX_VARIABLES:
         return None
+    X = rows.distinct()[0] if rows.chunked else rows.X
     states = (np.arange(2 ** (d - 1))[:, None] >> np.arange(d)[None, :]) & 1
     possible = np.unique(states[:, E[:, 0]] == states[:, E[:, 1]], axis=0)
     observed = {row.tobytes() for row in (X[:, E[:, 0]] == X[:, E[:, 1]])}

@@ -71,6 +71,25 @@ def test_connected_pearson_of_equal_moments_is_one(model):
     assert connected_pearson(centred, mean, mean) == pytest.approx((1.0, 1.0), abs=1e-12)
 
 
+def test_connected_correlations_cover_every_pair_of_states(model):
+    """``Centred.connected`` and ``frequencies`` from the non-zero features equal the full tables
+    ``f_ij - f_i f_j`` and ``f_i`` computed by enumeration (as multisets: the orders differ)."""
+    xs = brute_force.states(N_STATES)
+    phi = brute_force.features(model, xs)
+    p = np.exp(phi @ model.theta)
+    p /= p.sum()
+    marginals = brute_force.clique_marginals(model)
+    full_C = np.concatenate(
+        [(marginals[(i, j)] - np.outer(marginals[(i,)], marginals[(j,)])).ravel() for i, j in sorted(EDGES)]
+    )
+    full_f = np.concatenate([marginals[(i,)] for i in range(len(N_STATES))])
+    centred = Centred(model.layout, _mu(model))
+    mean = p @ phi
+    # sums of at most 12 probabilities: rounding far below 1e-12
+    np.testing.assert_allclose(np.sort(centred.connected(mean)), np.sort(full_C), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.sort(centred.frequencies(mean)), np.sort(full_f), rtol=0, atol=1e-12)
+
+
 def test_independent_start_reproduces_the_frequencies(model):
     """Couplings zero and fields the log ratios: the model's one-site marginals are the data's, up to
     the one pseudo-row the start adds (exact enumeration)."""

@@ -259,10 +259,10 @@ class MomentMatchingSchedule(BaseEstimator):
         ``damping``), and at most ``learning_rate``.
     target : float, default=0.95
         Pearson r of the chains' and the data's connected correlations ``f_ij(a, b) - f_i(a)
-        f_j(b)`` over the graph's edges and states ``a, b`` other than 0 (the rest are linear in
-        them) at which the run stops.
+        f_j(b)`` over the graph's edges and all pairs of states (adabmDCA's criterion) at which
+        the run stops.
     target_frequencies : float, default=0.99
-        Pearson r of the one-site frequencies (states other than 0) also required to stop.
+        Pearson r of the one-site frequencies (all states) also required to stop.
     damping : float, default=0.01
         Added to every centred feature's variance in the preconditioner: it bounds the step of
         features the data barely show.

@@ -64,10 +64,17 @@ class Centred:
         length = (n_states[ends[:, 0]] - 1) * width
         block = np.repeat(np.arange(len(pairs)), length)
         local = np.arange(length.sum()) - np.repeat(np.cumsum(length) - length, length)
+        a, b = local // width[block], local % width[block]
         self.pair = offsets[pairs][block] + local
-        self.row = unary[ends[block, 0]] + local // width[block]
-        self.col = unary[ends[block, 1]] + local % width[block]
-        self.unary = np.concatenate([np.arange(offsets[k], offsets[k + 1]) for k in np.flatnonzero(sizes == 1)])
+        self.row, self.col = unary[ends[block, 0]] + a, unary[ends[block, 1]] + b
+        # Sums of a block's entries over a (one per b), over b (one per a), and over both
+        height = n_states[ends[:, 0]] - 1
+        self.by_b = np.repeat(np.cumsum(width) - width, length) + b
+        self.by_a = np.repeat(np.cumsum(height) - height, length) + a
+        self.block = block
+        nodes = np.flatnonzero(sizes == 1)
+        self.unary = np.concatenate([np.arange(offsets[k], offsets[k + 1]) for k in nodes])
+        self.site = np.repeat(np.arange(len(nodes)), offsets[nodes + 1] - offsets[nodes])
         self.mu, self.n_params = mu, layout.n_params
 
     def _shift(self, J):
@@ -101,16 +108,26 @@ class Centred:
         out[self.pair] = var[self.row] * var[self.col] + damping
         return out
 
+    def frequencies(self, mean):
+        """Every site's frequencies, state 0 included, from mean features (``theta`` order)."""
+        f = mean[self.unary]
+        return np.concatenate([f, 1 - np.bincount(self.site, f)])
+
     def connected(self, mean):
-        """``f_ij(a, b) - f_i(a) f_j(b)`` on every pair entry, from mean features (``theta`` order)."""
-        return mean[self.pair] - mean[self.row] * mean[self.col]
+        """``C_ij(a, b) = f_ij(a, b) - f_i(a) f_j(b)`` on every edge and every pair of states, from
+        mean features (``theta`` order, states other than 0): ``C_ij(0, b) = -sum_a C_ij(a, b)``,
+        ``C_ij(a, 0) = -sum_b C_ij(a, b)`` and ``C_ij(0, 0) = sum_ab C_ij(a, b)``, since every
+        row and column of a full table of connected correlations sums to zero."""
+        C = mean[self.pair] - mean[self.row] * mean[self.col]
+        return np.concatenate([C, -np.bincount(self.by_b, C), -np.bincount(self.by_a, C), np.bincount(self.block, C)])
 
 
 def connected_pearson(centred, mean, data):
     """Pearson r of the connected correlations and of the one-site frequencies of ``mean`` and ``data``.
 
-    Both are mean features in ``theta`` order (entries with every state non-zero: the rest are
-    linear in them). A constant vector (no pairs, or no variance) gives r = 1 when equal, else 0.
+    Both are mean features in ``theta`` order. The correlations are every edge's full ``K_i x
+    K_j`` table (:meth:`Centred.connected`) and the frequencies every state's, state 0 included
+    (adabmDCA's criterion). A constant vector (no variance) gives r = 1 when equal, else 0.
     """
 
     def pearson(a, b):
@@ -118,8 +135,9 @@ def connected_pearson(centred, mean, data):
             return float(np.allclose(a, b))
         return float(np.corrcoef(a, b)[0, 1])
 
-    u = centred.unary
-    return pearson(centred.connected(mean), centred.connected(data)), pearson(mean[u], data[u])
+    return pearson(centred.connected(mean), centred.connected(data)), pearson(
+        centred.frequencies(mean), centred.frequencies(data)
+    )
 
 
 def independent_start(layout, mean_stats, total):

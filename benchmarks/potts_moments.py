@@ -122,9 +122,8 @@ def main():
     if true is not None:
         pl = PseudoLikelihoodEstimator("complete", n_states=Q, alpha=a.alpha).fit(X, sample_weight=w)
         for name, fitted in (("MCMC", est), ("PL", pl)):
-            print(
-                f"  {name}: precision of the top-{len(true)} APC pairs {precision(coupling_scores(fitted).matrix, true):.2f}"
-            )
+            score = precision(coupling_scores(fitted).matrix, true)
+            print(f"  {name}: precision of the top-{len(true)} APC pairs {score:.2f}")
     print(f"  peak memory {peak:.0f} MiB (at the end of the fit); load {os.getloadavg()}")
 
 

@@ -302,7 +302,7 @@ def test_nested_set_refuses_unknown_names_with_the_valid_ones(tmp_path, capsys, 
     argv = ["fit", "-m", "mcmc", npy, "-o", out, "--set", "schedule=theory", "--set", "schedule__start_iter=5"]
     check_error(capsys, argv, "TheorySchedule (the schedule 'theory') has no parameter 'start_iter'", "eps")
     argv = ["fit", "-m", "mcmc", npy, "-o", out, "--set", "schedule=fast", "--set", "schedule__eps=1"]
-    check_error(capsys, argv, "schedule='fast' is not one of ['adaptive', 'theory']")
+    check_error(capsys, argv, "schedule='fast' is not one of ['adaptive', 'moments', 'theory']")
     check_error(capsys, ["fit", npy, "-o", out, "--set", "alpha__x=1"], "'alpha' is not a parameter object")
     check_error(capsys, ["fit", npy, "-o", out, "--set", "nothing__x=1"], "expected NAME=VALUE with NAME a parameter")
     # A value the schedule refuses is refused by its own validation, at fit, as any parameter is.

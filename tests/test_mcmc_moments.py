@@ -164,3 +164,16 @@ def test_weights_equal_repeated_rows():
     with pytest.warns(ConvergenceWarning):
         plain = MCMCMaxLikelihood("complete", **kw).fit(np.repeat(X, weight, axis=0))
     np.testing.assert_array_equal(weighted.theta_, plain.theta_)
+
+
+def test_model_file_round_trip(tmp_path):
+    """A moment-matching fit saves and loads with its schedule object and its trace."""
+    from skmrf.io import load_model, save_model
+
+    X = make_synthetic_alignment(300, 6, n_states=3, n_contacts=1, random_state=1).X
+    schedule = MomentMatchingSchedule(n_chains=300, target=0.5, target_frequencies=0.5)
+    est = MCMCMaxLikelihood("complete", n_states=3, schedule=schedule, random_state=0).fit(X)
+    loaded = load_model(save_model(est, tmp_path / "m.npz"))
+    assert type(loaded.schedule) is MomentMatchingSchedule
+    assert loaded.schedule.get_params() == schedule.get_params()
+    np.testing.assert_array_equal(loaded.theta_, est.theta_)

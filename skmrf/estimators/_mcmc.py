@@ -64,7 +64,7 @@ def _report(log, k, x, grad, ratio=None, step=None):
 class MCMCMaxLikelihood(BaseDiscreteMRF):
     """Maximum likelihood by projected gradient with MCMC gradients.
 
-    Two schedules share one estimator, each a parameter object that owns its settings:
+    Three schedules share one estimator, each a parameter object that owns its settings:
 
     - :class:`AdaptiveSchedule` (default, ``schedule="adaptive"``): persistent Gibbs chains
       started at data rows, as many as hold the Monte-Carlo error at a tenth of the
@@ -79,15 +79,21 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
       pairwise models, with the K/M/v schedule of its theorems (:func:`fast_mixing_schedule`),
       inside a fast-mixing set: the result is within ``eps`` of the best parameters in the set
       with probability ``1 - delta``.
+    - :class:`MomentMatchingSchedule` (``schedule="moments"``): what Boltzmann-machine DCA
+      (bmDCA, adabmDCA) runs to make a Potts model generative: a start at the independent-site
+      model, centred preconditioned steps at a constant rate, and a stop when the persistent
+      chains reproduce the data's connected correlations and frequencies (Pearson r, adabmDCA's
+      criterion); the estimate is the model those chains ran under. Unconstrained.
 
     Parameters
     ----------
     %(graph)s
         Pairwise only: every factor must be a node or an edge.
     %(n_states)s
-    schedule : AdaptiveSchedule, TheorySchedule, "adaptive" or "theory", default="adaptive"
+    schedule : AdaptiveSchedule, TheorySchedule, MomentMatchingSchedule or str, default="adaptive"
         The algorithm and its settings (chains, sweeps, steps, stopping rule, ``eps``...); a
-        string stands for the schedule object with its defaults.
+        string (``"adaptive"``, ``"theory"`` or ``"moments"``) stands for the schedule object
+        with its defaults.
     max_coupling : float or None, default=None
         A constraint set on the couplings. With ``projection="box"``: ``|J_ij| <= beta`` on
         the ``{-1, +1}`` couplings of a binary model (``theta_ij = 4 J_ij``), and
@@ -168,7 +174,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         Whether the adaptive stopping rule ended the run (True for fixed schedules).
     trace_ : dict
         One value per step: ``"gradient_norm"``, ``"noise_ratio"`` and ``"step_norm"``
-        (adaptive) and ``"time"`` (seconds since the first step).
+        (adaptive), ``"pearson_connected"`` and ``"pearson_frequencies"`` (moments: the
+        chains' criterion), and ``"time"`` (seconds since the first step).
     log_partition_ : float or None
         ``log Z`` when scoring is exact, its AIS estimate when it is ``"ais"``, None for
         ``"pseudo"``.

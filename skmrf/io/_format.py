@@ -79,7 +79,10 @@ FITTED_REALS = {
 }
 
 #: Parameter objects a file may hold, by class name (their own parameters are plain JSON).
-PARAMETER_OBJECTS = {"AdaptiveSchedule": _estimators.AdaptiveSchedule, "TheorySchedule": _estimators.TheorySchedule}
+PARAMETER_OBJECTS = {
+    cls.__name__: cls
+    for cls in (_estimators.AdaptiveSchedule, _estimators.MomentMatchingSchedule, _estimators.TheorySchedule)
+}
 
 
 class Bad(Exception):

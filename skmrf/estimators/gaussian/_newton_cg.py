@@ -127,10 +127,11 @@ def _preconditioner(pattern, lattice, L, Y, x, w=None, start=None):
         # the 500 x 500 5-point lattice).
         minimum = pattern.smallest_eigenvalue(L, scale=d, start=start, rtol=EIGENVALUE_RTOL)
         # The model's inverse has the diagonal of inv(Theta) (variance): the torus' variance is uniform,
-        # while a Dirichlet field's falls towards the boundary, a mismatch that grows like log r. On the
-        # 316 x 316 lattice (n = 1000, same CG counts) the fit stopped with a certified gap of 0.0037
-        # instead of 73 (q / n = 299); on 500 x 500, 4 Newton steps and 34 CG iterations instead of 5
-        # and 56, gap 44 instead of 6310 (q / n = 749).
+        # while a Dirichlet field's falls towards the boundary. At the true 5-point precision of 8 x 8
+        # to 24 x 24 grids the condition number is about the same (3.3 against 3.0, 5.6 against 5.7),
+        # but along the fits (n = 1000): on the 316 x 316 lattice the same CG counts gave a certified
+        # gap of 0.0037 instead of 73 (q / n = 299), on 500 x 500 4 Newton steps and 34 CG iterations
+        # instead of 5 and 56, and a gap of 44 instead of 6310 (q / n = 749).
         if w is None:
             w = pattern.values(Y)
         variance = np.empty(pattern.p)

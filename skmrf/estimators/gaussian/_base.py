@@ -458,7 +458,7 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         out = np.empty(n)
         step = max(1, CHUNK_ENTRIES // max(1, p))
         for a in range(0, n, step):
-            XT = X[a : a + step].T.astype(np.float64, copy=True)
+            XT = X[a : a + step].T.copy()  # C order: one row per variable, as the products want
             XT -= self.location_[:, None]
             with np.errstate(over="ignore", under="ignore"):
                 XT /= self.scale_[:, None]

@@ -694,12 +694,19 @@ def _sml_worker(pattern, p, method, n, n_test, blas_threads, verbose):
             _fit_one(method, sp.csr_array(Q[:20, :20]), X[:, :20], 0)
         except Exception:  # noqa: BLE001
             pass
+    rss_data = peak_rss()
+    try:  # reset VmHWM to the current resident size (Linux >= 4.0): the fit's own peak below
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        pass
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("ignore", NotPositiveDefiniteWarning)
         warnings.simplefilter("always", ConvergenceWarning)
         t, c = time.perf_counter(), time.process_time()
         est, info = _fit_one(method, Q, X, verbose)
         info["time"], info["cpu"] = time.perf_counter() - t, time.process_time() - c
+    info["rss_data"], info["rss_fit"], info["X_bytes"] = rss_data, peak_rss(), X.nbytes
     info["converged"] = not any(issubclass(w.category, ConvergenceWarning) for w in caught)
     del X
     Xt = _test_data(pattern, p, n_test, Q)
@@ -1142,7 +1149,7 @@ def _research_newton(cp, s, x0, lattice, variant, n, budget):
 
     original = newton_cg._preconditioner
     if variant == "torus-dirichlet":
-        newton_cg._preconditioner = lambda pattern, lat, L, Y, x: TorusPreconditioner(lat, x)
+        newton_cg._preconditioner = lambda pattern, lat, L, Y, x, *rest: TorusPreconditioner(lat, x)
     try:
         c = time.process_time()
         res = newton_cg.newton_cg_covsel(

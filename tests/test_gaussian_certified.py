@@ -423,6 +423,46 @@ def test_ml_reads_x_by_row_chunks_without_a_transposed_copy(monkeypatch):
     assert peak < 0.5 * X.nbytes
 
 
+def test_score_and_mahalanobis_read_x_by_row_chunks_without_a_transposed_copy(monkeypatch):
+    import tracemalloc
+
+    from skmrf.estimators.gaussian import _base
+
+    Q = five_point(40, 40, ridge=0.1)
+    est = GaussianMaxLikelihood(Q, solver="sparse", sparse=True, store_covariance=False).fit(sample(Q, 400, seed=13))
+    X = sample(Q, 400, seed=14)  # 1600 x 400 x 8 bytes = 5.1 MB
+    monkeypatch.setattr(_base, "CHUNK_ENTRIES", 1 << 15)  # 20 rows (256 KB) a chunk
+    tracemalloc.start()
+    try:
+        scores = est.score_samples(X)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    # A transposed copy of X alone would be X.nbytes; a chunk and its products are a twentieth of it.
+    assert peak < 0.5 * X.nbytes
+    # The same sums as the dense formula, in another order: rounding of a p = 1600 quadratic form.
+    Z = (X - est.location_) / est.scale_
+    quad = np.einsum("ij,ij->i", Z @ est.standardized_precision_.toarray(), Z)
+    np.testing.assert_allclose(est.mahalanobis(X), quad, rtol=1e-12)
+    np.testing.assert_allclose(scores, -0.5 * quad - est.log_partition_, rtol=1e-12)
+
+
+def test_smallest_eigenvalue_stops_early_and_warm_starts():
+    Q = laplacian_precision(7, 6)
+    rows, cols = lower_pattern(Q)
+    pattern = ChordalPattern(rows, cols, 42)
+    L, _ = pattern.cholesky(np.asarray(Q[rows, cols]).ravel())
+    ev = np.linalg.eigvalsh(Q.toarray())
+    rho2 = (ev[0] / ev[1]) ** 2
+    # Stopped when a step changes the Rayleigh quotient by rtol: its error then is about rtol rho^2 / (1 - rho^2)
+    # (rho = lambda_1 / lambda_2, the error falling by rho^2 a step), from above.
+    value = pattern.smallest_eigenvalue(L, rtol=1e-3)
+    assert ev[0] <= value * (1 + 1e-12) and value <= ev[0] * (1 + 1e-3 * rho2 / (1 - rho2) * 1.01)
+    # From the eigenvector it left, two more steps give the value to rho^4 times that error.
+    again = pattern.smallest_eigenvalue(L, n_iter=2, start=pattern.last_eigenvector)
+    assert again == pytest.approx(ev[0], rel=1e-3 * rho2**2 / (1 - rho2) * 1.01)
+
+
 def test_smallest_eigenvalue_of_the_scaled_precision():
     # Inverse iteration through the chordal factor, with and without D = diag(scale): against eigvalsh.
     Q = laplacian_precision(7, 6)

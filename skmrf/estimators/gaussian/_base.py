@@ -441,16 +441,29 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         return self.precision_
 
     def _centred(self, X):
-        """Validated X, centred and standardised (divided by ``scale_``), transposed: one row per variable."""
+        """Validated X (finite, real), its columns in the fitted model's order."""
         check_is_fitted(self)
         check_column_labels(self, X)
         X = validate_data(self, X, reset=False, dtype=None, ensure_all_finite=False)
-        X = check_real(X, column_names(self), advice=_NON_FINITE_ADVICE)
-        XT = X.T.copy()
-        XT -= self.location_[:, None]
-        with np.errstate(over="ignore", under="ignore"):
-            XT /= self.scale_[:, None]
-        return XT
+        return check_real(X, column_names(self), advice=_NON_FINITE_ADVICE)
+
+    def _quadratic_rows(self, X):
+        """``z^T Theta_std z`` for every row of the validated X, ``z = (x - location_) / scale_``.
+
+        By chunks of rows (about ``CHUNK_ENTRIES`` values each), each centred, standardised and
+        transposed: no transposed copy of the whole of X (as large as X: 8 GB for 1000 rows of
+        10^6 variables).
+        """
+        n, p = X.shape
+        out = np.empty(n)
+        step = max(1, CHUNK_ENTRIES // max(1, p))
+        for a in range(0, n, step):
+            XT = X[a : a + step].T.copy()  # C order: one row per variable, as the products want
+            XT -= self.location_[:, None]
+            with np.errstate(over="ignore", under="ignore"):
+                XT /= self.scale_[:, None]
+            out[a : a + step] = self._quadratic(XT)
+        return out
 
     def _quadratic(self, XT):
         """``x^T Theta x`` for every column of ``XT`` (standardised), with the sparse precision.
@@ -486,7 +499,7 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
             Squared Mahalanobis distance of each row.
             Negative values are possible only if ``is_positive_definite_`` is False.
         """
-        return self._quadratic(self._centred(X))
+        return self._quadratic_rows(self._centred(X))
 
     def score_samples(self, X):
         """Gaussian log-density of each row under the fitted model.
@@ -513,14 +526,14 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         ValueError
             If the fitted precision is not positive definite (no density).
         """
-        Xc = self._centred(X)
+        X = self._centred(X)
         if not self.is_positive_definite_:
             raise ValueError(
                 f"The precision fitted by {type(self).__name__} is not positive definite "
                 f"({self._smallest_eigenvalue()}), so it defines no Gaussian density (exp(-x'Px/2) is not "
                 f"integrable) and no log-likelihood. Refit with {self._pd_advice}."
             )
-        return -0.5 * self._quadratic(Xc) - self.log_partition_
+        return -0.5 * self._quadratic_rows(X) - self.log_partition_
 
     def _smallest_eigenvalue(self):
         """``"smallest eigenvalue ..."`` of ``standardized_precision_`` for the error of :meth:`score_samples`

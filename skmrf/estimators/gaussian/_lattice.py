@@ -164,6 +164,12 @@ class TorusPreconditioner:
         (for example ``scale = sqrt(diag Theta)``, so that ``C`` has a unit
         diagonal): variances that vary over the grid, as near a boundary,
         then do not make the field look non-stationary.
+    variance : ndarray of shape (p,), optional
+        The diagonal of ``inv(Theta)``. The stencil of ``C`` is still taken
+        from ``x`` scaled by ``scale``, but the model becomes ``E C E`` with
+        ``E`` chosen so that the model's inverse has this diagonal: a
+        Dirichlet field's variance falls towards the boundary, the torus'
+        does not, and the mismatch grows with the grid.
 
     Notes
     -----
@@ -176,7 +182,7 @@ class TorusPreconditioner:
     Setting up costs ``b^2`` FFTs, applying ``2 b``.
     """
 
-    def __init__(self, lattice, x, floor=1e-10, minimum=None, scale=None):
+    def __init__(self, lattice, x, floor=1e-10, minimum=None, scale=None, variance=None):
         r1, r2 = lattice.shape
         self.lattice = lattice
         self.scale = None
@@ -194,6 +200,10 @@ class TorusPreconditioner:
         self.shift = target - float(sym.min())
         self.stencil = c + np.r_[self.shift, np.zeros(len(c) - 1)]
         w = np.fft.irfft2(1.0 / (sym + self.shift), s=(r1, r2))
+        if variance is not None:
+            # Model inv(Theta) = E^-1 inv(C) E^-1 with E chosen so that its diagonal is the given one.
+            e = np.sqrt(float(w[0, 0]) / np.asarray(variance, dtype=np.float64))
+            self.scale = e[lattice.site] * e[lattice.site + _flat(lattice)]
         self.inverse_blocks = np.linalg.inv(self._blocks(w))
 
     def _blocks(self, w):

@@ -161,10 +161,14 @@ def sparse_max_likelihood(
     q = len(pattern.rows)
     s_stored = covariance_on_embedding(data, pattern, n_div, shrinkage, mu)
     s = s_stored[pattern.index]
+    if log is not None:
+        log("sample covariance on the embedding: %d stored entries", pattern.n_stored)
     if check is not None:
         check(s)
     x_embedding, embedding_bound = embedding_start(pattern, s_stored)
     del s_stored
+    if log is not None:
+        log("embedding start: %s", "positive definite" if x_embedding is not None else "not positive definite")
     lattice = detect_lattice(pattern.rows, pattern.cols, pattern.p)
     if lattice is None and preconditioner == "lattice":
         raise ValueError("preconditioner='lattice' needs a stencil pattern on a grid (see detect_lattice).")
@@ -189,6 +193,8 @@ def sparse_max_likelihood(
         pattern, s, x0, tol=tol, max_iter=max_iter, decrement_tol=threshold, lattice=lattice, max_time=max_time, log=log
     )
     lower = max(dual_bound(pattern, s, result.Y), embedding_bound)
+    if log is not None:
+        log("certified gap %.4g (objective %.10g, bound %.10g)", result.objective - lower, result.objective, lower)
     return SparseFit(
         result.x,
         s,

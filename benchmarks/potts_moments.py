@@ -16,14 +16,14 @@ moment-matching schedule (bmDCA's fit) or the adaptive one, and measures the cri
   run towards the model's equilibrium;
 - ``fresh from uniform``: the same from uniformly random states.
 
-With ``--synthetic`` the alignment is drawn instead from a Potts model with known contacts
+With ``synthetic`` in place of the path the alignment is drawn instead from a Potts model with known contacts
 (:func:`skmrf.protein.make_synthetic_alignment`, L columns, q = 21) and the benchmark also fits
 pseudo-likelihood with the same ridge and prints the precision of each fit's top-k APC pairs
 (k = the true contacts at ``|i - j| >= 5``).
 
-Usage: ``python benchmarks/potts_moments.py (DHFR.a2m | --synthetic) L [--schedule moments]
-[--n-iter N] [--n-chains M] [--alpha A]`` (CPU seconds, wall seconds and peak memory are
-printed; run with OPENBLAS_NUM_THREADS=1 on a shared machine).
+Usage: ``python benchmarks/potts_moments.py (DHFR.a2m | synthetic) L [--schedule moments]
+[--n-iter N] [--n-chains M] [--n-sweeps V] [--learning-rate R] [--alpha A]`` (CPU seconds, wall
+seconds and peak memory are printed; run with OPENBLAS_NUM_THREADS=1 on a shared machine).
 """
 
 import argparse
@@ -44,7 +44,7 @@ from protein_dca import _moments as moments  # noqa: E402
 
 
 def load(a):
-    if a.alignment == "--synthetic" or a.synthetic:
+    if a.alignment == "synthetic":
         aln = make_synthetic_alignment(3000, a.L, n_states=Q, n_contacts=a.L, random_state=0)
         true = {(int(i), int(j)) for i, j in aln.contacts if j - i >= MIN_SEP}
         return aln.X, np.ones(len(aln.X)), true, f"synthetic Potts model, {a.L} columns, {len(true)} contacts"
@@ -90,19 +90,21 @@ def precision(S, true):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("alignment", help="path to DHFR.a2m, or --synthetic")
+    p.add_argument("alignment", help="path to DHFR.a2m, or 'synthetic'")
     p.add_argument("L", type=int)
-    p.add_argument("--synthetic", action="store_true")
     p.add_argument("--schedule", choices=("moments", "adaptive"), default="moments")
     p.add_argument("--n-iter", type=int, default=None)
     p.add_argument("--n-chains", type=int, default=None)
+    p.add_argument("--n-sweeps", type=int, default=None)
+    p.add_argument("--learning-rate", type=float, default=None)
     p.add_argument("--alpha", type=float, default=1e-4)
     p.add_argument("--n-check", type=int, default=5000, help="fresh chains for the equilibrium check")
-    a = p.parse_args(sys.argv[1:] if sys.argv[1] != "--synthetic" else ["--synthetic", *sys.argv[1:]])
+    a = p.parse_args()
     X, w, true, source = load(a)
     print(f"# {source}: {X.shape[0]} sequences, M_eff {w.sum():.1f}, alpha {a.alpha:g}; load {os.getloadavg()}")
     if a.schedule == "moments":
-        kw = {k: v for k, v in (("n_iter", a.n_iter), ("n_chains", a.n_chains)) if v is not None}
+        given = {"n_iter": a.n_iter, "n_chains": a.n_chains, "n_sweeps": a.n_sweeps, "learning_rate": a.learning_rate}
+        kw = {k: v for k, v in given.items() if v is not None}
         schedule = MomentMatchingSchedule(**kw)
     else:
         schedule = AdaptiveSchedule(n_iter=a.n_iter or "auto")

@@ -217,7 +217,9 @@ def test_newton_steps_give_a_positive_definite_lap_that_approaches_ml():
         warnings.simplefilter("error", NotPositiveDefiniteWarning)  # the refined estimate is PD: no warning
         for k in [1, 5, 200]:
             est = GaussianLAP(Q, newton_steps=k).fit(X)
-            assert est.is_positive_definite_ and 0 < est.repair_factor_ < 1 and est.n_iter_ <= k
+            assert est.is_positive_definite_ and est.n_iter_ <= k
+            # a lattice pattern: the stationary start stands in for the repair of the non-PD LAP estimate
+            assert est.newton_start_ == "stationary" and est.repair_factor_ == 1.0
             np.linalg.cholesky(est.precision_)
             scores.append(est.score(X))
     # Newton steps with a line search decrease the training objective monotonically ...
@@ -330,3 +332,19 @@ def test_chordal_pattern_stores_every_entry_once():
     x = np.arange(1.0, len(rows) + 1)
     np.testing.assert_array_equal(pattern.values(pattern.matrix(x)), x)
     assert pattern.n_fill > 0  # a grid is not chordal
+
+
+def test_newton_steps_repair_lap_where_no_lattice_start_exists():
+    """The same problem with its variables shuffled is no lattice: the non-PD LAP estimate is repaired
+    (off-diagonal scale below 1) and the steps, run to convergence, reach the same optimum."""
+    Q = laplacian_precision(6, 6)
+    X = sample(Q, 60, seed=8)
+    order = np.random.default_rng(0).permutation(36)
+    Qs = sp.csr_array(sp.csr_array(Q)[order][:, order])
+    lattice = GaussianLAP(Q, newton_steps=200).fit(X)
+    shuffled = GaussianLAP(Qs, newton_steps=200).fit(X[:, order])
+    assert lattice.newton_start_ == "stationary" and shuffled.newton_start_ in ("lap", "diagonal")
+    assert 0 < shuffled.repair_factor_ < 1
+    # both stop at statistical precision, f - f* <= eps / 2 (1 + O(sqrt eps)) in the score (see above)
+    eps = 1e-3 * (36 + 60) / 60
+    assert abs(lattice.score(X) - shuffled.score(X[:, order])) <= eps

@@ -344,9 +344,27 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         model = self.model_
         positions = pairwise_positions(model.layout)
         self.edges_ = positions.edges
-        if schedule.kind == "moments":
-            return self._fit_moments(rows, schedule, positions)
         theory = schedule.kind == "theory"
+        if schedule.kind == "moments":
+            theta = self._fit_moments(rows, schedule)
+        else:
+            theta = self._fit_projected(rows, schedule, positions, theory)
+        if not np.all(np.isfinite(theta)):
+            warn_not_converged(
+                type(self).__name__,
+                f"in {self.n_iter_} steps: the parameters diverged (non-finite)",
+                "Increase the schedule's lipschitz (smaller steps) or alpha.",
+                stacklevel=5,
+            )
+        if not theory and is_binary_pairwise(model.layout):  # the theory schedule converts its own (h, J)
+            self.ising_fields_, self.ising_couplings_ = binary_to_ising(
+                theta[positions.node_pos], theta[positions.edge_pos], positions.edges, model.n_variables
+            )
+        return theta
+
+    def _fit_projected(self, rows, schedule, positions, theory):
+        """The adaptive or the theory schedule, inside its constraint set."""
+        model = self.model_
         constraint = constraint_set(
             self.projection,
             self.max_coupling,
@@ -360,16 +378,9 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         self.max_coupling_ = constraint.bound
         rng = check_generator(self.random_state)
         log = ProgressLog(type(self).__name__, self.verbose)
-        fit = self._fit_theory if theory else self._fit_adaptive
-        theta = fit(rows, schedule, constraint, positions, rng, log)
-        if not np.all(np.isfinite(theta)):
-            warn_not_converged(
-                type(self).__name__,
-                f"in {self.n_iter_} steps: the parameters diverged (non-finite)",
-                "Increase the schedule's lipschitz (smaller steps) or alpha.",
-                stacklevel=5,
-            )
-        return theta
+        if theory:
+            return self._fit_theory(rows, schedule, constraint, positions, rng, log)
+        return self._fit_adaptive(rows, schedule, constraint, rng, log)
 
     def _pool(self, n_chains, n_sweeps):
         work = n_chains * n_sweeps * self.n_features_in_
@@ -395,7 +406,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         )
         return theta
 
-    def _fit_adaptive(self, rows, schedule, constraint, positions, rng, log):
+    def _fit_adaptive(self, rows, schedule, constraint, rng, log):
         """Persistent chains, natural-gradient steps, noise-level stopping rule, averaged iterates."""
         model, colours = self.model_, colour_classes(self.graph_)
         self.schedule_auto_ = self.mixing_constant_ = self.mixing_rate_ = None
@@ -445,13 +456,9 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 "Raise the schedule's n_iter, or n_chains for less noise.",
                 stacklevel=6,
             )
-        if is_binary_pairwise(model.layout):
-            self.ising_fields_, self.ising_couplings_ = binary_to_ising(
-                theta[positions.node_pos], theta[positions.edge_pos], positions.edges, model.n_variables
-            )
         return theta
 
-    def _fit_moments(self, rows, schedule, positions):
+    def _fit_moments(self, rows, schedule):
         """Moment matching from the independent-site model (bmDCA's fit), unconstrained."""
         if self.max_coupling is not None:
             raise ValueError(
@@ -505,10 +512,6 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 "is the last iterate",
                 "Raise the schedule's n_iter, or its n_chains for less noise in the measured r.",
                 stacklevel=6,
-            )
-        if is_binary_pairwise(model.layout):
-            self.ising_fields_, self.ising_couplings_ = binary_to_ising(
-                theta[positions.node_pos], theta[positions.edge_pos], positions.edges, model.n_variables
             )
         return theta
 

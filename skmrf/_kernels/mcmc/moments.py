@@ -122,22 +122,23 @@ class Centred:
         return np.concatenate([C, -np.bincount(self.by_b, C), -np.bincount(self.by_a, C), np.bincount(self.block, C)])
 
 
+def _pearson(a, b):
+    """Pearson r; a constant vector (no variance) gives 1 when equal, else 0."""
+    if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
+        return float(np.allclose(a, b))
+    return float(np.corrcoef(a, b)[0, 1])
+
+
 def connected_pearson(centred, mean, data):
     """Pearson r of the connected correlations and of the one-site frequencies of ``mean`` and ``data``.
 
-    Both are mean features in ``theta`` order. The correlations are every edge's full ``K_i x
-    K_j`` table (:meth:`Centred.connected`) and the frequencies every state's, state 0 included
-    (adabmDCA's criterion). A constant vector (no variance) gives r = 1 when equal, else 0.
+    Both are mean features in ``theta`` order, or ``data`` is the pair ``(centred.connected(x),
+    centred.frequencies(x))`` already taken. The correlations are every edge's full ``K_i x K_j``
+    table (:meth:`Centred.connected`) and the frequencies every state's, state 0 included
+    (adabmDCA's criterion).
     """
-
-    def pearson(a, b):
-        if len(a) < 2 or np.ptp(a) == 0 or np.ptp(b) == 0:
-            return float(np.allclose(a, b))
-        return float(np.corrcoef(a, b)[0, 1])
-
-    return pearson(centred.connected(mean), centred.connected(data)), pearson(
-        centred.frequencies(mean), centred.frequencies(data)
-    )
+    data_C, data_f = (centred.connected(data), centred.frequencies(data)) if isinstance(data, np.ndarray) else data
+    return _pearson(centred.connected(mean), data_C), _pearson(centred.frequencies(mean), data_f)
 
 
 def independent_start(layout, mean_stats, total):
@@ -219,12 +220,13 @@ def fit_moments(
     c = centred.from_theta(theta)
     chains = Chains(layout, colours, rows, n_chains, n_sweeps, "data", True, rng, parallel)
     chains.advance(theta, MOMENTS_BURN_IN, statistic=False)
+    data = (centred.connected(mean_stats), centred.frequencies(mean_stats))  # the criterion's fixed side
     trace = {key: [] for key in ("pearson_connected", "pearson_frequencies", "gradient_norm", "time")}
     start, converged, k = time.perf_counter(), False, 0
     while k < n_iter:
         k += 1
         mean = chains.advance(theta, n_sweeps) / n_chains
-        r_pair, r_unary = connected_pearson(centred, mean, mean_stats)
+        r_pair, r_unary = connected_pearson(centred, mean, data)
         grad = mean - mean_stats + alpha * theta
         for key, value in zip(trace, (r_pair, r_unary, float(np.linalg.norm(grad)), time.perf_counter() - start)):
             trace[key].append(value)

@@ -14,12 +14,15 @@ moment-matching schedule (bmDCA's fit) or the adaptive one, and measures the cri
 - ``fresh from data``: new chains started at data rows drawn by weight, run 10, 100 and 1000
   sweeps under the fitted model (``GibbsSampler``): whether the statistics hold as the chains
   run towards the model's equilibrium;
-- ``fresh from uniform``: the same from uniformly random states.
+- ``fresh from uniform``: the same from uniformly random states;
+- ``noise ceiling``: the criterion of ``M`` rows drawn from the data by weight, what a perfect
+  model's ``M`` independent samples would score (the target is out of reach with fewer chains).
 
-With ``synthetic`` in place of the path the alignment is drawn instead from a Potts model with known contacts
-(:func:`skmrf.protein.make_synthetic_alignment`, L columns, q = 21) and the benchmark also fits
-pseudo-likelihood with the same ridge and prints the precision of each fit's top-k APC pairs
-(k = the true contacts at ``|i - j| >= 5``).
+The benchmark also fits pseudo-likelihood with the same ridge and prints the precision of each fit's
+top-k APC pairs: on DHFR against the contacts of its crystal structure (``data/dhfr_4dfr_contacts.txt``:
+PDB 4DFR chain A, C-beta < 8 A, ``|i - j| >= 5``; k = L/5, L/2, L). With ``synthetic`` in place of the
+path the alignment is drawn instead from a Potts model with known contacts
+(:func:`skmrf.protein.make_synthetic_alignment`, L columns, q = 21; k = the true contacts).
 
 Usage: ``python benchmarks/potts_moments.py (DHFR.a2m | synthetic) L [--schedule moments]
 [--n-iter N] [--n-chains M] [--n-sweeps V] [--learning-rate R] [--alpha A]`` (CPU seconds, wall
@@ -42,6 +45,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from protein_dca import MIN_SEP, Q  # noqa: E402
 from protein_dca import _moments as moments  # noqa: E402
 
+#: DHFR's contacts in its crystal structure (PDB 4DFR chain A, C-beta < 8 A), on the focus columns.
+DHFR_CONTACTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "dhfr_4dfr_contacts.txt")
+
 
 def load(a):
     if a.alignment == "synthetic":
@@ -52,7 +58,9 @@ def load(a):
     focus = [k for k, name in enumerate(names) if name.startswith("DYR_ECOLI")][0]
     X = X[:, X[focus] != 0][:, : a.L]
     X = X[np.sort(np.unique(X, axis=0, return_index=True)[1])]
-    return X, sequence_weights(X, 0.8), None, f"DHFR (plmc's example), first {a.L} focus columns"
+    pairs = np.loadtxt(DHFR_CONTACTS, dtype=np.int64)
+    true = {(int(i), int(j)) for i, j in pairs if j < a.L and j - i >= MIN_SEP}
+    return X, sequence_weights(X, 0.8), true, f"DHFR (plmc's example), first {a.L} focus columns"
 
 
 def criterion(X, w, S):
@@ -62,6 +70,13 @@ def criterion(X, w, S):
     f1m, Cm = moments(S, np.ones(len(S)))
     iu = np.triu_indices(L, 1)
     return np.corrcoef(Cd[iu].ravel(), Cm[iu].ravel())[0, 1], np.corrcoef(f1d.ravel(), f1m.ravel())[0, 1]
+
+
+def noise_ceiling(X, w, sizes=(1000, 2000, 4000, 8000, 16000)):
+    """The criterion of ``M`` rows drawn from the data by weight: what a perfect model's ``M``
+    independent samples would score (their only error is Monte-Carlo noise)."""
+    rng = np.random.default_rng(0)
+    return [(m, *criterion(X, w, X[rng.choice(len(X), m, p=w / w.sum())])) for m in sizes]
 
 
 def fresh_chains(model, X, w, n_chains, start):
@@ -81,11 +96,12 @@ def fresh_chains(model, X, w, n_chains, start):
     return out
 
 
-def precision(S, true):
+def precision(S, true, k):
+    """Fraction of the top-k pairs at ``|i - j| >= MIN_SEP`` by score ``S`` that are in ``true``."""
     L = S.shape[0]
     iu = [(i, j) for i in range(L) for j in range(i + MIN_SEP, L)]
     order = sorted(iu, key=lambda p: -S[p])
-    return np.mean([p in true for p in order[: len(true)]])
+    return np.mean([p in true for p in order[:k]])
 
 
 def main():
@@ -95,13 +111,17 @@ def main():
     p.add_argument("--schedule", choices=("moments", "adaptive"), default="moments")
     p.add_argument("--n-iter", type=int, default=None)
     p.add_argument("--n-chains", type=int, default=None)
-    p.add_argument("--n-sweeps", type=int, default=None)
+    p.add_argument("--n-sweeps", type=lambda v: v if v == "auto" else int(v), default=None, help="an int or auto")
+    p.add_argument("--n-jobs", type=int, default=1, help="threads for the chain blocks (moments schedule)")
+    p.add_argument("--verbose", type=int, default=0)
     p.add_argument("--learning-rate", type=float, default=None)
     p.add_argument("--alpha", type=float, default=1e-4)
     p.add_argument("--n-check", type=int, default=5000, help="fresh chains for the equilibrium check")
     a = p.parse_args()
     X, w, true, source = load(a)
     print(f"# {source}: {X.shape[0]} sequences, M_eff {w.sum():.1f}, alpha {a.alpha:g}; load {os.getloadavg()}")
+    ceiling = "; ".join(f"M = {m}: C r {r:.3f}, f1 r {f:.4f}" for m, r, f in noise_ceiling(X, w))
+    print(f"  noise ceiling (M rows drawn from the data by weight): {ceiling}")
     if a.schedule == "moments":
         given = {"n_iter": a.n_iter, "n_chains": a.n_chains, "n_sweeps": a.n_sweeps, "learning_rate": a.learning_rate}
         kw = {k: v for k, v in given.items() if v is not None}
@@ -109,7 +129,9 @@ def main():
     else:
         schedule = AdaptiveSchedule(n_iter=a.n_iter or "auto")
     cpu, wall = time.process_time(), time.perf_counter()
-    est = MCMCMaxLikelihood("complete", n_states=Q, alpha=a.alpha, schedule=schedule, random_state=0)
+    est = MCMCMaxLikelihood(
+        "complete", n_states=Q, alpha=a.alpha, schedule=schedule, random_state=0, n_jobs=a.n_jobs, verbose=a.verbose
+    )
     est.fit(X, sample_weight=w)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -117,15 +139,24 @@ def main():
     if "pearson_connected" in est.trace_:
         r_C, r_f = est.trace_["pearson_connected"][-1], est.trace_["pearson_frequencies"][-1]
         print(f"  chains (the fit's own, {est.schedule_.n_chains}): C r {r_C:.3f}, f1 r {r_f:.4f}")
+        t = est.trace_
+        print(
+            f"  last step: {t['n_sweeps'][-1]} sweeps, chains decorrelated {bool(t['decorrelated'][-1])} (overlap with "
+            f"their states a step before {t['overlap_self'][-1]:.3f}, with each other {t['overlap_between'][-1]:.3f}); "
+            f"{int(t['n_sweeps'].sum())} sweeps in all; best C r {t['pearson_connected'].max():.3f}"
+        )
     for start in ("data", "uniform"):
         print(
             f"  fresh from {start} ({a.n_check} chains): " + "; ".join(fresh_chains(est.model_, X, w, a.n_check, start))
         )
-    if true is not None:
+    if true:
         pl = PseudoLikelihoodEstimator("complete", n_states=Q, alpha=a.alpha).fit(X, sample_weight=w)
+        L = X.shape[1]
+        ks = [len(true)] if a.alignment == "synthetic" else [L // 5, L // 2, L]
         for name, fitted in (("MCMC", est), ("PL", pl)):
-            score = precision(coupling_scores(fitted).matrix, true)
-            print(f"  {name}: precision of the top-{len(true)} APC pairs {score:.2f}")
+            scores = coupling_scores(fitted).matrix
+            text = ", ".join(f"top-{k} {precision(scores, true, k):.2f}" for k in ks)
+            print(f"  {name}: precision of the APC pairs ({len(true)} true contacts at |i - j| >= {MIN_SEP}): {text}")
     print(f"  peak memory {peak:.0f} MiB (at the end of the fit); load {os.getloadavg()}")
 
 

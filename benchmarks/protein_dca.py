@@ -67,6 +67,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MIN_SEP = 5  # contacts are scored at |i - j| >= 5
+#: DHFR's contacts in its crystal structure (PDB 4DFR chain A, C-beta < 8 A) on DYR_ECOLI's focus columns.
+DHFR_CONTACTS = os.path.join(HERE, "data", "dhfr_4dfr_contacts.txt")
 Q = 21
 
 
@@ -270,10 +272,14 @@ def prepare(a, workdir):
             k = [n for n, nm in enumerate(names) if nm.startswith(a.focus)][0]
             X = X[:, X[k] != 0]
             source += f", {X.shape[1]} focus columns ({a.focus})"
+        lo, hi = (int(v) for v in a.columns.split(":")) if a.columns else (0, X.shape[1])
         if a.columns:
-            lo, hi = (int(v) for v in a.columns.split(":"))
             X = X[:, lo:hi]
             source += f", columns {lo}:{hi}"
+        if a.focus and a.focus.startswith("DYR_ECOLI"):  # the structure's contacts on these columns
+            pairs = np.loadtxt(DHFR_CONTACTS, dtype=np.int64)
+            contacts = pairs[(pairs[:, 0] >= lo) & (pairs[:, 1] < hi)] - lo
+            source += ", contacts of PDB 4DFR chain A (C-beta < 8 A)"
     keep = np.sort(np.unique(X, axis=0, return_index=True)[1])
     X = X[keep]
     source += f"; {len(X)} distinct sequences"
@@ -418,8 +424,9 @@ def main():
     for peer in peers:
         short = peer.split()[0][:5]
         head += f" {'rho ' + short:>11s} {'L/5 ' + short:>10s} {'L/2 ' + short:>10s}"
-    if true:
-        head += f" {'prec top-' + str(len(true)):>12s}"
+    ks = ([len(true)] if a.synthetic else [k5, k2, L]) if true else []
+    for k in ks:
+        head += f" {'prec top-' + str(k):>12s}"
     head += "  notes"
     lines.append(head)
     base_cpu = runs[peers[0]][1] if peers else np.nan
@@ -433,8 +440,8 @@ def main():
             row += f" {spearman(S, P):11.3f}"
             row += f" {len(top_pairs(S, k5) & top_pairs(P, k5)) / k5:10.2f}"
             row += f" {len(top_pairs(S, k2) & top_pairs(P, k2)) / k2:10.2f}"
-        if true:
-            row += f" {len(top_pairs(S, len(true)) & true) / len(true):12.2f}" if S is not None else f" {'-':>12s}"
+        for k in ks:
+            row += f" {len(top_pairs(S, k) & true) / k:12.2f}" if S is not None else f" {'-':>12s}"
         if name.endswith("[gap out]"):
             lines.append(row + "  the same fit")
             continue
@@ -460,7 +467,7 @@ def main():
     lines.append(
         f"# rho: Spearman correlation of the APC scores of all pairs i < j; L/5, L/2: overlap of the top-L/5 "
         f"({k5}) and top-L/2 ({k2}) pairs at |i - j| >= {MIN_SEP}"
-        + (f"; prec: fraction of the top-{len(true)} pairs that are true contacts" if true else "")
+        + (f"; prec top-k: fraction of the top-k pairs that are contacts ({len(true)} in all)" if true else "")
     )
     lines.append(
         "# skmrf scores: zero-sum gauge, APC, every state in the norm (plmc's convention); '[gap out]': "

@@ -10,7 +10,7 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning
 
 from skmrf import ExactMaxLikelihood, MCMCMaxLikelihood, MomentMatchingSchedule
-from skmrf._kernels.mcmc.moments import Centred, connected_pearson, independent_start
+from skmrf._kernels.mcmc.moments import Centred, connected_pearson, decorrelation, independent_start
 from skmrf.model import DiscreteMRF
 from skmrf.protein import make_synthetic_alignment
 from tests import brute_force
@@ -176,3 +176,46 @@ def test_model_file_round_trip(tmp_path):
     assert type(loaded.schedule) is MomentMatchingSchedule
     assert loaded.schedule.get_params() == schedule.get_params()
     np.testing.assert_array_equal(loaded.theta_, est.theta_)
+
+
+def test_decorrelation_overlaps():
+    """Overlaps by hand: a chain equal to its earlier state has q_self = 1; independent uniform
+    chains are decorrelated (under the null the test fails with probability 0.0013 at 3 sigmas; the
+    seed is fixed), the same chains unchanged are not."""
+    before = [np.array([[0, 1, 2], [1, 1, 0]]), np.array([[2, 0], [0, 1]])]  # 2 sites, 5 chains
+    after = [np.array([[0, 2, 2], [1, 0, 0]]), np.array([[2, 0], [1, 1]])]
+    q_self, q_between, _ = decorrelation(before, after)
+    # chain by chain (columns (0, 1), (2, 0), (2, 0), (2, 1), (0, 1) after): agreements with its own
+    # earlier state 2, 0, 2, 1, 2 of 2 sites; with the previous chain's state after (np.roll by one:
+    # chain 0 with chain 4) 2, 0, 2, 1, 1
+    assert q_self == pytest.approx(7 / 10) and q_between == pytest.approx(6 / 10)
+    rng = np.random.default_rng(0)
+    S, T = rng.integers(0, 21, (2, 75, 4000))
+    assert decorrelation([S], [T])[2]
+    assert not decorrelation([S], [S.copy()])[2]
+
+
+def _bimodal(seed=0):
+    """8 binary columns, each row all 0 or all 1 with 3 % of the entries flipped: single-site Gibbs
+    chains started at rows stay in their mode for many sweeps."""
+    rng = np.random.default_rng(seed)
+    mode = rng.integers(0, 2, 1000)[:, None]
+    return (np.repeat(mode, 8, axis=1) ^ (rng.random((1000, 8)) < 0.03)).astype(int)
+
+
+def test_lagging_chains_warn_and_auto_sweeps_decorrelate():
+    """Chains that meet the targets without forgetting their modes give a warning; with
+    n_sweeps="auto" the sweeps double after every step whose chains did not decorrelate (and only
+    then), and the run stops on chains that did."""
+    X = _bimodal()
+    lagging = MomentMatchingSchedule(n_chains=500, n_sweeps=2, n_iter=60)
+    with pytest.warns(ConvergenceWarning, match="at equilibrium"):
+        est = MCMCMaxLikelihood("complete", schedule=lagging, random_state=0).fit(X)
+    assert est.converged_ and not est.trace_["decorrelated"][-1]
+    auto = MomentMatchingSchedule(n_chains=500, n_sweeps="auto", n_iter=60)
+    est = MCMCMaxLikelihood("complete", schedule=auto, random_state=0).fit(X)
+    trace = est.trace_
+    assert est.converged_ and trace["decorrelated"][-1]
+    sweeps, failed = trace["n_sweeps"], ~trace["decorrelated"][:-1]
+    np.testing.assert_array_equal(sweeps[1:], np.where(failed, np.minimum(2 * sweeps[:-1], 1280), sweeps[:-1]))
+    assert sweeps[-1] > sweeps[0] and est.schedule_.n_sweeps == sweeps[-1]

@@ -134,6 +134,18 @@ LAP_MIN_WORK_PER_WORKER = 2e6
 #: 4.1e6, 0.87 at 2.1e7, 0.68 at 8.4e7, so two workers start at 1.6e7.
 MCMC_MIN_WORK_PER_WORKER = 8e6
 
+# Used by skmrf/_kernels/mcmc/moments.py.
+#: Chains per block of the moment-matching fit, whose blocks run in threads: below CHAIN_BLOCK so
+#: that its default 4000 chains are 4 tasks. The dense Gibbs kernel releases the GIL in its sparse
+#: product and array operations: two threads ran two blocks of 2000 chains (n = 75, K = 21, 10
+#: sweeps) 2.03x faster than one.
+MOMENTS_CHAIN_BLOCK = 1024
+
+# Used by skmrf/estimators/_mcmc.py.
+#: Work of one step (chains x sweeps x variables) each thread of the moment-matching fit needs
+#: before its chain blocks run in threads (no pickling: a task costs well under a millisecond).
+MOMENTS_MIN_WORK_PER_THREAD = 1e5
+
 # Used by skmrf/estimators/_em.py.
 #: Work (:attr:`IncompleteDataTerm.work`, floats of one E-step's calibrations) each thread
 #: needs before the E-step runs in parallel. Measured (benchmarks/results/parallel_threshold.txt):

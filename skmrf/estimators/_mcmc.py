@@ -18,10 +18,11 @@ from .._kernels.mcmc.adaptive import ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW, fit_ada
 from .._kernels.mcmc.chains import binary_theta, pairwise_positions
 from .._kernels.mcmc.constraint import constraint_set
 from .._kernels.mcmc.defaults import plan_adaptive
-from .._kernels.mcmc.moments import fit_moments
+from .._kernels.mcmc.moments import AUTO_START_SWEEPS, fit_moments
 from .._kernels.mcmc.theory import fit_theory, ising_data_statistics, plan_theory
 from .._kernels.pseudo import fit_pseudo_likelihood
 from .._solvers._convergence import warn_not_converged
+from .._utils._budgets import MOMENTS_MIN_WORK_PER_THREAD
 from .._utils._docstrings import fill_doc
 from .._utils._parallel import parallel_or_serial, workers_for
 from .._utils._progress import Progress
@@ -174,8 +175,11 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         Whether the adaptive stopping rule ended the run (True for fixed schedules).
     trace_ : dict
         One value per step: ``"gradient_norm"``, ``"noise_ratio"`` and ``"step_norm"``
-        (adaptive), ``"pearson_connected"`` and ``"pearson_frequencies"`` (moments: the
-        chains' criterion), and ``"time"`` (seconds since the first step).
+        (adaptive); ``"pearson_connected"`` and ``"pearson_frequencies"`` (moments: the
+        chains' criterion), ``"n_sweeps"``, ``"overlap_self"``, ``"overlap_between"`` and
+        ``"decorrelated"`` (moments: the sweeps of the step, the chains' mean overlap with their
+        states of the step before and with each other, and whether they forgot those states);
+        and ``"time"`` (seconds since the first step).
     log_partition_ : float or None
         ``log Z`` when scoring is exact, its AIS estimate when it is ``"ais"``, None for
         ``"pseudo"``.
@@ -387,6 +391,11 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         n_workers = workers_for(self.n_jobs, work, chains.MCMC_MIN_WORK_PER_WORKER)
         return parallel_or_serial(n_workers, verbose=max(0, self.verbose - 1))
 
+    def _threads(self, sweeps):
+        """Threads for the moment-matching fit's chain blocks (the dense kernel releases the GIL)."""
+        n_workers = workers_for(self.n_jobs, sweeps * self.n_features_in_, MOMENTS_MIN_WORK_PER_THREAD)
+        return parallel_or_serial(n_workers, prefer="threads", verbose=max(0, self.verbose - 1))
+
     def _start(self, rows, schedule, log):
         """The pseudo-likelihood estimate (the PL kernel, with this fit's ridge), or zero."""
         if schedule.start_iter == 0:
@@ -472,18 +481,18 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         if self.alpha_ == 0:
             warn_if_unbounded(self, rows)
         n_iter, n_chains, n_sweeps = schedule.n_iter, schedule.n_chains, schedule.n_sweeps
-        self.schedule_ = MCMCSchedule("moments", n_iter, n_chains, n_sweeps, False)
         mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
         log = ProgressLog(type(self).__name__, self.verbose)
         with (
-            self._pool(n_chains, n_sweeps) as parallel,
+            self._threads(n_chains * (AUTO_START_SWEEPS if n_sweeps == "auto" else n_sweeps)) as parallel,
             Progress(n_iter, type(self).__name__, self.verbose) as bar,
         ):
             say = bar.follow(log)
 
-            def report(k, theta, grad, r_pair, r_unary):
-                message = "Iteration %d, |grad| = %.4g, connected r = %.4f, frequencies r = %.4f"
-                say(message, k, np.linalg.norm(grad), r_pair, r_unary)
+            def report(k, theta, grad, r_pair, r_unary, sweeps, decorrelated):
+                message = "Iteration %d, |grad| = %.4g, connected r = %.4f, frequencies r = %.4f, %d sweeps, %s"
+                state = "decorrelated" if decorrelated else "not decorrelated"
+                say(message, k, np.linalg.norm(grad), r_pair, r_unary, sweeps, state)
 
             theta, info = fit_moments(
                 model.layout,
@@ -503,6 +512,19 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 callback=report if self.verbose else None,
             )
         self.n_iter_, self.converged_, self.trace_, self.n_averaged_ = info.n_iter, info.converged, info.trace, 1
+        last_sweeps = int(info.trace["n_sweeps"][-1])
+        self.schedule_ = MCMCSchedule("moments", n_iter, n_chains, last_sweeps, False)
+        if self.converged_ and not info.trace["decorrelated"][-1]:
+            warn_not_converged(
+                type(self).__name__,
+                f"at equilibrium: the chains met the targets after {last_sweeps} sweeps a step but still "
+                f"agreed with their states of the step before (overlap {info.trace['overlap_self'][-1]:.3f}) "
+                f"more than with each other ({info.trace['overlap_between'][-1]:.3f}); they lag the model, "
+                "whose own equilibrium may not reproduce the data's correlations",
+                "Use the schedule's n_sweeps='auto', which adds sweeps until the chains decorrelate and stops "
+                "only on such chains, or check samples of the model run to equilibrium.",
+                stacklevel=6,
+            )
         if not self.converged_:
             warn_not_converged(
                 type(self).__name__,

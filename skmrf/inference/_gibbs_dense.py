@@ -28,12 +28,17 @@ cumulative sum, the comparison with a uniform) about 60-80 ns more.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import scipy.sparse as sp
 
 from .._utils._budgets import DENSE_MAX_TABLE_BYTES
 
 __all__ = ["DENSE_MAX_TABLE_BYTES", "DenseFields", "uniform_bits24"]
+
+#: Held while a kernel builds its tables, so threads running blocks of chains build them once.
+_TABLES_LOCK = threading.Lock()
 
 
 def uniform_bits24(raw, n):
@@ -91,10 +96,11 @@ class DenseFields:
     def _tables(self):
         """Every block's tables (:meth:`_block_tables`), built at the first sweep (so a kernel sent to
         a worker process travels without them) and kept."""
-        if self._blocks is None:
-            edges, pair = self._source
-            pair = np.asarray(pair, dtype=np.float32).reshape(-1, self.kmax, self.kmax)
-            self._blocks = [self._block_tables(a0, min(self.n, a0 + self.block), edges, pair) for a0 in self.starts]
+        with _TABLES_LOCK:
+            if self._blocks is None:
+                edges, pair = self._source
+                pair = np.asarray(pair, dtype=np.float32).reshape(-1, self.kmax, self.kmax)
+                self._blocks = [self._block_tables(a0, min(self.n, a0 + self.block), edges, pair) for a0 in self.starts]
         return self._blocks
 
     def _block_tables(self, a0, a1, edges, pair):

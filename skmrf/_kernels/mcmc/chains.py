@@ -160,7 +160,7 @@ class Chains:
     rows : Rows or None
         The data, for chains started at data rows (``init="data"``; rows drawn by weight).
     n_chains : int
-        Chains ``M``; run in blocks of :data:`CHAIN_BLOCK`, each with its own random stream
+        Chains ``M``; run in blocks of ``block`` chains, each with its own random stream
         spawned up front, so the result does not depend on ``n_jobs``.
     n_sweeps : int
         Sweeps per call (:meth:`__call__`).
@@ -172,9 +172,11 @@ class Chains:
     rng : numpy.random.Generator
     parallel : joblib.Parallel or None
         Runs the blocks (None: here, in order).
+    block : int, default=CHAIN_BLOCK
+        Chains per block.
     """
 
-    def __init__(self, layout, colours, rows, n_chains, n_sweeps, init, persistent, rng, parallel):
+    def __init__(self, layout, colours, rows, n_chains, n_sweeps, init, persistent, rng, parallel, block=CHAIN_BLOCK):
         self.layout, self.colours = layout, colours
         self.n_states = layout.n_states
         self.n_chains, self.n_sweeps = n_chains, n_sweeps
@@ -183,7 +185,7 @@ class Chains:
         self.binary = is_binary_pairwise(layout)
         if self.binary:
             self.positions = pairwise_positions(layout)
-        self.pool = None
+        self.pool, self.block = None, block
         self.features, self.calls = None, 0  # the natural step's feature matrix, and its age
 
     def _start(self, kernel, m, rng):
@@ -204,7 +206,7 @@ class Chains:
     def advance(self, theta, n_sweeps, statistic=True):
         """Advance the chains ``n_sweeps`` sweeps under ``theta``; their feature sums, or None."""
         kernel = gibbs_kernel(self.layout, theta, self.colours)
-        sizes = [min(CHAIN_BLOCK, self.n_chains - a) for a in range(0, self.n_chains, CHAIN_BLOCK)]
+        sizes = [min(self.block, self.n_chains - a) for a in range(0, self.n_chains, self.block)]
         if self.persistent and self.pool is not None:
             starts = self.pool  # the internal layout depends on the colouring only
         else:
@@ -224,7 +226,7 @@ class Chains:
 
     def states(self, limit=None):
         """The current states of the chains (the first ``limit``), ``(n_chains, n_variables)`` integers."""
-        blocks = self.pool if limit is None else self.pool[: -(-limit // CHAIN_BLOCK)]
+        blocks = self.pool if limit is None else self.pool[: -(-limit // self.block)]
         return np.concatenate([self.kernel.to_external(S) for S in blocks])[:limit]
 
     def natural_step(self, gradient, free, damping):

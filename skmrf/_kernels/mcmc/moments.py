@@ -23,13 +23,24 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..._utils._budgets import MOMENTS_CHAIN_BLOCK
 from .chains import Chains
 
-__all__ = ["Centred", "MomentsFit", "connected_pearson", "fit_moments", "independent_start"]
+__all__ = ["Centred", "MomentsFit", "connected_pearson", "decorrelation", "fit_moments", "independent_start"]
 
 #: Sweeps that bring the chains (started at data rows) to the independent-site start, where one
 #: sweep already draws exactly from it.
 MOMENTS_BURN_IN = 1
+
+#: Standard errors by which the chains' overlap with their own states one step earlier may exceed
+#: the overlap between different chains for the chains to count as decorrelated over the step.
+DECORRELATION_SIGMAS = 3.0
+
+#: Sweeps per step at which ``n_sweeps="auto"`` stops doubling (5 doubled 8 times).
+MAX_AUTO_SWEEPS = 1280
+
+#: Sweeps per step at the start of ``n_sweeps="auto"``.
+AUTO_START_SWEEPS = 5
 
 
 class MomentsFit(NamedTuple):
@@ -39,7 +50,8 @@ class MomentsFit(NamedTuple):
     converged: bool
     """Whether the chains reached the target correlations."""
     trace: dict
-    """One value per step: ``"pearson_connected"``, ``"pearson_frequencies"``, ``"gradient_norm"``, ``"time"``."""
+    """One value per step: ``"pearson_connected"``, ``"pearson_frequencies"``, ``"gradient_norm"``, ``"time"``,
+    ``"n_sweeps"``, ``"overlap_self"``, ``"overlap_between"`` (:func:`decorrelation`) and ``"decorrelated"``."""
 
 
 class Centred:
@@ -141,6 +153,34 @@ def connected_pearson(centred, mean, data):
     return _pearson(centred.connected(mean), data_C), _pearson(centred.frequencies(mean), data_f)
 
 
+def decorrelation(before, after):
+    """Whether chains forgot their states of ``before`` by ``after`` (adabmDCA's overlap test).
+
+    ``before`` and ``after`` are blocks of chain states (``(n_variables, m)`` each, one column per
+    chain, the same layout). The overlap of two states is the fraction of sites where they agree.
+    A chain at equilibrium that forgot its earlier state agrees with it no more than with
+    another, independent chain: the test compares each chain's overlap with its own earlier state
+    (``q_self``) with its overlap with the next chain's current state (``q_between``) and counts
+    the chains as decorrelated unless the mean difference exceeds :data:`DECORRELATION_SIGMAS`
+    standard errors. Chains trapped in a basin (a subfamily of sequences) fail it, which a
+    Pearson r of the moments cannot show.
+
+    Returns
+    -------
+    q_self, q_between : float
+        Mean overlaps.
+    decorrelated : bool
+    """
+    before, after = np.concatenate(before, axis=1), np.concatenate(after, axis=1)
+    q_self = (before == after).mean(axis=0)
+    q_between = (after == np.roll(after, 1, axis=1)).mean(axis=0)
+    d = q_self - q_between
+    if len(d) < 2:  # no other chain to compare with
+        return float(q_self.mean()), float("nan"), True
+    excess, spread = d.mean(), d.std(ddof=1) / np.sqrt(len(d))
+    return float(q_self.mean()), float(q_between.mean()), bool(excess <= DECORRELATION_SIGMAS * spread)
+
+
 def independent_start(layout, mean_stats, total):
     """The independent-site model's ``theta``: couplings zero, fields the log frequency ratios.
 
@@ -185,7 +225,12 @@ def fit_moments(
     preconditioner), no coordinate by more than ``learning_rate``. The run stops after the
     first step whose chains give Pearson r of at least ``target`` on the connected correlations
     and ``target_frequencies`` on the one-site frequencies (:func:`connected_pearson`), or after
-    ``n_iter`` steps; the parameters those chains ran under are returned.
+    ``n_iter`` steps; the parameters those chains ran under are returned. Every step also records
+    whether the chains forgot their states of the step before (:func:`decorrelation`). With
+    ``n_sweeps="auto"`` (adabmDCA's adaptive waiting time) the sweeps per step start at
+    :data:`AUTO_START_SWEEPS` and double after every step whose chains did not, up to
+    :data:`MAX_AUTO_SWEEPS`, and the run stops only on chains that did: chains that lag the model
+    can meet the targets while the model's own equilibrium does not.
 
     Parameters
     ----------
@@ -199,15 +244,17 @@ def fit_moments(
         The data's mean features (weighted).
     alpha : float
         Ridge on the mean negative log-likelihood (on ``theta``).
-    n_chains, n_sweeps, n_iter : int
-        Chains, Gibbs sweeps per step, steps at most.
+    n_chains, n_iter : int
+        Chains, steps at most.
+    n_sweeps : int or "auto"
+        Gibbs sweeps per step, or adapted (above).
     learning_rate, target, target_frequencies, damping : float
         See :class:`~skmrf.MomentMatchingSchedule`.
     rng : numpy.random.Generator
     parallel : joblib.Parallel or None
-        Runs the chain blocks.
+        Runs the chain blocks (:data:`MOMENTS_CHAIN_BLOCK` chains each; threads serve best).
     callback : callable, optional
-        ``callback(k, theta, gradient, r_connected, r_frequencies)`` after each step.
+        ``callback(k, theta, gradient, r_connected, r_frequencies, n_sweeps, decorrelated)`` after each step.
 
     Returns
     -------
@@ -218,23 +265,32 @@ def fit_moments(
     scale = learning_rate / centred.preconditioner(damping)
     theta = independent_start(layout, mean_stats, rows.total)
     c = centred.from_theta(theta)
-    chains = Chains(layout, colours, rows, n_chains, n_sweeps, "data", True, rng, parallel)
+    auto = n_sweeps == "auto"
+    sweeps = AUTO_START_SWEEPS if auto else n_sweeps
+    chains = Chains(layout, colours, rows, n_chains, sweeps, "data", True, rng, parallel, block=MOMENTS_CHAIN_BLOCK)
     chains.advance(theta, MOMENTS_BURN_IN, statistic=False)
     data = (centred.connected(mean_stats), centred.frequencies(mean_stats))  # the criterion's fixed side
-    trace = {key: [] for key in ("pearson_connected", "pearson_frequencies", "gradient_norm", "time")}
+    keys = ("pearson_connected", "pearson_frequencies", "gradient_norm", "time", "n_sweeps")
+    trace = {key: [] for key in (*keys, "overlap_self", "overlap_between", "decorrelated")}
     start, converged, k = time.perf_counter(), False, 0
     while k < n_iter:
         k += 1
-        mean = chains.advance(theta, n_sweeps) / n_chains
+        before = [S.copy() for S in chains.pool]  # the chains advance in place
+        mean = chains.advance(theta, sweeps) / n_chains
+        q_self, q_between, decorrelated = decorrelation(before, chains.pool)
         r_pair, r_unary = connected_pearson(centred, mean, data)
         grad = mean - mean_stats + alpha * theta
-        for key, value in zip(trace, (r_pair, r_unary, float(np.linalg.norm(grad)), time.perf_counter() - start)):
+        now = time.perf_counter() - start
+        values = (r_pair, r_unary, float(np.linalg.norm(grad)), now, sweeps, q_self, q_between, decorrelated)
+        for key, value in zip(trace, values):
             trace[key].append(value)
         if callback is not None:
-            callback(k, theta, grad, r_pair, r_unary)
-        converged = r_pair >= target and r_unary >= target_frequencies
+            callback(k, theta, grad, r_pair, r_unary, sweeps, decorrelated)
+        converged = r_pair >= target and r_unary >= target_frequencies and (decorrelated or not auto)
         if converged:  # these chains are theta's: return it, not the step after
             break
+        if auto and not decorrelated:
+            sweeps = min(2 * sweeps, MAX_AUTO_SWEEPS)
         step = centred.gradient(grad) * scale
         largest = np.abs(step).max(initial=0.0)
         c -= step * (learning_rate / largest) if largest > learning_rate else step

@@ -42,6 +42,17 @@ MAX_AUTO_SWEEPS = 1280
 #: Sweeps per step at the start of ``n_sweeps="auto"``.
 AUTO_START_SWEEPS = 5
 
+#: Per-coordinate step multipliers (delta-bar-delta, Jacobs 1988; Rprop, Riedmiller and Braun
+#: 1993): halved when a coordinate's gradient changes sign between steps, raised by a fifth (up to
+#: 1) when it keeps it, never below RATE_FLOOR. A positive diagonal rescaling, so the fixed point
+#: is unchanged. Measured on 75 columns of DHFR with chains at equilibrium (4000 chains, rate 0.05,
+#: floor 0.01 then): without it the connected r alternated between steps (0.84, 0.90, 0.84, ...)
+#: and fell to 0.59 at step 53; with it r rose steadily (0.91 at step 40, 0.92 at 55, 0.927 at 80),
+#: and with RATE_DOWN 0.8 more slowly (0.90 at step 40). Halving drives the rates of coordinates
+#: whose gradient is mostly noise to the floor: on a 5-cycle with 8000 chains, 300 steps end at
+#: 0.19 of the start's distance from exact ML with floor 0.01, 0.12 with 0.2, 0.056 with fixed rates.
+RATE_DOWN, RATE_UP, RATE_FLOOR = 0.5, 1.2, 0.2
+
 
 class MomentsFit(NamedTuple):
     """What :func:`fit_moments` ran."""
@@ -220,9 +231,10 @@ def fit_moments(
     """Moment matching from the independent-site model by centred, preconditioned gradient steps.
 
     Every step advances ``n_chains`` persistent chains ``n_sweeps`` sweeps under ``theta``,
-    takes their mean features ``m`` and moves the centred coordinates ``c -= learning_rate *
+    takes their mean features ``m`` and moves the centred coordinates ``c -= learning_rate * rho *
     G(m - mean_stats + alpha theta) / D`` (:class:`Centred`: ``G`` the chain rule, ``D`` the
-    preconditioner), no coordinate by more than ``learning_rate``. The run stops after the
+    preconditioner, ``rho`` per-coordinate multipliers that shrink where the gradient's sign
+    flips, :data:`RATE_DOWN`), no coordinate by more than ``learning_rate``. The run stops after the
     first step whose chains give Pearson r of at least ``target`` on the connected correlations
     and ``target_frequencies`` on the one-site frequencies (:func:`connected_pearson`), or after
     ``n_iter`` steps; the parameters those chains ran under are returned. Every step also records
@@ -272,6 +284,7 @@ def fit_moments(
     data = (centred.connected(mean_stats), centred.frequencies(mean_stats))  # the criterion's fixed side
     keys = ("pearson_connected", "pearson_frequencies", "gradient_norm", "time", "n_sweeps")
     trace = {key: [] for key in (*keys, "overlap_self", "overlap_between", "decorrelated")}
+    rate, previous = np.ones(layout.n_params), None  # per-coordinate step multipliers (RATE_DOWN)
     start, converged, k = time.perf_counter(), False, 0
     while k < n_iter:
         k += 1
@@ -291,7 +304,14 @@ def fit_moments(
             break
         if auto and not decorrelated:
             sweeps = min(2 * sweeps, MAX_AUTO_SWEEPS)
-        step = centred.gradient(grad) * scale
+        direction = centred.gradient(grad)
+        if previous is not None:
+            agree = direction * previous
+            rate[agree < 0] *= RATE_DOWN
+            np.minimum(np.where(agree > 0, rate * RATE_UP, rate), 1.0, out=rate)
+            np.maximum(rate, RATE_FLOOR, out=rate)
+        previous = direction
+        step = direction * rate * scale
         largest = np.abs(step).max(initial=0.0)
         c -= step * (learning_rate / largest) if largest > learning_rate else step
         theta = centred.to_theta(c)

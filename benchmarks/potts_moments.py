@@ -151,9 +151,12 @@ def main():
         )
     if true:
         pl = PseudoLikelihoodEstimator("complete", n_states=Q, alpha=a.alpha).fit(X, sample_weight=w)
+        # plmc's lambda_J = 0.01 (q - 1)(L - 1) on the summed objective is alpha = 2 lambda_J / M_eff here
+        dca_alpha = 2 * 0.01 * (Q - 1) * (X.shape[1] - 1) / w.sum()
+        pl_dca = PseudoLikelihoodEstimator("complete", n_states=Q, alpha=dca_alpha).fit(X, sample_weight=w)
         L = X.shape[1]
         ks = [len(true)] if a.alignment == "synthetic" else [L // 5, L // 2, L]
-        for name, fitted in (("MCMC", est), ("PL", pl)):
+        for name, fitted in (("MCMC", est), ("PL", pl), (f"PL, plmc's ridge (alpha {dca_alpha:.3g})", pl_dca)):
             scores = coupling_scores(fitted).matrix
             text = ", ".join(f"top-{k} {precision(scores, true, k):.2f}" for k in ks)
             print(f"  {name}: precision of the APC pairs ({len(true)} true contacts at |i - j| >= {MIN_SEP}): {text}")

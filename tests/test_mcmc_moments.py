@@ -168,7 +168,8 @@ def test_weights_equal_repeated_rows():
 
 
 def test_model_file_round_trip(tmp_path):
-    """A moment-matching fit saves and loads with its schedule object and its trace."""
+    """A moment-matching fit saves and loads with its schedule object (the trace, as every per-run
+    diagnostic, is not saved: skmrf.io)."""
     from skmrf.io import load_model, save_model
 
     X = make_synthetic_alignment(300, 6, n_states=3, n_contacts=1, random_state=1).X

@@ -386,15 +386,14 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
             return self._fit_theory(rows, schedule, constraint, positions, rng, log)
         return self._fit_adaptive(rows, schedule, constraint, rng, log)
 
-    def _pool(self, n_chains, n_sweeps):
+    def _pool(self, n_chains, n_sweeps, threads=False):
+        """Workers for the chain blocks: loky processes, or threads (the moment-matching fit: its
+        dense Gibbs kernel releases the GIL, and a thread needs far less work to pay for itself)."""
         work = n_chains * n_sweeps * self.n_features_in_
-        n_workers = workers_for(self.n_jobs, work, chains.MCMC_MIN_WORK_PER_WORKER)
-        return parallel_or_serial(n_workers, verbose=max(0, self.verbose - 1))
-
-    def _threads(self, sweeps):
-        """Threads for the moment-matching fit's chain blocks (the dense kernel releases the GIL)."""
-        n_workers = workers_for(self.n_jobs, sweeps * self.n_features_in_, MOMENTS_MIN_WORK_PER_THREAD)
-        return parallel_or_serial(n_workers, prefer="threads", verbose=max(0, self.verbose - 1))
+        minimum = MOMENTS_MIN_WORK_PER_THREAD if threads else chains.MCMC_MIN_WORK_PER_WORKER
+        n_workers = workers_for(self.n_jobs, work, minimum)
+        prefer = {"prefer": "threads"} if threads else {}
+        return parallel_or_serial(n_workers, verbose=max(0, self.verbose - 1), **prefer)
 
     def _start(self, rows, schedule, log):
         """The pseudo-likelihood estimate (the PL kernel, with this fit's ridge), or zero."""
@@ -484,7 +483,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
         log = ProgressLog(type(self).__name__, self.verbose)
         with (
-            self._threads(n_chains * (AUTO_START_SWEEPS if n_sweeps == "auto" else n_sweeps)) as parallel,
+            self._pool(n_chains, AUTO_START_SWEEPS if n_sweeps == "auto" else n_sweeps, threads=True) as parallel,
             Progress(n_iter, type(self).__name__, self.verbose) as bar,
         ):
             say = bar.follow(log)

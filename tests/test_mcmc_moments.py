@@ -222,3 +222,17 @@ def test_lagging_chains_warn_and_auto_sweeps_decorrelate():
     sweeps, failed = trace["n_sweeps"], ~trace["decorrelated"][:-1]
     np.testing.assert_array_equal(sweeps[1:], np.where(failed, np.minimum(2 * sweeps[:-1], 1280), sweeps[:-1]))
     assert sweeps[-1] > sweeps[0] and est.schedule_.n_sweeps == sweeps[-1]
+
+
+def test_threads_give_the_serial_result():
+    """The chain blocks (MOMENTS_CHAIN_BLOCK chains each, their random streams drawn up front) run in
+    threads with n_jobs=2 and give the n_jobs=1 fit bit for bit (2100 chains: three blocks; 2100 x 10
+    sweeps x 10 variables is above MOMENTS_MIN_WORK_PER_THREAD, so two threads do run)."""
+    X = make_synthetic_alignment(300, 10, n_states=3, n_contacts=2, random_state=3).X
+    schedule = MomentMatchingSchedule(n_chains=2100, n_sweeps=10, n_iter=4, target=1.0)
+    fits = []
+    for n_jobs in (1, 2):
+        with pytest.warns(ConvergenceWarning):
+            est = MCMCMaxLikelihood("complete", n_states=3, schedule=schedule, random_state=0, n_jobs=n_jobs)
+            fits.append(est.fit(X).theta_)
+    np.testing.assert_array_equal(fits[0], fits[1])

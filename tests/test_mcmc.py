@@ -12,6 +12,7 @@ from skmrf import (
     AdaptiveSchedule,
     ExactMaxLikelihood,
     MCMCMaxLikelihood,
+    MomentMatchingSchedule,
     PseudoLikelihoodEstimator,
     TheorySchedule,
     grid_graph,
@@ -663,3 +664,26 @@ def test_verbose_prints_one_line_per_step(capsys):
     Adaptive(alpha=1.0, n_iter=3, n_chains=20, n_sweeps=2, start_iter=0, verbose=1, random_state=0).fit(X)
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 3 and lines[0].startswith("[MCMCMaxLikelihood] Iteration 1,")
+
+
+@pytest.mark.parametrize(
+    "schedule, advice",
+    [
+        (AdaptiveSchedule(n_iter=5), "larger lipschitz"),
+        (MomentMatchingSchedule(n_chains=50, n_iter=5), "smaller learning_rate"),
+    ],
+)
+def test_diverged_parameters_raise_naming_the_setting(monkeypatch, schedule, advice):
+    """No schedule reaches non-finite parameters on a test model (lipschitz=1e-300 stays finite), so
+    the guard is tested on a fit whose kernel is made to return them: the fit must raise, not keep
+    NaN in theta_."""
+    kernel = "_fit_moments" if schedule.kind == "moments" else "_fit_projected"
+
+    def diverged(self, rows, *args):
+        self.n_iter_ = 3
+        return np.full(self.model_.n_params, np.nan)
+
+    monkeypatch.setattr(MCMCMaxLikelihood, kernel, diverged)
+    X = np.random.default_rng(0).integers(0, 2, (50, 4))
+    with pytest.raises(ValueError, match=rf"diverged to non-finite values in 3 steps.*{advice}"):
+        MCMCMaxLikelihood("chain", schedule=schedule).fit(X)

@@ -354,11 +354,11 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         else:
             theta = self._fit_projected(rows, schedule, positions, theory)
         if not np.all(np.isfinite(theta)):
-            warn_not_converged(
-                type(self).__name__,
-                f"in {self.n_iter_} steps: the parameters diverged (non-finite)",
-                "Increase the schedule's lipschitz (smaller steps) or alpha.",
-                stacklevel=5,
+            smaller_steps = "a smaller learning_rate" if schedule.kind == "moments" else "a larger lipschitz"
+            raise ValueError(
+                f"{type(self).__name__}: the parameters diverged to non-finite values in {self.n_iter_} "
+                f"steps of the {schedule.kind} schedule. Give the schedule {smaller_steps} (smaller "
+                "steps) or the estimator a larger alpha."
             )
         if not theory and is_binary_pairwise(model.layout):  # the theory schedule converts its own (h, J)
             self.ising_fields_, self.ising_couplings_ = binary_to_ising(

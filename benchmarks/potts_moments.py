@@ -142,7 +142,8 @@ def main():
         t = est.trace_
         print(
             f"  last step: {t['n_sweeps'][-1]} sweeps, chains decorrelated {bool(t['decorrelated'][-1])} (overlap with "
-            f"their states a step before {t['overlap_self'][-1]:.3f}, with each other {t['overlap_between'][-1]:.3f}); "
+            f"their states a step before {t['overlap_self'][-1]:.3f}, with other chains' "
+            f"{t['overlap_between'][-1]:.3f}); "
             f"{int(t['n_sweeps'].sum())} sweeps in all; best C r {t['pearson_connected'].max():.3f}"
         )
     for start in ("data", "uniform"):

@@ -188,14 +188,29 @@ def test_decorrelation_overlaps():
     before = [np.array([[0, 1, 2], [1, 1, 0]]), np.array([[2, 0], [0, 1]])]  # 2 sites, 5 chains
     after = [np.array([[0, 2, 2], [1, 0, 0]]), np.array([[2, 0], [1, 1]])]
     q_self, q_between, _ = decorrelation(before, after)
-    # chain by chain (columns (0, 1), (2, 0), (2, 0), (2, 1), (0, 1) after): agreements with its own
-    # earlier state 2, 0, 2, 1, 2 of 2 sites; with the previous chain's state after (np.roll by one:
-    # chain 0 with chain 4) 2, 0, 2, 1, 1
-    assert q_self == pytest.approx(7 / 10) and q_between == pytest.approx(6 / 10)
+    # chain by chain (columns (0, 1), (2, 0), (2, 0), (2, 1), (0, 1) after; (0, 1), (1, 1), (2, 0),
+    # (2, 0), (0, 1) before): agreements with its own earlier state 2, 0, 2, 1, 2 of 2 sites; with the
+    # previous chain's earlier state (np.roll by one: chain 0 with chain 4) 2, 0, 0, 1, 0
+    assert q_self == pytest.approx(7 / 10) and q_between == pytest.approx(3 / 10)
     rng = np.random.default_rng(0)
     S, T = rng.integers(0, 21, (2, 75, 4000))
     assert decorrelation([S], [T])[2]
     assert not decorrelation([S], [S.copy()])[2]
+
+
+def test_decorrelation_compares_earlier_states_on_both_sides():
+    """A fifth of the chains frozen while the model sharpens (the others redrawn with state 0 at
+    probability 0.9): two current chains agree far more often (about 0.54 per site) than a frozen
+    chain with itself and a moved one with its start (0.2 + 0.8 / 21 = 0.24), so a comparison with
+    other chains' current states would pass them; against other chains' earlier states (1 / 21) they
+    fail, as they must. Tolerances: 3e5 site comparisons, standard errors below 1e-3."""
+    rng = np.random.default_rng(1)
+    before = rng.integers(0, 21, (75, 4000))
+    sharp = np.where(rng.random((75, 4000)) < 0.9, 0, rng.integers(1, 21, (75, 4000)))
+    after = np.where(np.arange(4000) < 800, before, sharp)
+    q_self, q_between, decorrelated = decorrelation([before], [after])
+    assert q_self == pytest.approx(0.2 + 0.8 / 21, abs=0.01) and q_between == pytest.approx(1 / 21, abs=0.01)
+    assert not decorrelated
 
 
 def _bimodal(seed=0):

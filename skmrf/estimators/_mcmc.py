@@ -178,7 +178,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         (adaptive); ``"pearson_connected"`` and ``"pearson_frequencies"`` (moments: the
         chains' criterion), ``"n_sweeps"``, ``"overlap_self"``, ``"overlap_between"`` and
         ``"decorrelated"`` (moments: the sweeps of the step, the chains' mean overlap with their
-        states of the step before and with each other, and whether they forgot those states);
+        own states of the step before and with other chains' states of the step before, and
+        whether they forgot those states);
         and ``"time"`` (seconds since the first step).
     log_partition_ : float or None
         ``log Z`` when scoring is exact, its AIS estimate when it is ``"ais"``, None for
@@ -518,7 +519,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 type(self).__name__,
                 f"at equilibrium: the chains met the targets after {last_sweeps} sweeps a step but still "
                 f"agreed with their states of the step before (overlap {info.trace['overlap_self'][-1]:.3f}) "
-                f"more than with each other ({info.trace['overlap_between'][-1]:.3f}); they lag the model, "
+                f"more than with other chains' ({info.trace['overlap_between'][-1]:.3f}); they lag the model, "
                 "whose own equilibrium may not reproduce the data's correlations",
                 "Use the schedule's n_sweeps='auto', which adds sweeps until the chains decorrelate and stops "
                 "only on such chains, or check samples of the model run to equilibrium.",

@@ -258,8 +258,8 @@ class MomentMatchingSchedule(BaseEstimator):
         some 4000 chains there.
     n_sweeps : int or "auto", default=5
         Gibbs sweeps per chain and step. "auto": 5 at first, doubled after every step whose
-        chains still agree with their states of the step before more than with each other (by
-        more than 3 standard errors), up to 1280; the run then stops only on a step whose chains
+        chains still agree with their own states of the step before more than with other
+        chains' (by more than 3 standard errors), up to 1280; the run then stops only on a step whose chains
         had decorrelated.
     n_iter : int, default=2000
         Steps at most; a run that ends there without meeting the targets warns.

@@ -169,11 +169,14 @@ def decorrelation(before, after):
 
     ``before`` and ``after`` are blocks of chain states (``(n_variables, m)`` each, one column per
     chain, the same layout). The overlap of two states is the fraction of sites where they agree.
-    A chain at equilibrium that forgot its earlier state agrees with it no more than with
-    another, independent chain: the test compares each chain's overlap with its own earlier state
-    (``q_self``) with its overlap with the next chain's current state (``q_between``) and counts
-    the chains as decorrelated unless the mean difference exceeds :data:`DECORRELATION_SIGMAS`
-    standard errors. Chains trapped in a basin (a subfamily of sequences) fail it, which a
+    A chain that forgot its earlier state agrees with it no more than with another chain's
+    earlier state: the test compares each chain's overlap with its own earlier state (``q_self``)
+    with its overlap with the previous chain's earlier state (``q_between``) and counts the chains
+    as decorrelated unless the mean difference exceeds :data:`DECORRELATION_SIGMAS` standard
+    errors. Both overlaps pair a current state with an earlier one, so a model that changed in
+    between moves both alike; against other chains' *current* states, chains that kept their
+    states while the model sharpened would pass (current states of different chains then agree
+    more often than a state and its predecessor). Chains trapped in a basin (a subfamily of sequences) fail it, which a
     Pearson r of the moments cannot show.
 
     Returns
@@ -184,7 +187,7 @@ def decorrelation(before, after):
     """
     before, after = np.concatenate(before, axis=1), np.concatenate(after, axis=1)
     q_self = (before == after).mean(axis=0)
-    q_between = (after == np.roll(after, 1, axis=1)).mean(axis=0)
+    q_between = (after == np.roll(before, 1, axis=1)).mean(axis=0)
     d = q_self - q_between
     if len(d) < 2:  # no other chain to compare with
         return float(q_self.mean()), float("nan"), True

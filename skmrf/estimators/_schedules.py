@@ -255,7 +255,8 @@ class MomentMatchingSchedule(BaseEstimator):
         samples fall short of the data's r: on 75 columns of a protein alignment, ``M`` rows
         drawn from the data itself gave connected r 0.91, 0.95, 0.975 and 0.99 for ``M`` = 1000,
         2000, 4000 and 8000 (``benchmarks/results/potts_moments.txt``), so a target of 0.95 needs
-        some 4000 chains there.
+        some 4000 chains there; in practice the model's own error adds to the noise, and there
+        4000 chains plateaued at r 0.93 where 8000 reached 0.95.
     n_sweeps : int or "auto", default=5
         Gibbs sweeps per chain and step. "auto": 5 at first, doubled after every step whose
         chains still agree with their own states of the step before more than with other

@@ -260,8 +260,8 @@ class MomentMatchingSchedule(BaseEstimator):
     n_sweeps : int or "auto", default=5
         Gibbs sweeps per chain and step. "auto": 5 at first, doubled after every step whose
         chains still agree with their own states of the step before more than with other
-        chains' (by more than 3 standard errors), up to 1280; the run then stops only on a step whose chains
-        had decorrelated.
+        chains' (by more than 3 standard errors), up to 1280; the run then stops only on a step
+        whose chains had decorrelated.
     n_iter : int, default=2000
         Steps at most; a run that ends there without meeting the targets warns.
     learning_rate : float, default=0.1

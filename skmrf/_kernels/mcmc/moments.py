@@ -176,8 +176,8 @@ def decorrelation(before, after):
     errors. Both overlaps pair a current state with an earlier one, so a model that changed in
     between moves both alike; against other chains' *current* states, chains that kept their
     states while the model sharpened would pass (current states of different chains then agree
-    more often than a state and its predecessor). Chains trapped in a basin (a subfamily of sequences) fail it, which a
-    Pearson r of the moments cannot show.
+    more often than a state and its predecessor). Chains trapped in a basin (a subfamily of
+    sequences) fail it, which a Pearson r of the moments cannot show.
 
     Returns
     -------

@@ -275,13 +275,14 @@ class ChordalPattern:
         chompack.projected_inverse(Y)
         return Y, self.values(Y)
 
-    def hessian(self, L, Y, v, inverse=False):
+    def hessian(self, L, Y, v, inverse=False, embedding=False):
         """``P_V(W U W)`` (or the chordal inverse Hessian restricted to ``V``) for ``U`` with entries ``v``.
 
         ``U`` is written into one storage kept between calls (cleared, then
         filled on the pattern): one matrix on the embedding is not allocated
         and copied per product (a tenth of a product's time on the 500 x 500
-        5-point lattice).
+        5-point lattice). ``embedding=True`` returns a copy of the whole block
+        storage, ``P_E(W U W)`` on the embedding ``E``, instead.
         """
         work = getattr(self, "_work", None)
         if work is None:
@@ -296,7 +297,20 @@ class ChordalPattern:
         else:
             chompack.hessian(L, Y, U, adj=False)
             chompack.hessian(L, Y, U, adj=True)
-        return values[self.index]
+        return values.copy() if embedding else values[self.index]
+
+    def newton_dual(self, L, Y, dx):
+        """``W - P_E(W D W)`` on the embedding (block storage), ``W = inv(Theta)``, ``D`` the Newton step ``dx``.
+
+        The dual point that a Newton step predicts: ``inv(Theta + D)`` to first
+        order. On the pattern it equals ``S`` up to the residual of the Newton
+        system (``P_V(W D W) = W - S`` on ``V``), where ``inv(Theta)`` itself is
+        off by the whole gradient; and ``W - W D W`` is positive definite when
+        ``D``'s local norm (the Newton decrement) is below one. So near the
+        optimum its fill completes where ``inv(Theta)``'s may not
+        (:func:`dual_bound`).
+        """
+        return np.asarray(Y.blkval).ravel() - self.hessian(L, Y, dx, embedding=True)
 
 
 def chordal_max_likelihood(pattern, s):
@@ -422,8 +436,9 @@ def dual_bound(pattern, s, Y):
     pattern : ChordalPattern
     s : ndarray of shape (q,)
         Sample covariance on the pattern.
-    Y : chompack.cspmatrix
-        The projected inverse of the current iterate.
+    Y : chompack.cspmatrix or ndarray of shape (n_stored,)
+        The projected inverse of the current iterate, or another matrix on the
+        embedding whose fill to use (:meth:`ChordalPattern.newton_dual`).
 
     Returns
     -------
@@ -431,7 +446,7 @@ def dual_bound(pattern, s, Y):
         The bound, or ``-inf`` when that partial matrix has no positive
         definite completion (far from the optimum).
     """
-    values = np.array(Y.blkval, dtype=np.float64).ravel()
+    values = np.array(getattr(Y, "blkval", Y), dtype=np.float64).ravel()
     values[pattern.upper_slots] = 0.0
     values[pattern.index] = s
     X = chompack.cspmatrix(pattern.symb, blkval=cvxopt.matrix(values))

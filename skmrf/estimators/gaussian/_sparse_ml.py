@@ -16,8 +16,9 @@
    (``diag(1 / S_ii)`` at worst);
 4. Newton-CG (:func:`.newton_cg.newton_cg_covsel`) with the torus preconditioner
    on lattices, stopped at statistical precision;
-5. a dual bound from one completion (:func:`.chordal.dual_bound`): the
-   certified gap.
+5. a dual bound from one completion (:func:`.chordal.dual_bound`) of ``S`` on
+   the pattern and, on the fill, the iterate's ``inv(Theta)`` or the dual point
+   of the last Newton system (the larger bound): the certified gap.
 """
 
 from __future__ import annotations
@@ -193,6 +194,8 @@ def sparse_max_likelihood(
         pattern, s, x0, tol=tol, max_iter=max_iter, decrement_tol=threshold, lattice=lattice, max_time=max_time, log=log
     )
     lower = max(dual_bound(pattern, s, result.Y), embedding_bound)
+    if result.newton_dual is not None:
+        lower = max(lower, dual_bound(pattern, s, result.newton_dual))
     if log is not None:
         log("certified gap %.4g (objective %.10g, bound %.10g)", result.objective - lower, result.objective, lower)
     return SparseFit(

@@ -1,9 +1,11 @@
 """The shared progress helper (#27 item 4): silent at verbose=0, the right totals otherwise."""
 
 import io
+import warnings
 import sys
 import types
 
+import numpy as np
 import pytest
 
 from skmrf._utils import _progress
@@ -18,10 +20,12 @@ class FakeTqdm:
 
     def __init__(self, total, desc, unit, file, leave):
         self.total, self.desc, self.unit, self.n, self.closed, self.lines = total, desc, unit, 0, False, []
+        self.updates = []
         FakeTqdm.made.append(self)
 
     def update(self, n):
         self.n += n
+        self.updates.append(n)
 
     def close(self):
         self.closed = True
@@ -122,3 +126,60 @@ def test_adaptive_ais_counts_its_chain_sweeps_out_of_the_budget(fake_tqdm):
     res = adaptive_annealed_importance_sampling(model, **run, verbose=1)
     (bar,) = fake_tqdm.made
     assert (bar.desc, bar.unit, bar.total, bar.n, bar.closed) == ("AIS", "sweep", 20_000, res.sweeps, True)
+
+
+def _discrete_data():
+    from skmrf.datasets import make_random_mrf
+    from skmrf.graphs import grid_graph
+
+    model = make_random_mrf(grid_graph(3, 3), 2, 0.5, random_state=0)
+    return model.sample(300, random_state=0)
+
+
+def _gaussian_data():
+    from .test_gaussian import laplacian_precision, sample
+
+    precision = laplacian_precision(5, 5)  # not chordal: the sparse solver runs Newton-CG
+    return precision, sample(precision, 200, seed=3)
+
+
+def _fits():
+    from skmrf import AdaptiveSchedule, DecomposedEM, ExactMaxLikelihood, GaussianMaxLikelihood, MCMCMaxLikelihood
+    from skmrf import MomentMatchingSchedule, PseudoLikelihoodEstimator
+
+    def gaussian(solver):
+        precision, X = _gaussian_data()
+        return GaussianMaxLikelihood(precision, solver=solver, verbose=1).fit(X)
+
+    def em(method):
+        X = _discrete_data().astype(float)
+        X[::3, 4] = np.nan
+        return DecomposedEM("grid:3x3", method=method, verbose=1).fit(X)
+
+    return {
+        "pl": lambda: PseudoLikelihoodEstimator("grid:3x3", verbose=1).fit(_discrete_data()),
+        "exact": lambda: ExactMaxLikelihood("grid:3x3", verbose=1).fit(_discrete_data()),
+        "em-gradient": lambda: em("gradient"),
+        "em": lambda: em("em"),
+        "mcmc-moments": lambda: MCMCMaxLikelihood(
+            "grid:3x3", schedule=MomentMatchingSchedule(n_chains=200, n_iter=20), verbose=1, random_state=0
+        ).fit(_discrete_data()),
+        "mcmc-adaptive": lambda: MCMCMaxLikelihood(
+            "grid:3x3", schedule=AdaptiveSchedule(n_iter=30, n_chains=100), verbose=1, random_state=0
+        ).fit(_discrete_data()),
+        "gaussian-sparse": lambda: gaussian("sparse"),
+        "gaussian-newton": lambda: gaussian("newton"),
+        "gaussian-regression": lambda: gaussian("regression"),
+    }
+
+
+@pytest.mark.parametrize("name", list(_fits()))
+def test_each_estimators_bar_counts_its_iterations(name, fake_tqdm, capsys):
+    # The bar follows the verbose lines that count steps and no other line with an integer first
+    # (GaussianMaxLikelihood's "%d stored entries" moved it to 80 million at p = 10^6).
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = _fits()[name]()
+    bar = fake_tqdm.made[-1]
+    assert bar.closed and bar.n == est.n_iter_ > 0
+    assert min(bar.updates) >= 0  # never moved back (as it did after a size)

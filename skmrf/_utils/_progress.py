@@ -118,13 +118,16 @@ class Progress:
         elif time.perf_counter() - self._last >= PLAIN_INTERVAL:
             self._line()
 
-    def follow(self, log):
+    def follow(self, log, prefix):
         """``log`` (a verbose-line callable, ``log(message, *args)``) that also moves the bar to
-        ``args[0]`` when that is an integer: the count of units its message reports."""
+        ``args[0]`` for the messages that start with ``prefix`` (a string or a tuple of them) and
+        report an integer first: the count of units the loop ran. Other lines (sizes, a start's
+        own iterations) leave it where it is."""
 
         def report(message, *args):
             log(message, *args)
-            if args and isinstance(args[0], Integral) and not isinstance(args[0], bool):
+            counted = message.startswith(prefix) and args and isinstance(args[0], Integral)
+            if counted and not isinstance(args[0], bool):
                 self.update(int(args[0]) - self.n)
 
         return report

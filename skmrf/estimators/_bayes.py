@@ -577,7 +577,7 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         with parallel_or_serial(len(blocks), verbose=max(0, self.verbose - 1)) as pool:
             if pool is None:  # the bar follows the chains here (not in worker processes)
                 with Progress(self.n_steps, type(self).__name__, self.verbose) as bar:
-                    results = [run(plugin, log_prior, theta0, seeds, *args[:-1], bar.follow(log))]
+                    results = [run(plugin, log_prior, theta0, seeds, *args[:-1], bar.follow(log, "step"))]
             else:
                 results = pool(delayed(run)(plugin, log_prior, theta0[b], seeds[b], *args) for b in blocks)
         kept = np.concatenate([r[0] for r in results])

@@ -313,7 +313,7 @@ class DecomposedEM(BaseDiscreteMRF):
             Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar,
         ):
             fit = self._fit_em if self.method == "em" else self._fit_gradient
-            trace, gmax = fit(evaluate, pool, bar.follow(log))
+            trace, gmax = fit(evaluate, pool, bar.follow(log, ("EM iteration", "Iteration")))
         self.log_likelihood_trace_ = np.asarray(trace)
         self.log_likelihood_ = float(trace[-1])
         self.converged_ = bool(gmax <= self.tol)

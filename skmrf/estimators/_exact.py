@@ -146,7 +146,7 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
         log = ProgressLog(type(self).__name__, self.verbose)
 
         with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar:
-            log = bar.follow(log)
+            log = bar.follow(log, "Iteration")
 
             def report(it, f, g):
                 log("Iteration %d, negative log-likelihood = %.8f, max |grad| = %.2e", it, f, g)

@@ -451,7 +451,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 average=schedule.average,
                 rng=rng,
                 parallel=parallel,
-                callback=partial(_report, bar.follow(log)) if self.verbose else None,
+                callback=partial(_report, bar.follow(log, "Iteration")) if self.verbose else None,
             )
         self.lipschitz_, self.trace_ = info.lipschitz, info.trace
         self.n_iter_, self.converged_, self.n_averaged_ = info.n_iter, info.converged, info.n_averaged
@@ -487,7 +487,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
             self._pool(n_chains, AUTO_START_SWEEPS if n_sweeps == "auto" else n_sweeps, threads=True) as parallel,
             Progress(n_iter, type(self).__name__, self.verbose) as bar,
         ):
-            say = bar.follow(log)
+            say = bar.follow(log, "Iteration")
 
             def report(k, theta, grad, r_pair, r_unary, sweeps, decorrelated):
                 message = "Iteration %d, |grad| = %.4g, connected r = %.4f, frequencies r = %.4f, %d sweeps, %s"
@@ -576,7 +576,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 reproject=self.projection == "spectral",
                 rng=rng,
                 parallel=parallel,
-                callback=partial(_report, bar.follow(log)) if self.verbose else None,
+                callback=partial(_report, bar.follow(log, "Iteration")) if self.verbose else None,
             )
         self.n_iter_, self.converged_, self.trace_ = plan.schedule.n_iter, True, info.trace
         self.n_averaged_ = plan.schedule.n_iter if schedule.average else 1

@@ -267,7 +267,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
             )
 
         with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar:
-            log = bar.follow(log)
+            log = bar.follow(log, "Iteration")
 
             def report(it, f, g):
                 log("Iteration %d, negative pseudo-log-likelihood = %.8f, max |grad| = %.2e", it, f, g)

@@ -27,6 +27,10 @@ from ._spd import logdet_spd, logdet_spd_dense
 
 __all__ = ["GaussianMaxLikelihood"]
 
+#: The verbose lines that count the solvers' steps (sparse Newton-CG, dense Newton, regression
+#: sweeps): the progress bar follows them and no other line (sizes are integers too).
+NEWTON_STEPS = ("Newton-CG step", "Newton iteration", "regression sweep")
+
 
 @fill_doc
 class GaussianMaxLikelihood(_MaxLikelihoodChecks, _BaseGaussianMRF):
@@ -427,9 +431,9 @@ class GaussianMaxLikelihood(_MaxLikelihoodChecks, _BaseGaussianMRF):
         try:
             with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar:
                 if solver in ("chordal", "sparse"):
-                    fit = self._fit_sparse(data, n_div, mu, pattern, bar.follow(log))
+                    fit = self._fit_sparse(data, n_div, mu, pattern, bar.follow(log, NEWTON_STEPS))
                 else:
-                    fit = self._fit_dense(data, n_div, mu, rows, cols, bar.follow(log))
+                    fit = self._fit_dense(data, n_div, mu, rows, cols, bar.follow(log, NEWTON_STEPS))
         finally:
             del self._data
         # Not measured or not available: None (a saved model round-trips it, unlike NaN).

@@ -109,6 +109,10 @@ def _newton_direction(pattern, L, Y, g, precondition, rtol, max_cg, x0=None):
     return d, float(np.dot(d, -2.0 * weight * g - Hd)), info.n_iter + 1
 
 
+#: The verbose line of a Newton step (the decrement and residual of the iterate it started from).
+_STEP_LINE = "Newton-CG step %d: objective %.12g, decrement %.3g, residual %.3g, %d CG (%.1fs), step %s"
+
+
 #: Relative accuracy of the smallest eigenvalue that shifts the torus model.
 EIGENVALUE_RTOL = 1e-3
 
@@ -284,9 +288,11 @@ def newton_cg_covsel(
             if final[2] < f:
                 x = x + dx
                 L, logdet, f = final
+                n_iter += 1
+                if log is not None:
+                    log(_STEP_LINE, n_iter, f, decrement, residual, n_cg, cg_seconds, "1 (statistical precision)")
                 Y, w = pattern.inverse_on_pattern(L)
                 residual = float(np.max(np.abs(s - w))) / scale
-                n_iter += 1
             break
         step = _line_search(pattern, s, x, dx, f, lam2)
         if step is None:
@@ -295,14 +301,5 @@ def newton_cg_covsel(
         x = x + t * dx
         n_iter += 1
         if log is not None:
-            log(
-                "Newton-CG step %d: objective %.12g, decrement %.3g, residual %.3g, %d CG (%.1fs), step %.3g",
-                n_iter,
-                f,
-                decrement,
-                residual,
-                n_cg,
-                cg_seconds,
-                t,
-            )
+            log(_STEP_LINE, n_iter, f, decrement, residual, n_cg, cg_seconds, f"{t:.3g}")
     return NewtonResult(x, n_iter, residual, decrement, f, logdet, cg_iterations, L, Y, dual)

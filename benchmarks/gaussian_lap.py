@@ -1192,7 +1192,11 @@ def part_research28(args):
             x_st = rescale(cp, s, stationary_fit(lattice, s)[lattice.kind])
             _, x0, _ = choose_start(cp, s, {"embedding": x_e, "stationary": x_st})
             for variant in ("torus-eig", "torus-dirichlet", "chordal"):
-                steps, cg, cpu, f, dec = _research_newton(cp, s, x0, lattice, variant, n, budget)
+                try:
+                    steps, cg, cpu, f, dec = _research_newton(cp, s, x0, lattice, variant, n, budget)
+                except np.linalg.LinAlgError:  # the Dirichlet-shifted torus model is singular on L L^T
+                    out(f"  {pattern:>10} {r:>4} {variant:>16}     - the torus model is singular (not positive definite)")
+                    continue
                 done = dec <= 1e-3 * len(s) / n
                 cgs = "+".join(map(str, cg))
                 cgs = cgs if len(cgs) <= 40 else cgs[:37] + "..."

@@ -406,6 +406,7 @@ class GaussianLAP(_BaseGaussianMRF):
             decrement_tol=DECREMENT_TOL * len(rows) / n_div,
             lattice=lattice,
             log=log,
+            certify=False,  # GaussianLAP reports no duality gap
         )
         self.n_iter_ = result.n_iter
         return assemble_symmetric(rows, cols, result.x, p), True, result.log_det

@@ -197,7 +197,17 @@ def _line_search(pattern, s, x, dx, f, decrement):
 # Longer than 60 lines: one Newton-CG loop whose three stopping rules (tolerance, certified
 # decrement, time budget) share its state; split, each part would need most of it passed in.
 def newton_cg_covsel(
-    pattern, s, x0, tol=1e-10, max_iter=100, max_cg=250, decrement_tol=None, lattice=None, max_time=None, log=None
+    pattern,
+    s,
+    x0,
+    tol=1e-10,
+    max_iter=100,
+    max_cg=250,
+    decrement_tol=None,
+    lattice=None,
+    max_time=None,
+    log=None,
+    certify=True,
 ):
     """Maximum-likelihood precision on a pattern by Newton-CG on its chordal embedding.
 
@@ -238,6 +248,9 @@ def newton_cg_covsel(
         capped by the time the previous ones took).
     log : callable, optional
         Called as ``log(format, *args)`` once per step.
+    certify : bool, default=True
+        Keep the last Newton system's dual point (``newton_dual`` of the
+        result, one more Hessian product) for the caller's certificate.
 
     Returns
     -------
@@ -289,7 +302,7 @@ def newton_cg_covsel(
         # Hessian product). inv(Theta)'s own fill can fail to complete where it does not: at p = 10^6
         # on the 5-point lattice the stopped fit's gradient reached 0.6 at one entry.
         dual = None
-        if final is not None or deadline is not None or n_iter + 1 == max_iter:
+        if certify and (final is not None or deadline is not None or n_iter + 1 == max_iter):
             dual = pattern.newton_dual(L, Y, dx)
         if final is not None:
             # Statistical precision: take the (already factorised) full step when it descends, which

@@ -1195,7 +1195,7 @@ def part_research28(args):
                 try:
                     steps, cg, cpu, f, dec = _research_newton(cp, s, x0, lattice, variant, n, budget)
                 except np.linalg.LinAlgError:  # the Dirichlet-shifted torus model is singular on L L^T
-                    out(f"  {pattern:>10} {r:>4} {variant:>16}     - the torus model is singular (not positive definite)")
+                    out(f"  {pattern:>10} {r:>4} {variant:>16}     - the torus model is singular (not PD)")
                     continue
                 done = dec <= 1e-3 * len(s) / n
                 cgs = "+".join(map(str, cg))

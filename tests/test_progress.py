@@ -1,9 +1,9 @@
 """The shared progress helper (#27 item 4): silent at verbose=0, the right totals otherwise."""
 
 import io
-import warnings
 import sys
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -144,8 +144,15 @@ def _gaussian_data():
 
 
 def _fits():
-    from skmrf import AdaptiveSchedule, DecomposedEM, ExactMaxLikelihood, GaussianMaxLikelihood, MCMCMaxLikelihood
-    from skmrf import MomentMatchingSchedule, PseudoLikelihoodEstimator
+    from skmrf import (
+        AdaptiveSchedule,
+        DecomposedEM,
+        ExactMaxLikelihood,
+        GaussianMaxLikelihood,
+        MCMCMaxLikelihood,
+        MomentMatchingSchedule,
+        PseudoLikelihoodEstimator,
+    )
 
     def gaussian(solver):
         precision, X = _gaussian_data()

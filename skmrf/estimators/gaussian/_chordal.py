@@ -281,8 +281,9 @@ class ChordalPattern:
         ``U`` is written into one storage kept between calls (cleared, then
         filled on the pattern): one matrix on the embedding is not allocated
         and copied per product (a tenth of a product's time on the 500 x 500
-        5-point lattice). ``embedding=True`` returns a copy of the whole block
-        storage, ``P_E(W U W)`` on the embedding ``E``, instead.
+        5-point lattice). ``embedding=True`` returns that whole block storage,
+        ``P_E(W U W)`` on the embedding ``E``, instead: a view, valid until the
+        next call.
         """
         work = getattr(self, "_work", None)
         if work is None:
@@ -297,7 +298,7 @@ class ChordalPattern:
         else:
             chompack.hessian(L, Y, U, adj=False)
             chompack.hessian(L, Y, U, adj=True)
-        return values.copy() if embedding else values[self.index]
+        return values if embedding else values[self.index]
 
     def newton_dual(self, L, Y, dx):
         """``W - P_E(W D W)`` on the embedding (block storage), ``W = inv(Theta)``, ``D`` the Newton step ``dx``.

@@ -147,7 +147,7 @@ def _preconditioner(pattern, lattice, L, Y, x, w=None, start=None):
         # gap of 0.0037 instead of 73 (q / n = 299), on 500 x 500 4 Newton steps and 34 CG iterations
         # instead of 5 and 56, and a gap of 44 instead of 6310 (q / n = 749).
         # On wider stencils the match makes the model worse: on L L^T (13 points, n = 1000) the
-        # 40 x 40 fit took 1813 CG iterations in 10 steps and 13.7 s CPU to a gap of 73 with it,
+        # 40 x 40 fit took 2003 CG iterations in 10 steps and 13.7 s CPU to a gap of 73 with it,
         # 251 in 11 steps and 2.4 s to a gap of 0.39 without; at 78 x 78 the CG solves hit their cap.
         variance = None
         if len(lattice.offsets) <= NEAREST_NEIGHBOUR_OFFSETS:

@@ -4,7 +4,6 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.base import clone
 from sklearn.exceptions import ConvergenceWarning
 
 import skmrf._data.chunks as chunks
@@ -288,13 +287,12 @@ def test_pseudo_likelihood_memmap_and_dask_equal_in_memory(
     """Bit for bit, wherever the counts are integers: the records path merges the chunks' records
     (integer counts, exact in any order) into the in-memory records, in their order; the one-hot
     and asymmetric paths read every row, in order, so their arithmetic is the in-memory one
-    whatever the weights. Float weights on the records path: see the next test."""
+    whatever the weights. Float weights lie on a grid where their sums are exact (next test), so
+    the records' weights are the same whatever the chunks."""
     da = pytest.importorskip("dask.array")
     graph, kw = PL_CASES[case]
     X = potts_data if graph == "complete" else data
     w = _weights(weights, len(X))
-    if case.startswith("records") and weights == "float":
-        pytest.skip("float weights are summed per record in another order: the next test")
     if case == "one-hot":  # forced: this small model sits near choose_path's boundary
         from skmrf._kernels import pseudo as kernel
 
@@ -306,37 +304,34 @@ def test_pseudo_likelihood_memmap_and_dask_equal_in_memory(
         _assert_same_pl_fit(est, ref)
 
 
-def test_pseudo_likelihood_records_with_float_weights(data, tmp_path, small_chunks):
-    """Float weights: a record's weight is a sum of the weights of its rows, added per chunk and
-    then across chunks, in another order than in memory. The records are the same (variables,
-    configurations, order); their weights agree to the rounding of a sum of at most 700 terms
-    (700 x 2^-53 relative, under 1e-13); the objectives at any parameters agree to that. The
-    objective is strongly convex with modulus alpha_ (its ridge), so each fit (inside the box)
-    is within |gradient| / alpha_ of the minimiser, and the two within the sum of theirs (plus
-    1e-9 for the objectives' 1e-13 difference over alpha_): L-BFGS stops on other iterates, 5e-7
-    apart (in norm) here, where that bound is 2e-5."""
-    from skmrf._kernels.pseudo import PseudoLikelihoodObjective, blanket_statistics
+def test_summable_weights_sum_exactly_in_any_grouping():
+    """The fit's float weights (``_sample_weight``) lie on a grid where every sum of them is exact:
+    sums of the same weights by chunks, in reverse, by bincount and by BLAS are equal bit for bit
+    (the raw weights' are not), each weight moved by at most 2^-52 of their sum, integer weights
+    unchanged, the caller's array untouched."""
+    from skmrf._data import summable_weights
+    from skmrf.estimators._base import _sample_weight
 
-    w = _weights("float", len(data))
-    ref = PseudoLikelihoodEstimator(GRID, score_method="pseudo").fit(data, sample_weight=w)
-    est = PseudoLikelihoodEstimator(GRID, score_method="pseudo").fit(as_memmap(data, tmp_path), sample_weight=w)
-    assert est.n_records_ == ref.n_records_ and est.alpha_ == ref.alpha_
-    rows = clone(est)._validate_fit_data(as_memmap(data, tmp_path, "y.dat"), w)
-    records, _ = blanket_statistics(rows, est.graph_, est.n_states_)
-    layout, theta = est.model_.layout, est.theta_
-    assert np.abs(theta).max() > 0.1  # a fitted model (its objectives differ most away from 0)
-    chunked = PseudoLikelihoodObjective(layout, est.graph_, records, 0.0, total=rows.total)
-    in_memory = PseudoLikelihoodObjective(layout, est.graph_, data.astype(np.int64), 0.0, weight=w, total=w.sum())
-    for got, want in zip(chunked._records, in_memory._records):
-        np.testing.assert_allclose(got, want, rtol=1e-13)
-    np.testing.assert_array_equal(chunked._records[0], in_memory._records[0])  # table positions: exact
-    (f1, g1), (f2, g2) = chunked(theta), in_memory(theta)
-    assert f1 == pytest.approx(f2, rel=1e-13)
-    np.testing.assert_allclose(g1, g2, rtol=0, atol=1e-13 * np.abs(g2).max())
-    ridge = PseudoLikelihoodObjective(layout, est.graph_, records, est.alpha_, total=rows.total)
-    assert max(np.abs(est.theta_).max(), np.abs(ref.theta_).max()) < 30  # the box is inactive
-    bound = (np.linalg.norm(ridge(est.theta_)[1]) + np.linalg.norm(ridge(ref.theta_)[1])) / est.alpha_ + 1e-9
-    assert np.linalg.norm(est.theta_ - ref.theta_) <= bound
+    rng = np.random.default_rng(0)
+    raw = rng.random(100_000) ** 3 * 7.3  # spread over several binades
+    given = raw.copy()
+    w = _sample_weight(raw, np.empty((len(raw), 1)))
+    np.testing.assert_array_equal(raw, given)
+    assert np.abs(w - raw).max() <= 2.0**-52 * raw.sum()
+    groups = rng.integers(0, 50, len(w))
+
+    def sums(v):
+        parts = [np.bincount(groups[a : a + 999], weights=v[a : a + 999], minlength=50) for a in range(0, len(v), 999)]
+        chunked = sum(parts)
+        reverse = np.bincount(groups[::-1], weights=v[::-1], minlength=50)
+        blas = np.eye(50)[groups].T @ v
+        return chunked, reverse, blas
+
+    for other in sums(w)[1:]:
+        np.testing.assert_array_equal(other, sums(w)[0])
+    assert any((other != sums(raw)[0]).any() for other in sums(raw)[1:])  # what the grid is for
+    integers = rng.integers(0, 5, 1000).astype(np.float64)
+    np.testing.assert_array_equal(summable_weights(integers), integers)
 
 
 @pytest.mark.parametrize("wide", [False, True])
@@ -386,13 +381,12 @@ MCMC_SCHEDULES = {
 }
 
 
-@pytest.mark.parametrize("weights", [None, "integer"])
+@pytest.mark.parametrize("weights", [None, "integer", "float"])
 @pytest.mark.parametrize("kind", list(MCMC_SCHEDULES))
 def test_mcmc_memmap_and_dask_equal_in_memory(ising_data, tmp_path, small_chunks, kind, weights):
-    """Bit for bit: the data moments are sums of 0/1 values (or integer weights), exact in any
-    order; the pseudo-likelihood start is bit for bit (test above); the chains start at the same
-    rows, drawn by the same generator and read one by one (Rows.take). Float weights make the
-    moments and the start differ by rounding, then the chains by whatever that changes."""
+    """Bit for bit: the data moments are sums of 0/1 values times weights on the grid where sums
+    are exact, in any order; the pseudo-likelihood start is bit for bit (test above); the chains
+    start at the same rows, drawn by the same generator and read one by one (Rows.take)."""
     da = pytest.importorskip("dask.array")
     settings, kw = MCMC_SCHEDULES[kind]
     schedule = AdaptiveSchedule(**settings) if kind == "adaptive" else TheorySchedule(**settings)
@@ -408,12 +402,13 @@ def test_mcmc_memmap_and_dask_equal_in_memory(ising_data, tmp_path, small_chunks
         assert est.n_iter_ == ref.n_iter_ and est.schedule_ == ref.schedule_
 
 
-@pytest.mark.parametrize("weights", [None, "integer"])
+@pytest.mark.parametrize("weights", [None, "integer", "float"])
 @pytest.mark.parametrize("plan", ["auto", False])
 @pytest.mark.parametrize("case", EM_CASES, ids=[c[0] for c in EM_CASES])
 def test_em_memmap_and_dask_equal_in_memory(tmp_path, small_chunks, case, plan, weights):
     """Bit for bit: a memmap or a dask array (NaN for missing) is compressed to its distinct rows
-    with counts, exact integers in any chunking; the sub-networks' patterns and their counts, the
+    with counts, exact in any chunking (integers, or float weights on their grid of exact sums);
+    the sub-networks' patterns and their counts, the
     plan and every sum of the data term are then those of the rows in memory (tests/test_em.py's
     cases: binary, 3-state, a triple clique, all-missing rows)."""
     da = pytest.importorskip("dask.array")
@@ -433,13 +428,14 @@ def test_em_memmap_and_dask_equal_in_memory(tmp_path, small_chunks, case, plan, 
 @pytest.mark.parametrize("weights", [None, "integer", "float"])
 def test_distinct_rows_by_chunks(tmp_path, small_chunks, weights):
     """Rows.distinct: the distinct rows (NaN read as -1, ascending) and their counts, as np.unique
-    gives them in memory; rows of weight 0 dropped. Float weights are summed in another order:
-    equal to the rounding of a sum of at most 150 terms (150 x 2^-53 relative, under 1e-13)."""
-    from skmrf._data import Rows
+    gives them in memory; rows of weight 0 dropped. Float weights as a fit takes them (on the grid
+    of exact sums): the same counts bit for bit."""
+    from skmrf._data import Rows, summable_weights
 
     da = pytest.importorskip("dask.array")
     Xf = EM_CASES[2][3]  # all-missing rows and a triple clique's missing columns
     w = _weights(weights, len(Xf))
+    w = None if w is None else summable_weights(w)
     Xi = np.where(np.isnan(Xf), -1, Xf).astype(np.int64)
     keep = slice(None) if w is None else w > 0
     want, inverse = np.unique(Xi[keep], axis=0, return_inverse=True)
@@ -448,7 +444,7 @@ def test_distinct_rows_by_chunks(tmp_path, small_chunks, weights):
         values, count = Rows(chunked, np.full(6, 2), w).distinct()
         np.testing.assert_array_equal(values, want)
         assert values.dtype == np.int64 and count.dtype == np.float64
-        np.testing.assert_allclose(count, counts, rtol=1e-13 if weights == "float" else 0)
+        np.testing.assert_array_equal(count, counts)
 
 
 def _binary_rows(n):
@@ -591,15 +587,16 @@ MLE_CASES = {
 }
 
 
-@pytest.mark.parametrize("weights", [None, "integer"])
+@pytest.mark.parametrize("weights", [None, "integer", "float"])
 @pytest.mark.parametrize("case", list(MLE_CASES))
 def test_mle_induced_memmap_and_dask_equal_in_memory(
     agreement_data, tmp_path, small_chunks, monkeypatch, case, weights
 ):
-    """Bit for bit: the agreement counts are sums of 0/1 values (or integer weights), exact in any
-    chunking; the default MLE's clique counts of [X; 1 - X] (each chunk's plus its flip's) too, and
-    the LAP kernel and a given unfitted estimator read the flip-symmetrised rows by chunks (a lazy
-    dask array), so every fit runs the in-memory arithmetic on the same statistics."""
+    """Bit for bit: the agreement counts are sums of 0/1 values times weights (integers, or floats on
+    their grid of exact sums), exact in any chunking; the default MLE's clique counts of [X; 1 - X]
+    (each chunk's plus its flip's) too, and the LAP kernel and a given unfitted estimator read
+    the flip-symmetrised rows by chunks (a lazy dask array), so every fit runs the in-memory
+    arithmetic on the same statistics."""
     from skmrf import MLEInducedLikelihood
 
     da = pytest.importorskip("dask.array")
@@ -623,49 +620,6 @@ def test_mle_induced_memmap_and_dask_equal_in_memory(
         assert est.mle_source_ == ref.mle_source_ and est.n_features_in_ == 9
         np.testing.assert_array_equal(est.mle_.theta, ref.mle_.theta)
         assert est.log_likelihood(theta) == ref.log_likelihood(theta)
-
-
-def test_mle_induced_float_weights(agreement_data, tmp_path, small_chunks):
-    """Float weights: the agreement counts and the clique counts of [X; 1 - X] are sums of weights in
-    another order than in memory, equal to the rounding of a sum of at most 2 x 700 terms (1400 x 2^-53
-    relative, under 1e-12). Both fits minimise the same kind of objective, the mean negative
-    log-likelihood f of the symmetrised rows, strongly convex with modulus lambda_min (the smallest
-    eigenvalue of the covariance of the features, enumerated over the 512 states at the in-memory
-    fit, halved as margin for its change over the micro-distances between the fits): each fit is
-    within |grad f| / modulus of the MLE (grad f of the in-memory counts, enumerated at each fit), so
-    the two within the sum; theta_hat = expit(J / 2) is 1/8-Lipschitz in the coupling J."""
-    from scipy.special import logsumexp
-
-    from skmrf import MLEInducedLikelihood
-
-    from .brute_force import features, states
-
-    X = agreement_data
-    w = _weights("float", len(X))
-    ref = MLEInducedLikelihood(AGREEMENT_GRID).fit(X, sample_weight=w)
-    est = MLEInducedLikelihood(AGREEMENT_GRID).fit(as_memmap(X, tmp_path), sample_weight=w)
-    assert est.n_samples_ == ref.n_samples_  # one np.sum of the same weights
-    np.testing.assert_allclose(est.n_agree_, ref.n_agree_, rtol=1e-12)
-    model = ref.mle_
-    xs = states(model.n_states)
-    F = features(model, xs)
-    sym = np.vstack([X, 1 - X]).astype(np.int64)
-    index = sym @ (1 << np.arange(8, -1, -1))  # the row of xs each row is (C order)
-    target = np.concatenate([w, w]) @ F[index] / (2 * w.sum())
-
-    def gradient(theta):
-        e = F @ theta
-        p = np.exp(e - logsumexp(e))
-        return p @ F - target, p
-
-    g_ref, p = gradient(ref.mle_.theta)
-    g_est, _ = gradient(est.mle_.theta)
-    centred = F - p @ F
-    modulus = np.linalg.eigvalsh((centred * p[:, None]).T @ centred)[0] / 2
-    assert modulus > 1e-3  # a strongly convex objective (minimal parameters)
-    bound = (np.linalg.norm(g_ref) + np.linalg.norm(g_est)) / modulus
-    assert np.linalg.norm(est.mle_.theta - ref.mle_.theta) <= bound
-    assert np.abs(est.theta_hat_ - ref.theta_hat_).max() <= bound / 8
 
 
 def test_mle_induced_memmap_refuses_a_third_state(agreement_data, tmp_path, small_chunks):
@@ -694,19 +648,21 @@ MH_CASES = {
 }
 
 
-@pytest.mark.parametrize("weights", [None, "integer"])
+@pytest.mark.parametrize("weights", [None, "integer", "float"])
 @pytest.mark.parametrize("case", list(MH_CASES))
 def test_metropolis_hastings_memmap_and_dask_equal_in_memory(agreement_data, tmp_path, small_chunks, case, weights):
     """Bit for bit: every likelihood reads sums over rows that are exact in any chunking (agreement
     counts, the pseudo-likelihood's records merged in the in-memory order, the MLE-induced fit
-    above), or, for the exchange algorithm's Gibbs fallback, every row in order (one byte per entry);
-    the chains then draw from the same generators."""
+    above; float weights on their grid of exact sums), or, for the exchange algorithm's Gibbs
+    fallback, every row in order (one byte per entry); the chains then draw from the same generators."""
     from skmrf import MetropolisHastingsMRF
 
     da = pytest.importorskip("dask.array")
     X = agreement_data
     w = _weights(weights, len(X))
     likelihood = case.split("-")[0]
+    if likelihood == "exchange" and weights == "float":
+        pytest.skip("the exchange algorithm takes whole-number weights only (it refuses others)")
     kw = dict(likelihood=likelihood, n_steps=120, n_chains=2, proposal_scale=0.01, random_state=0)
     kw.update(MH_CASES[case])
 

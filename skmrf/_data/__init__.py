@@ -22,7 +22,7 @@ from .compress import (
 )
 from .decompose import subnetworks
 from .joint_states import c_order_strides, count_joint_states, encode_rows, transposed_states
-from .rows import Rows
+from .rows import Rows, summable_weights
 
 __all__ = [
     "BlanketRecords",
@@ -43,6 +43,7 @@ __all__ = [
     "padded_blankets",
     "reduce_row_chunks",
     "scan_states",
+    "summable_weights",
     "state_dtype",
     "subnetworks",
     "transposed_states",

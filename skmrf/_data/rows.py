@@ -14,7 +14,25 @@ import numpy as np
 from .chunks import _is_dask, _memmap_chunks, default_chunk_rows, is_chunked, reduce_row_chunks
 from .compress import distinct_rows, finish_distinct_rows, merge_distinct_rows, state_dtype
 
-__all__ = ["Rows"]
+__all__ = ["Rows", "summable_weights"]
+
+
+def summable_weights(weight):
+    """Non-negative float64 ``weight`` rounded to the grid on which every sum of them is exact.
+
+    Each weight is rounded to the nearest multiple of ``q = 2^(e - 52)``, where ``2^(e - 1) <=
+    sum(weight) < 2^e``: then every partial sum of the rounded weights is an integer multiple of
+    ``q`` no larger than ``2^53 q``, which float64 holds exactly, so a count or a moment summed
+    over any grouping of the rows (by chunks, on dask workers, by ``bincount`` or BLAS) is the
+    same number bit for bit. A weight moves by at most ``q / 2 <= 2^-52 sum(weight)``: the
+    rounding of a float64 sum of the weights, below the resolution of the weighted objective.
+    Integer weights summing to less than ``2^52`` lie on the grid and are returned unchanged.
+    Returns a new array (never the caller's).
+    """
+    total = float(np.sum(weight))
+    _, e = np.frexp(total)  # total < 2^e
+    q = np.ldexp(1.0, int(e) - 52)
+    return np.round(weight / q) * q
 
 
 def _weighted_chunk(chunk, start, func, weight, *args):
@@ -121,8 +139,8 @@ class Rows:
         memmap or a dask array (on the workers for dask: only the distinct rows travel). NaN in
         a float memmap or dask array is a missing entry. Rows of weight 0 are dropped.
 
-        Integer counts (no weights, or integer weights) are exact whatever the chunks; float
-        weights are summed per chunk, then across chunks.
+        The counts are exact whatever the chunks for integer weights, and for float weights on the
+        grid of :func:`summable_weights` (where a fit puts them).
         """
         distinct = self.reduce(
             _distinct_chunk, self.n_states, op=merge_distinct_rows, max_entries=DISTINCT_CHUNK_ENTRIES

@@ -367,10 +367,9 @@ def blanket_statistics(rows, graph, n_states):
     chunks (on the workers for dask; only the records travel) and no weight.
 
     The records are the same arrays, in the same order, as those of the rows in memory: the
-    objective, and so the fit, are bit for bit the in-memory ones when the counts are integers
-    (no weights, or integer weights: sums below ``2^53`` are exact in any order). Float weights
-    are summed per chunk, then across chunks, in another order than in memory (a rounding of
-    ``1e-16`` relative per record).
+    objective, and so the fit, are bit for bit the in-memory ones: the counts are sums of weights
+    that are exact in any order (integers below ``2^53``, or float weights on the grid of
+    :func:`~skmrf._data.summable_weights`, where a fit puts them).
     """
     if not rows.chunked:
         return rows.dense()

@@ -8,7 +8,7 @@ import networkx as nx
 import numpy as np
 from sklearn.base import BaseEstimator, clone
 
-from .._data import Rows, is_chunked, reduce_row_chunks, scan_states
+from .._data import Rows, is_chunked, reduce_row_chunks, scan_states, summable_weights
 from .._utils._memory import LBFGS_VECTORS, check_fit_memory
 from .._utils._sklearn_compat import (
     Interval,
@@ -124,10 +124,12 @@ def _deferred(key, doc, settable=True):
 
 def _sample_weight(sample_weight, X):
     """``sample_weight`` as float64 (None stays None), refused when negative, not finite, of the
-    wrong length or all zero (scikit-learn's checks, which name the problem)."""
+    wrong length or all zero (scikit-learn's checks, which name the problem), rounded to the grid
+    on which every sum of them is exact (:func:`~skmrf._data.summable_weights`): a fit by row
+    chunks then equals the in-memory fit bit for bit, whatever the weights."""
     if sample_weight is None:
         return None
-    return _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    return summable_weights(_check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True))
 
 
 def validate_rows(estimator, X, sample_weight=None, n_states="auto", allow_missing=False, keep_dtype=False):
@@ -237,7 +239,9 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative row weights: a row with weight ``w`` counts as ``w`` rows (integer
             weights give exactly the fit on the rows repeated), and ``alpha="auto"`` is one over
-            their sum. None: every row counts once.
+            their sum. Float weights are rounded to multiples of ``2^-52`` of their sum, where
+            every sum of them is exact (so a memmap or dask array fits as the array in memory, bit
+            for bit). None: every row counts once.
 
         Returns
         -------

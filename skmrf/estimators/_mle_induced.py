@@ -162,8 +162,8 @@ class MLEInducedLikelihood(BaseEstimator):
     statistics of ``[X; 1 - X]`` (the exact kernel's clique counts, each chunk's plus its flip's;
     the LAP kernel's, or a given unfitted ``mle``'s, from the flip-symmetrised rows as a lazy dask
     array). From a ``numpy.memmap`` or a ``dask.array`` they are summed by row chunks, so memory
-    is a chunk plus these statistics, and without weights or with integer weights the fit is
-    the in-memory one bit for bit (float weights: sums in another order, ``1e-16`` relative).
+    is a chunk plus these statistics, and the fit is the in-memory one bit for bit (float weights
+    are rounded to the grid on which their sums are exact, at most ``2^-52`` of their sum).
     A memmap with ``mle`` not None, or with a junction tree beyond its limit, needs dask installed
     (otherwise its rows are held in one byte per entry).
 

@@ -208,6 +208,23 @@ def test_gaussian_lap_memmap_matches_in_memory(gaussian_data, tmp_path, monkeypa
     assert est.n_features_in_ == 16 and est.is_positive_definite_ == ref.is_positive_definite_
 
 
+def test_gaussian_max_likelihood_memmap_and_dask_match_in_memory(gaussian_data, tmp_path, monkeypatch):
+    """GaussianMaxLikelihood reads S on the pattern (and on its chordal embedding, for the start and
+    the certificate) by row chunks: sums in another order than in memory, ~1e-14 relative (see
+    _assert_glap_close). Newton-CG from the same start takes the same steps (asserted), and its
+    iterates are smooth functions of S whose Jacobian is bounded by the condition of the Newton
+    systems (~10 on this 4x4 grid), so the estimates agree to 1e-12 (5e-16 measured)."""
+    from skmrf import GaussianMaxLikelihood
+
+    da = pytest.importorskip("dask.array")
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 37 * 16 * 8)  # 37-row chunks
+    ref = GaussianMaxLikelihood("grid:4x4").fit(gaussian_data)
+    for X in (as_memmap(gaussian_data, tmp_path), da.from_array(gaussian_data, chunks=(37, 16))):
+        est = GaussianMaxLikelihood("grid:4x4").fit(X)
+        _assert_glap_close(est, ref)
+        assert est.n_iter_ == ref.n_iter_ and est.n_features_in_ == 16
+
+
 def test_gaussian_lap_memmap_refuses_nan_and_constant_columns(gaussian_data, tmp_path):
     from skmrf import GaussianLAP
 
@@ -462,6 +479,13 @@ def _rows_with_missing(n):
     return X
 
 
+def _gaussian_rows(n):
+    """``n`` rows of 64 correlated Gaussian columns (float64: 33 MB at 64,000 rows)."""
+    X = np.random.default_rng(0).standard_normal((n, 64))
+    X[:, 1:] += 0.4 * X[:, :-1]
+    return X
+
+
 MEMORY_CASES = {
     # The largest temporary is the coding of a chunk, 250 x 64 x 5 blanket members x 8 bytes =
     # 0.64 MB; the 1,568 records (at most 2^5 per variable) and their objective take 0.2 MB.
@@ -483,7 +507,19 @@ MEMORY_CASES = {
     # The same MLE (the chains' start), then the pseudo-likelihood's records (at most 2^4 agreement
     # patterns per variable) and 200 kept draws of 12 parameters.
     "metropolis-hastings": (_binary_rows, lambda: _metropolis_hastings_estimator()),
+    # A chunk of 31 rows in the fit's units (16 kB), S on the 8x8 grid's chordal embedding and the
+    # Newton-CG work on it (1.45 MB measured, 1.37 MB at a quarter of the rows).
+    "gaussian-ml": (_gaussian_rows, lambda: _gaussian_estimator("GaussianMaxLikelihood")),
+    # The chunk and the neighbourhoods' Gram blocks (0.26 MB), then two Newton steps on the pattern.
+    "gaussian-lap": (_gaussian_rows, lambda: _gaussian_estimator("GaussianLAP", newton_steps=2)),
 }
+
+
+def _gaussian_estimator(name, **kw):
+    import skmrf
+
+    return getattr(skmrf, name)("grid:8x8", **kw)
+
 
 #: The agreement model's edges in the memory test (a 3x3 grid on columns 0-8 of 64).
 AGREEMENT_EDGES = [(3 * r + c, 3 * r + c + 1) for r in range(3) for c in range(2)] + [
@@ -507,12 +543,12 @@ def _metropolis_hastings_estimator():
 
 @pytest.mark.parametrize("case", list(MEMORY_CASES))
 def test_memmap_fit_memory_is_the_chunk_plus_the_statistics(tmp_path, monkeypatch, case):
-    """A memmap of 64,000 rows (4.1 MB of uint8 for PL and MCMC, 4.6 MB of float64 for EM) fitted
-    within a budget of 2 MB, under half of it, with chunks of 16 kB (what each case holds is
-    beside it above). In memory, the int64 copy of X alone would be 33 MB (PL, MCMC) or 4.6 MB
-    (EM). The peak does not follow the rows: a fit of a quarter of them peaks at least two thirds
-    as high (an allocation per row would make it a quarter; EM's distinct rows still grow a little
-    with the rows)."""
+    """A memmap of 64,000 rows (4.1 MB of uint8 for PL and MCMC, 4.6 MB of float64 for EM, 33 MB of
+    float64 for the Gaussian fits) fitted within a budget of 2 MB, with chunks of 16 kB (what
+    each case holds is beside it above). In memory, the int64 copy of X alone would be 33 MB
+    (PL, MCMC) or 4.6 MB (EM), and the Gaussian fits' transposed copy 33 MB. The peak does not
+    follow the rows: a fit of a quarter of them peaks at least two thirds as high (an allocation
+    per row would make it a quarter; EM's distinct rows still grow a little with the rows)."""
     from skmrf._kernels import coin_tossing
 
     monkeypatch.setattr(chunks, "CHUNK_BYTES", 16000)

@@ -243,6 +243,10 @@ def check_states(X, n_states=None, feature_names=None, allow_nan=False, keep_dty
     return out
 
 
+#: Entries checked at once by :func:`check_real`.
+_FINITE_BLOCK = 1 << 20
+
+
 def check_finite(xf, feature_names=None, allow_nan=False, advice=None) -> np.ndarray:
     """Refuse infinity (and NaN unless ``allow_nan``) in the float array ``xf``, naming the first.
 
@@ -270,7 +274,12 @@ def check_real(X, feature_names=None, advice=None) -> np.ndarray:
     if X.dtype.kind in "OUS":
         X = _check_object(X, feature_names, False, "X must hold real numbers", "", advice or _COMPLETE)
     xf = np.asarray(X, dtype=np.float64)
-    check_finite(xf, feature_names, advice=advice)
+    # Blocks of rows: the masks of the whole array would be fresh arrays of its size (0.6 s of
+    # page faults at 1000 x 10^5 against 0.06 s); the whole array is checked again only to
+    # name the first bad entry.
+    step = max(1, _FINITE_BLOCK // max(1, xf[:1].size))
+    if not all(np.isfinite(xf[a : a + step]).all() for a in range(0, len(xf), step)):
+        check_finite(xf, feature_names, advice=advice)
     return xf
 
 

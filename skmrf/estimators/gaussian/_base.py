@@ -225,7 +225,9 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         number of rows, or the sum of the weights (weighted rows are already
         multiplied by ``sqrt(w)``).
         """
-        peak = np.max(np.abs(XT), axis=1) if XT.shape[1] else np.zeros(XT.shape[0])
+        # max |x| as max(max x, -min x): np.abs(XT) would be a fresh array of XT's size (2.1 s of
+        # page faults for 800 MB at p = 10^5, n = 1000, against 0.07 s).
+        peak = np.maximum(XT.max(axis=1), -XT.min(axis=1)) if XT.shape[1] else np.zeros(XT.shape[0])
         zero = self._check_variance(peak, names)
         peak[zero] = 1.0
         XT /= peak[:, None]

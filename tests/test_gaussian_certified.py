@@ -255,6 +255,25 @@ def test_newton_dual_is_the_first_order_inverse_on_the_embedding():
         np.testing.assert_allclose(block[lower], expected[np.ix_(R, R[:width])].T[lower], rtol=0, atol=1e-12)
 
 
+def test_hessian_products_keep_no_reference_to_the_factor_or_the_inverse():
+    # chompack 2.3.4's C hessian takes a reference to L.blkval and Y.blkval and never releases it:
+    # every Newton step's factor and projected inverse stayed allocated (148 MB per fit at
+    # p = 40,000). A product, either way and its inverse, leaves their counts as they were.
+    import sys
+
+    Q = random_precision(30, 2)
+    rows, cols = lower_pattern(Q)
+    pattern = ChordalPattern(rows, cols, 30)
+    L, _ = pattern.cholesky(Q.toarray()[rows, cols])
+    Y, _ = pattern.inverse_on_pattern(L)
+    v = np.random.default_rng(0).standard_normal(len(rows))
+    before = sys.getrefcount(L.blkval), sys.getrefcount(Y.blkval)
+    for inverse in (False, True, False):
+        pattern.hessian(L, Y, v, inverse=inverse)
+    pattern.newton_dual(L, Y, v)
+    assert (sys.getrefcount(L.blkval), sys.getrefcount(Y.blkval)) == before
+
+
 def test_newton_dual_tightens_the_certified_gap_at_statistical_precision():
     # At the statistical stop, S on the pattern with inv(Theta)'s fill bounds the objective from 1e-4
     # below on this 56 x 56 lattice, the last Newton system's dual point from 3e-7 (the optimum is

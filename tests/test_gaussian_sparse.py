@@ -134,6 +134,30 @@ def test_pattern_covariance_is_the_sample_covariance_on_the_pattern():
     np.testing.assert_allclose(shrunk, 0.75 * S[rows, cols] + 0.25 * 2.0 * (rows == cols), rtol=1e-13)
 
 
+def test_pattern_gram_takes_banded_offsets_as_gathered_entries():
+    # A 30 x 30 lattice's offsets (0, 1, 30: at least _MIN_BAND entries each, so banded) with some
+    # entries given as (row, col) and others as (col, row), shuffled, plus 40 random far entries
+    # (gathered), in chunks of 7 rows: every entry equal to the gathered dot product. Both paths
+    # take one einsum of the same two length-m rows, so the values are equal bit for bit.
+    from skmrf.estimators.gaussian._data import _MIN_BAND, pattern_gram
+
+    rng = np.random.default_rng(1)
+    r, m = 30, 50
+    XT = rng.standard_normal((r * r, m))
+    A = sp.coo_array(sp.tril(nx.to_scipy_sparse_array(grid_graph(r, r)) + sp.identity(r * r)))
+    far = rng.integers(0, r * r, (2, 40))
+    rows, cols = np.concatenate([A.row, far[0]]), np.concatenate([A.col, far[1]])
+    swap = rng.random(len(rows)) < 0.5
+    rows, cols = np.where(swap, cols, rows), np.where(swap, rows, cols)
+    order = rng.permutation(len(rows))
+    rows, cols = rows[order].astype(np.int64), cols[order].astype(np.int64)
+    assert np.bincount(np.abs(rows - cols))[[0, 1, r]].min() >= _MIN_BAND
+    np.testing.assert_array_equal(
+        pattern_gram(XT, rows, cols, chunk_entries=7 * m), np.einsum("ij,ij->i", XT[rows], XT[cols])
+    )
+    assert pattern_gram(XT, rows[:0], cols[:0]).shape == (0,)
+
+
 def test_auto_uses_the_sparse_solver_above_the_dense_limit(monkeypatch):
     graph = grid_graph(9, 9)
     X = _data(graph, 300, seed=4)

@@ -163,12 +163,12 @@ _MIN_BAND = 256
 def pattern_gram(ZT, rows, cols, chunk_entries=1 << 23):
     """``sum_t z_t[rows] z_t[cols]``: the (unnormalised) sample covariance on a pattern.
 
-    The entries are taken by their offset ``|cols - rows|``: an offset whose entries fill at least
-    a third of their span of rows (a lattice's few offsets, the diagonal; at least ``_MIN_BAND``
-    entries, so that a random pattern's thousands of offsets are not a Python loop) is one dot product per
-    row of two row ranges of ``ZT``, views that are never copied; the others gather their rows
-    (``chunk_entries`` entries at a time). 6084 variables of a 5-point lattice at n = 1000:
-    0.02 s against 0.25 s gathering every entry.
+    The entries are taken by their offset ``|cols - rows|``: an offset with at least
+    ``_MIN_BAND`` entries (so that a random pattern's thousands of offsets are no Python loop)
+    that fill at least a third of their span of rows (a lattice's few offsets, the diagonal) is
+    one dot product per row of two row ranges of ``ZT``, views that are never copied; the others
+    gather their rows (``chunk_entries`` entries at a time). The 5-point lattice at p = 6084,
+    n = 1000: 0.011 s against 0.052 s gathering every entry.
     """
     q, m = len(rows), ZT.shape[1]
     out = np.empty(q)

@@ -103,6 +103,7 @@ def test_fractional_weights_scale_freely(data):
         (np.full(60, np.nan), "NaN"),
         (np.ones(59), "shape"),
         (np.zeros(60), "zero"),
+        (np.full(60, 1e307), "sums to inf.*divide them"),  # finite weights whose sum overflows
     ],
 )
 def test_bad_weights_are_refused(weight, match, data):

@@ -129,7 +129,15 @@ def _sample_weight(sample_weight, X):
     chunks then equals the in-memory fit bit for bit, whatever the weights."""
     if sample_weight is None:
         return None
-    return summable_weights(_check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True))
+    weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    with np.errstate(over="ignore"):
+        total = float(np.sum(weight))
+    if not np.isfinite(total):
+        raise ValueError(
+            f"sample_weight sums to {total:g} (largest weight {weight.max():g}); a row of weight w counts as "
+            "w rows, so only their ratios matter: divide them by a common factor (for example their maximum)."
+        )
+    return summable_weights(weight)
 
 
 def validate_rows(estimator, X, sample_weight=None, n_states="auto", allow_missing=False, keep_dtype=False):

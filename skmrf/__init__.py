@@ -12,8 +12,11 @@ from .estimators import (
     MetropolisHastingsMRF,
     MLEInducedLikelihood,
     MomentMatchingSchedule,
+    MRFClassifier,
+    MRFImputer,
     PseudoLikelihoodEstimator,
     TheorySchedule,
+    covariance_selection,
     fast_mixing_schedule,
 )
 from .graphs import chain_graph, chimera_graph, grid_graph, lattice_graph, resolve_graph, skip_chain_graph
@@ -35,8 +38,11 @@ __all__ = [
     "LAPEstimator",
     "MCMCMaxLikelihood",
     "MLEInducedLikelihood",
+    "MRFClassifier",
+    "MRFImputer",
     "MetropolisHastingsMRF",
     "PseudoLikelihoodEstimator",
+    "covariance_selection",
     "fast_mixing_schedule",
     "chain_graph",
     "chimera_graph",

@@ -5,6 +5,8 @@ non-convergence is scikit-learn's :class:`~sklearn.exceptions.ConvergenceWarning
 """
 
 __all__ = [
+    "ApproximateInferenceWarning",
+    "DiscreteDataWarning",
     "EstimatedLikelihoodWarning",
     "ImpossibleLikelihoodError",
     "MixingBoundWarning",
@@ -12,10 +14,19 @@ __all__ = [
     "NeighbourhoodTooLargeError",
     "NoFiniteEstimateWarning",
     "NotPositiveDefiniteWarning",
+    "PenalisedFitWarning",
     "SamplingWarning",
     "ScaleWarning",
     "TreewidthError",
 ]
+
+
+class ApproximateInferenceWarning(UserWarning):
+    """A conditional query was answered by Monte-Carlo chains, not exactly (the junction tree did not fit)."""
+
+
+class DiscreteDataWarning(UserWarning):
+    """A Gaussian model fitted to integer data with few values: its score is a density, not a log-probability."""
 
 
 class EstimatedLikelihoodWarning(UserWarning):
@@ -44,6 +55,10 @@ class NoFiniteEstimateWarning(UserWarning):
 
 class NotPositiveDefiniteWarning(UserWarning):
     """The fitted precision matrix is not positive definite."""
+
+
+class PenalisedFitWarning(UserWarning):
+    """A maximum-likelihood statistic (deviance, AIC, BIC, standard errors, a test) asked of a penalised fit."""
 
 
 class SamplingWarning(UserWarning):

@@ -36,7 +36,7 @@ from sklearn.utils.validation import check_is_fitted
 import skmrf
 from skmrf import AdaptiveSchedule
 
-from .test_common import INIT_PARAMS, NOT_DENSITY_ESTIMATORS, PER_ESTIMATOR_XFAIL_CHECKS
+from .test_common import INIT_PARAMS, NOT_DENSITY_ESTIMATORS, PER_ESTIMATOR_XFAIL_CHECKS, USE_ESTIMATORS
 
 N_ROWS, NAMES = 150, ["a", "b", "c", "d", "e"]
 # A chain over the columns in a scrambled order: mapping the nodes to columns in node order
@@ -84,8 +84,12 @@ ESTIMATORS = sorted(
     (
         obj
         for name in skmrf.__all__
-        # Estimators: BaseEstimator subclasses with a fit (the MCMC schedules are parameter objects).
-        if inspect.isclass(obj := getattr(skmrf, name)) and issubclass(obj, BaseEstimator) and hasattr(obj, "fit")
+        # Estimators: BaseEstimator subclasses with a fit (the MCMC schedules are parameter objects);
+        # MRFImputer and MRFClassifier have workflows of their own (tests/test_queries.py).
+        if inspect.isclass(obj := getattr(skmrf, name))
+        and issubclass(obj, BaseEstimator)
+        and hasattr(obj, "fit")
+        and name not in USE_ESTIMATORS
     ),
     key=lambda cls: cls.__name__,
 )
@@ -236,7 +240,7 @@ def _checked_at_defaults_elsewhere(cls):
     return {} in INIT_PARAMS.get(cls.__name__, [{}])
 
 
-AT_DEFAULTS = [cls() for cls in SCORED if not _checked_at_defaults_elsewhere(cls)]
+AT_DEFAULTS = [cls() for cls in SCORED if not _checked_at_defaults_elsewhere(cls)]  # the use estimators: test_common
 
 # At its defaults (init="mle", likelihood="mle_induced") MetropolisHastingsMRF needs the
 # agreement-model MLE, which does not exist when the ends of an edge agree in every row; the

@@ -73,6 +73,21 @@ SCATTER_ENTRIES = 1 << 20
 #: in blocks of at most this (serially, or ``n_jobs`` at a time), not the whole ``D x D`` at once.
 DENSE_BLOCK_BYTES = 1 << 26
 
+# Used by skmrf/inference/_queries.py.
+#: Conditional queries enumerate the joint states of a component of a row's missing entries when
+#: there are at most this many (else a junction tree over its variables). PLACEHOLDER: measured below.
+ENUMERATE_MAX_STATES = 1 << 10
+
+# Used by skmrf/inference/_queries.py.
+#: Floats of one batch of a conditional query: (component x joint state) rows times the cliques
+#: gathered for each, or patterns times a tree's tables (about 8 bytes each, a few arrays).
+QUERY_CHUNK_FLOATS = 1 << 22
+
+# Used by skmrf/model/_queries.py.
+#: Conditional marginals estimated by clamped Gibbs chains warn, beyond naming the approximation,
+#: when the largest Monte-Carlo standard error exceeds this. PLACEHOLDER: measured below.
+QUERY_SE_WARN = 0.01
+
 # -- Memory budgets ----------------------------------------------------------------------------
 
 # Used by skmrf/inference/_junction_tree.py.

@@ -3,17 +3,20 @@
 from .._kernels.mcmc.fast_mixing import fast_mixing_schedule
 from ..exceptions import _moved
 from ._bayes import MetropolisHastingsMRF
+from ._classifier import MRFClassifier
 from ._em import DecomposedEM
 from ._exact import ExactMaxLikelihood
+from ._imputer import MRFImputer
 from ._lap import LAPEstimator, LAPSubproblem
 from ._mcmc import AdaptiveSchedule, MCMCMaxLikelihood, MomentMatchingSchedule, TheorySchedule
 from ._mle_induced import MLEInducedLikelihood
 from ._pseudo import PseudoLikelihoodEstimator
 from ._schedules import MCMCSchedule
-from .gaussian import GaussianLAP, GaussianMaxLikelihood
+from .gaussian import CovarianceSelection, GaussianLAP, GaussianMaxLikelihood, covariance_selection
 
 __all__ = [
     "AdaptiveSchedule",
+    "CovarianceSelection",
     "MomentMatchingSchedule",
     "TheorySchedule",
     "DecomposedEM",
@@ -23,10 +26,13 @@ __all__ = [
     "LAPEstimator",
     "LAPSubproblem",
     "MCMCSchedule",
+    "MRFClassifier",
+    "MRFImputer",
     "MCMCMaxLikelihood",
     "MLEInducedLikelihood",
     "MetropolisHastingsMRF",
     "PseudoLikelihoodEstimator",
+    "covariance_selection",
     "fast_mixing_schedule",
 ]
 

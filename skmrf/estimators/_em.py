@@ -17,12 +17,13 @@ import numpy as np
 
 from .._data import Rows
 from .._kernels.exact import fit_max_likelihood
+from .._kernels.information import incomplete_information
 from .._solvers import THETA_BOUND, minimize_in_box, projected_max, warn_if_not_converged
 from .._utils._budgets import EM_MIN_WORK_PER_WORKER
 from .._utils._docstrings import fill_doc
 from .._utils._parallel import parallel_or_serial, workers_for
 from .._utils._progress import Progress
-from .._utils._sklearn_compat import Interval, StrOptions, check_is_fitted
+from .._utils._sklearn_compat import Interval, StrOptions, _check_sample_weight, check_is_fitted
 from .._utils._verbose import ProgressLog
 from .._utils.validation import check_generator
 from ..model import DiscreteMRF
@@ -30,6 +31,7 @@ from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF, model_o
 from ._existence import empty_cell_cliques, warn_no_finite_estimate
 from ._incomplete import IncompleteDataTerm, ModelTerm, compatible_counts
 from ._protocol import Trace
+from ._statistics import DiscreteStatisticsMixin
 
 __all__ = ["DecomposedEM"]
 
@@ -43,7 +45,7 @@ RANDOM_INIT_SCALE = 0.1
 
 
 @fill_doc
-class DecomposedEM(BaseDiscreteMRF):
+class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
     """Maximum-likelihood MRF parameters from data with missing entries.
 
     Maximises the likelihood of the observed part of each row,
@@ -434,7 +436,7 @@ class DecomposedEM(BaseDiscreteMRF):
         return np.clip(source.theta, -THETA_BOUND, THETA_BOUND)
 
     # -- scoring -------------------------------------------------------------
-    def score(self, X, y=None):
+    def score(self, X, y=None, sample_weight=None):
         """Log-likelihood of the observed entries per row that has one; higher is better.
 
         The sum of :meth:`score_samples` over the rows, divided by the number
@@ -449,25 +451,33 @@ class DecomposedEM(BaseDiscreteMRF):
             as NaN (as in :meth:`fit`).
         y : None
             Ignored.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights: a row of weight ``w`` counts as ``w`` rows, in the sum and in the
+            number of rows with an observed entry.
 
         Returns
         -------
         float
-            ``sum(score_samples(X)) / n_observed_rows``.
+            ``sum(w * score_samples(X)) / sum(w over the rows with an observed entry)``.
 
         Raises
         ------
         ValueError
-            If every row of ``X`` is entirely missing: there is nothing to score.
+            If every row of ``X`` is entirely missing (or has weight 0): there is nothing to score.
         """
         Xi = self._validate_score_data(X, allow_nan=True)
-        n_seen = int((~(Xi < 0).all(axis=1)).sum())
+        seen = ~(Xi < 0).all(axis=1)
+        weight = np.ones(len(Xi))
+        if sample_weight is not None:
+            weight = _check_sample_weight(sample_weight, Xi, dtype=np.float64, ensure_non_negative=True)
+        n_seen = float(weight[seen].sum())
         if n_seen == 0:
             raise ValueError(
-                f"Every one of the {Xi.shape[0]} rows of X is entirely missing, so there is nothing to score "
-                "(an empty row has log-likelihood 0 and is not counted). Give rows with at least one observed entry."
+                f"Every one of the {Xi.shape[0]} rows of X is entirely missing, so there is nothing to score (an "
+                "empty row has log-likelihood 0 and is not counted, nor is a row of weight 0). Give rows with at "
+                "least one observed entry."
             )
-        return float(self._row_scores(Xi).sum() / n_seen)
+        return float(weight @ self._row_scores(Xi) / n_seen)
 
     def score_samples(self, X):
         """Log-likelihood of the observed part of each row under the fitted model.
@@ -488,6 +498,11 @@ class DecomposedEM(BaseDiscreteMRF):
             The log-likelihood of each row's observed entries.
         """
         return self._row_scores(self._validate_score_data(X, allow_nan=True))
+
+    def _information(self, Xi, weight, total):
+        """The observed information of the rows (Louis' formula) plus ``N alpha_ I``."""
+        data = IncompleteDataTerm(self.model_.layout, Xi, max_bytes=self.max_bytes, weight=weight)
+        return incomplete_information(self.model_, data, total, self.alpha_, self.max_bytes)
 
     def _row_scores(self, Xi):
         """``log Z(d) - log Z`` of each validated row (0 for a row entirely missing)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 from .._kernels.exact import exact_hessian, fit_exact, fit_max_likelihood
+from .._kernels.information import exact_information
 from .._solvers import THETA_BOUND, warn_if_not_converged
 from .._solvers.ipf import ZERO_LOG_GAP
 from .._utils._docstrings import fill_doc
@@ -13,12 +14,13 @@ from .._utils._sklearn_compat import Interval, StrOptions
 from .._utils._verbose import ProgressLog
 from ._base import ALPHA_CONSTRAINT, LBFGS_VECTORS, BaseDiscreteMRF, check_fit_memory
 from ._existence import empty_cell_cliques, table_counts, warn_no_finite_estimate
+from ._statistics import DiscreteStatisticsMixin
 
 __all__ = ["ExactMaxLikelihood", "exact_hessian", "fit_max_likelihood"]
 
 
 @fill_doc
-class ExactMaxLikelihood(BaseDiscreteMRF):
+class ExactMaxLikelihood(DiscreteStatisticsMixin, BaseDiscreteMRF):
     """Maximum-likelihood MRF parameters with exact junction-tree inference.
 
     The objective is convex; the model term (``log Z`` and the clique
@@ -170,6 +172,10 @@ class ExactMaxLikelihood(BaseDiscreteMRF):
                 type(self).__name__, info.n_iter, info.grad_max, self.tol, self.max_iter, stacklevel=5
             )
         return theta
+
+    def _information(self, Xi, weight, total):
+        """``N (Cov(phi) + alpha_ I)``: the Hessian of the objective summed over the rows."""
+        return exact_information(self.model_, total, self.alpha_, self.max_bytes)
 
     def _warn_extended(self, empty, info):
         """No finite MLE (alpha=0, empty cells): say that the extended MLE was returned, and how close."""

@@ -264,3 +264,30 @@ class LAPEstimator(BaseDiscreteMRF):
                 "observed has no finite estimate at alpha=0) or max_iter.",
                 stacklevel=5,
             )
+
+    def standard_errors(self, X, sample_weight=None):
+        """Not available for LAP: refuses, saying what to use instead.
+
+        Each clique's parameters are read off a different auxiliary likelihood (its
+        1-neighbourhood's), so their joint covariance is a sandwich over all the auxiliary
+        problems at once (their scores share the rows); LAP does not keep the auxiliary fits
+        that it needs.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The training data (unused).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Unused.
+
+        Raises
+        ------
+        NotImplementedError
+            Always, naming the alternatives.
+        """
+        raise NotImplementedError(
+            "LAPEstimator has no standard errors: each clique's parameters come from its own auxiliary "
+            "likelihood, and their joint (sandwich) covariance needs every auxiliary fit at once. Use "
+            "PseudoLikelihoodEstimator(...).standard_errors (sandwich), ExactMaxLikelihood(...).standard_errors "
+            "(inverse information) where the junction tree fits, or refit LAP on bootstrap resamples of the rows."
+        )

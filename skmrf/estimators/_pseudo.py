@@ -6,14 +6,22 @@ from numbers import Integral, Real
 
 import numpy as np
 
-from .._kernels.pseudo import PL_MIN_WORK_PER_WORKER, PseudoLikelihoodObjective, choose_path, fit_pseudo_likelihood
+from .._kernels.information import pseudo_likelihood_information
+from .._kernels.pseudo import (
+    PL_MIN_WORK_PER_WORKER,
+    PseudoLikelihoodObjective,
+    choose_path,
+    fit_pseudo_likelihood,
+    ridge_vector,
+)
 from .._solvers import THETA_BOUND, warn_if_not_converged
 from .._utils._docstrings import fill_doc
 from .._utils._progress import Progress
-from .._utils._sklearn_compat import Interval, StrOptions
+from .._utils._sklearn_compat import Interval, StrOptions, _check_sample_weight, check_is_fitted
 from .._utils._verbose import ProgressLog
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
 from ._existence import empty_cell_cliques, table_counts, warn_no_finite_estimate
+from ._statistics import covariance_from_information, describe_parameter, warn_if_penalised
 
 __all__ = ["PL_MIN_WORK_PER_WORKER", "PseudoLikelihoodEstimator", "PseudoLikelihoodObjective"]
 
@@ -289,3 +297,57 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         self.pseudo_log_likelihood_ = info.pseudo_log_likelihood
         warn_if_not_converged(type(self).__name__, info.n_iter, info.grad_max, self.tol, self.max_iter, stacklevel=5)
         return theta
+
+    def standard_errors(self, X, sample_weight=None):
+        """Sandwich (Godambe) standard errors of ``theta_``, from the rows X the model was fitted to.
+
+        The pseudo-likelihood is not a likelihood, so the inverse of its curvature ``H`` alone
+        understates the variance; the sandwich ``H^-1 J H^-1`` corrects it with ``J``, the
+        spread of the rows' pseudo-likelihood gradients (Godambe's information: Varin, Reid and
+        Firth, 2011, Section 2.3). Both are summed over the rows of X (with their weights) at
+        ``theta_``; a ridge adds ``N alpha`` to ``H``'s diagonal.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The training data.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Row weights, as in ``fit``.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            One standard error per entry of ``theta_``.
+
+        Raises
+        ------
+        ValueError
+            With ``symmetric=False`` or a ridge on the tables (``ridge="tables"`` and
+            ``alpha > 0``): other objectives, with no sandwich here; when ``H`` is singular (a
+            parameter the data do not determine, named).
+
+        Warns
+        -----
+        PenalisedFitWarning
+            When ``alpha > 0``: the errors are those of the penalised estimate.
+        """
+        check_is_fitted(self)
+        alpha = np.atleast_1d(self._clique_alphas())
+        if not self.symmetric or (self.ridge == "tables" and np.any(alpha > 0)):
+            raise ValueError(
+                "standard_errors is the sandwich of the symmetric pseudo-likelihood with a ridge on theta; "
+                f"this fit has symmetric={self.symmetric}, ridge={self.ridge!r}. Refit with the defaults "
+                "(alpha=0 for maximum pseudo-likelihood errors)."
+            )
+        if np.any(alpha > 0):
+            warn_if_penalised(type(self).__name__, f"alpha={self.alpha!r} (alpha_={self.alpha_})", "standard errors", 3)
+        Xi = self._validate_score_data(X)
+        weight = None
+        if sample_weight is not None:
+            weight = _check_sample_weight(sample_weight, Xi, dtype=np.float64, ensure_non_negative=True)
+        total = float(len(Xi) if weight is None else weight.sum())
+        model = self.model_
+        H, J = pseudo_likelihood_information(model.layout, model.theta, Xi, weight)
+        H += total * np.diag(np.broadcast_to(ridge_vector(model.layout, self._clique_alphas(), False), len(H)))
+        Hinv = covariance_from_information(H, lambda a: describe_parameter(model, a), type(self).__name__)
+        return np.sqrt(np.maximum(np.diag(Hinv @ J @ Hinv), 0.0))

@@ -226,6 +226,66 @@ class BatchedJunctionTree:
                 beliefs[tree.parent[k]] += _logsumexp(beliefs[k], tuple(1 + a for a in e[0])).reshape((n_batch,) + e[2])
         return log_z
 
+    def _top_down(self, tables):
+        """Yield, parents before children, each node ``k`` with variables outside its separator:
+        ``(k, separator variables, other variables, table)``, the node's ``tables[k]`` as
+        ``(P, separator states, other states)`` (C order over each)."""
+        tree, ns = self.tree, self.n_states
+        for k in reversed(tree.schedule):
+            node = tree.nodes[k]
+            p = tree.parent[k]
+            sep = [] if p < 0 else [v for v in node if v in set(tree.nodes[p])]
+            rest = [v for v in node if v not in sep]
+            if rest:
+                order = [1 + node.index(v) for v in sep + rest]
+                n_sep = int(np.prod(ns[sep])) if sep else 1
+                yield k, sep, rest, np.transpose(tables[k], [0] + order).reshape(len(tables[k]), n_sep, -1)
+
+    def most_probable(self, scope_tables):
+        """The jointly most probable state of every batch entry, by max-product (Viterbi) passes.
+
+        Parameters
+        ----------
+        scope_tables : list of ndarray, one per scope, shape ``(P, *scope_shape)``
+            Log-potential tables (any evidence already sliced in).
+
+        Returns
+        -------
+        states : ndarray of int64, shape (P, n_variables)
+            An assignment maximising ``sum_s table_s(x_s)``; ties go to the lowest state in
+            each node's C order (deterministic).
+        log_max : ndarray of shape (P,)
+            That maximum.
+
+        Notes
+        -----
+        The collect pass of :meth:`log_partition` with ``max`` in place of log-sum-exp; then,
+        from each root, every node's variables are set to the maximiser of its collected table
+        given the states already chosen on its separator (Koller & Friedman, Section 13.3).
+        """
+        tree, ns = self.tree, self.n_states
+        n_batch = scope_tables[0].shape[0]
+        beliefs = [np.zeros((n_batch,) + s) for s in tree.shapes]
+        for c, k in enumerate(tree.assign):
+            beliefs[k] += scope_tables[c].reshape((n_batch,) + self._in_node[c])
+        log_max = np.zeros(n_batch)
+        for k in tree.schedule:  # children before parents
+            e = tree._edges[k]
+            b = beliefs[k]
+            if e is None:
+                log_max += b.reshape(n_batch, -1).max(axis=1)
+            else:
+                up = b.max(axis=tuple(1 + a for a in e[0])) if e[0] else b
+                beliefs[tree.parent[k]] += up.reshape((n_batch,) + e[2])
+        x = np.zeros((n_batch, len(ns)), dtype=np.int64)
+        rows = np.arange(n_batch)
+        for _, sep, rest, table in self._top_down(beliefs):
+            code = np.ravel_multi_index(tuple(x[:, v] for v in sep), tuple(ns[sep])) if sep else 0
+            best = table[rows, code].argmax(axis=1)
+            for v, val in zip(rest, np.unravel_index(best, tuple(ns[rest]))):
+                x[:, v] = val
+        return x, log_max
+
     def sample(self, node_marginals, n_samples, rng):
         """Exact independent draws for every pattern, by forward sampling from the roots.
 
@@ -245,16 +305,8 @@ class BatchedJunctionTree:
         n_batch = node_marginals[0].shape[0]
         x = np.zeros((n_batch, n_samples, len(ns)), dtype=np.int64)
         u = rng.random((len(tree.nodes), n_batch, n_samples))
-        for k in reversed(tree.schedule):  # parents before children
-            node = tree.nodes[k]
-            p = tree.parent[k]
-            sep = [] if p < 0 else [v for v in node if v in set(tree.nodes[p])]
-            rest = [v for v in node if v not in sep]
-            if not rest:
-                continue
-            order = [1 + node.index(v) for v in sep + rest]
-            n_sep = int(np.prod(ns[sep])) if sep else 1
-            cdf = np.cumsum(np.transpose(node_marginals[k], [0] + order).reshape(n_batch, n_sep, -1), axis=2)
+        for k, sep, rest, table in self._top_down(node_marginals):
+            cdf = np.cumsum(table, axis=2)
             with np.errstate(invalid="ignore", divide="ignore"):
                 cdf /= cdf[:, :, -1:]  # separator states of probability 0 are never drawn
             if sep:

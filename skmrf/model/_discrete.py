@@ -17,6 +17,7 @@ from ..graphs import MRFGraph, resolve_graph
 from ..inference._conditionals import ConditionalPlan
 from ..inference._gibbs import GibbsSampler
 from ..inference._junction_tree import JunctionTree
+from . import _queries
 
 __all__ = ["DiscreteMRF", "SamplingWarning"]
 
@@ -293,6 +294,119 @@ class DiscreteMRF:
         X = np.asarray(X)
         plan = ConditionalPlan(self.layout, np.arange(self.n_variables))
         return plan.log_conditionals(self.layout.full_tables(self.theta), X).sum(axis=1)
+
+    # -- queries given evidence ----------------------------------------------
+    def conditional_marginals(
+        self, X, *, return_std=False, max_bytes=None, n_chains=20, n_sweeps=400, random_state=None
+    ):
+        """``p(x_j = k | the row's observed entries)`` of every variable of every row.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_variables)
+            Evidence: integer states where observed; NaN (or None) where not, the masked
+            entries of a ``numpy.ma.MaskedArray``, or missing values of a pandas DataFrame. Never
+            modified.
+        return_std : bool, default=False
+            Also return the Monte-Carlo standard error of every entry (zero where exact).
+        max_bytes : int, optional
+            Memory budget of one junction-tree calibration (2 GiB if omitted).
+        n_chains, n_sweeps : int, default=20, 400
+            Clamped Gibbs chains per row and sweeps per chain (the first half discarded), for
+            components too wide for a junction tree only.
+        random_state : int, RandomState, Generator or None
+            Seeds those chains.
+
+        Returns
+        -------
+        probabilities : ndarray of shape (n_rows, n_variables, max(n_states))
+            ``probabilities[r, j, k] = p(x_j = k | observed entries of row r)``: one-hot where
+            ``x_j`` is observed, zero for states ``k >= n_states[j]``.
+        std : ndarray of the same shape
+            Only with ``return_std``.
+
+        Raises
+        ------
+        ValueError
+            A state outside ``0..n_states[j] - 1`` or not an integer (naming the column and the
+            row), or X of the wrong shape. (With finite parameters every evidence has positive
+            probability.)
+
+        Warns
+        -----
+        ApproximateInferenceWarning
+            When some entries were estimated by Gibbs chains, with their largest standard error,
+            and what to raise when it is above 0.01.
+
+        Notes
+        -----
+        A row's missing entries split into the connected components of the graph restricted to
+        them; components meet only at observed variables, so they are independent given the
+        row, and each involves only the cliques holding one of its variables (Refaat and
+        Darwiche's evidence pruning). A component with at most 1024 joint states is enumerated,
+        all of them in one vectorised batch; a larger one is calibrated on a junction tree over
+        its own variables, batched over the rows whose component has the same variables. Both
+        are exact (to rounding). Only a component whose tree exceeds ``max_bytes`` is left to
+        ``n_chains`` Gibbs chains per row with its evidence clamped, vectorised over rows and
+        chains; their Rao-Blackwellised estimate (the mean of each draw's full conditional over
+        the second half of the sweeps) has a standard error from the spread of the chains'
+        means. Distinct rows are computed once.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skmrf.model import DiscreteMRF
+        >>> m = DiscreteMRF([(0, 1)], n_states=2, n_variables=2, theta=[0.5, -0.2, 1.0])
+        >>> m.conditional_marginals(np.array([[1, np.nan]]))[0, 1].round(4)
+        array([0.31, 0.69])
+        """
+        return _queries.conditional_marginals(self, X, return_std, max_bytes, n_chains, n_sweeps, random_state)
+
+    def impute(self, X, method="marginal", *, random_state=None, max_bytes=None, n_chains=20, n_sweeps=400):
+        """Fill the missing entries of every row of X from the model given the row's observed entries.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_variables)
+            Evidence, missing entries as in :meth:`conditional_marginals`; never modified.
+        method : {"marginal", "map", "sample"}, default="marginal"
+            ``"marginal"``: each entry's conditional mode, ``argmax_k p(x_j = k | evidence)``
+            (most accurate entry by entry). ``"map"``: the jointly most probable completion
+            (max-product on the junction tree; one row's entries chosen together). ``"sample"``:
+            one draw from the conditional distribution of the missing entries (multiple
+            imputation: call it again for another).
+        random_state : int, RandomState, Generator or None
+            Seeds ``"sample"`` and the Gibbs chains.
+        max_bytes : int, optional
+            As in :meth:`conditional_marginals`.
+        n_chains, n_sweeps : int, default=20, 400
+            As in :meth:`conditional_marginals`.
+
+        Returns
+        -------
+        ndarray of int64 of shape (n_rows, n_variables), or DataFrame
+            X with every missing entry filled (observed entries unchanged); a pandas DataFrame
+            with X's index and columns when X is one.
+
+        Warns
+        -----
+        ApproximateInferenceWarning
+            Where components are too wide for a junction tree (see
+            :meth:`conditional_marginals`): ``"marginal"`` takes the mode of the Gibbs
+            estimate, ``"sample"`` the last state of one chain, and ``"map"`` the most probable
+            of the chains' last states raised to a local maximum by iterated conditional modes
+            (approximate, said in the warning).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from skmrf.model import DiscreteMRF
+        >>> m = DiscreteMRF([(0, 1)], n_states=2, n_variables=2, theta=[0.5, -0.2, 1.0])
+        >>> m.impute(np.array([[1, np.nan], [0, np.nan]]))
+        array([[1, 1],
+               [0, 0]])
+        """
+        return _queries.impute(self, X, method, random_state, max_bytes, n_chains, n_sweeps)
 
     def sample(self, n_samples, random_state=None, method="gibbs", n_sweeps=200):
         """Draw samples.

@@ -35,10 +35,11 @@ covariance is only evaluated on the blocks that LAP needs.
 """
 
 from ...exceptions import _moved
+from ._from_covariance import CovarianceSelection, covariance_selection
 from ._lap import GaussianLAP
 from ._max_likelihood import GaussianMaxLikelihood
 
-__all__ = ["GaussianLAP", "GaussianMaxLikelihood"]
+__all__ = ["CovarianceSelection", "GaussianLAP", "GaussianMaxLikelihood", "covariance_selection"]
 
 
 #: Warnings and errors exported here before skmrf.exceptions held them all (deprecated).

@@ -31,7 +31,7 @@ from ..._utils._sklearn_compat import (
 )
 from ..._utils._verbose import ProgressLog
 from ..._utils.validation import check_column_labels, check_data_array, check_real, column_names, fit_column_labels
-from ...exceptions import NotPositiveDefiniteWarning, ScaleWarning
+from ...exceptions import DiscreteDataWarning, NotPositiveDefiniteWarning, ScaleWarning
 from ...graphs import MRFGraph, resolve_adjacency
 from .._score import MeanScoreMixin
 from ._data import NON_FINITE_ADVICE, StandardisedRows, centred_peak, centred_squares, column_sums, reduce_rows
@@ -45,6 +45,39 @@ _TINY = np.finfo(np.float64).tiny
 
 
 _NON_FINITE_ADVICE = NON_FINITE_ADVICE
+
+
+#: A Gaussian fit warns (:class:`~skmrf.exceptions.DiscreteDataWarning`) when every column of X
+#: holds integers spanning at most this many consecutive values (0/1 pixels, Likert scales, counts).
+DISCRETE_MAX_VALUES = 16
+
+#: Entries scanned at once by :func:`_few_integer_values` (a few temporaries of 256 KB: the scan
+#: of a memmap stays within the fit's chunk memory; real-valued data stops at the first block).
+_SCAN_ENTRIES = 1 << 15
+
+
+def _is_dask(X):
+    return type(X).__module__.startswith("dask")
+
+
+def _few_integer_values(X):
+    """Whether every column of X (in memory or a memmap) holds integers spanning at most
+    :data:`DISCRETE_MAX_VALUES` values: row blocks, stopping at the first block that says no."""
+    if X.dtype.kind in "iub":
+        low, high = X.min(axis=0), X.max(axis=0)
+        return bool(np.all(high.astype(np.float64) - low <= DISCRETE_MAX_VALUES - 1))
+    step = max(1, _SCAN_ENTRIES // max(1, X.shape[1]))
+    low = high = None
+    for a in range(0, X.shape[0], step):
+        block = np.asarray(X[a : a + step], dtype=np.float64)
+        if not np.all(block == np.round(block)):
+            return False
+        lo, hi = block.min(axis=0), block.max(axis=0)
+        low = lo if low is None else np.minimum(low, lo)
+        high = hi if high is None else np.maximum(high, hi)
+        if np.any(high - low > DISCRETE_MAX_VALUES - 1):
+            return False
+    return low is not None
 
 
 def _column_name(j, names=None):
@@ -175,8 +208,20 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         weights = self._check_weights(sample_weight, X.shape[0])
         self.adjacency_ = resolve_adjacency(self.graph, X.shape[1], names)
         if self._materialise and not is_chunked(X):
-            return self._prepare_in_memory(X, weights, names)
-        return self._prepare_rows(X, weights, names)
+            prepared = self._prepare_in_memory(X, weights, names)
+        else:
+            prepared = self._prepare_rows(X, weights, names)  # a memmap or dask array is validated here
+        if not _is_dask(X) and _few_integer_values(X):
+            warnings.warn(
+                f"{type(self).__name__} was fitted to integer data spanning at most {DISCRETE_MAX_VALUES} values "
+                "per column: its score is a Gaussian log-density (per unit of x), not a log-probability of the "
+                "observed values, so it cannot be ranked against the score of a discrete model (a density can "
+                "exceed 1: on 0/1 data it often scores above any discrete model). Compare models of one family, "
+                "or fit a discrete MRF (ExactMaxLikelihood, PseudoLikelihoodEstimator, ...) to categorical data.",
+                DiscreteDataWarning,
+                stacklevel=4,
+            )
+        return prepared
 
     def _check_weights(self, sample_weight, n):
         """The validated ``sample_weight`` (float64, non-negative, finite, length n, positive sum), or None."""

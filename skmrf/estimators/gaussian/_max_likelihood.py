@@ -24,6 +24,7 @@ from ._lap_kernel import LapPlan, assemble_symmetric, lap_from_covariance
 from ._ml_checks import _MaxLikelihoodChecks
 from ._sparse_ml import sparse_max_likelihood
 from ._spd import logdet_spd, logdet_spd_dense
+from ._statistics import GaussianStatisticsMixin
 
 __all__ = ["GaussianMaxLikelihood"]
 
@@ -33,7 +34,7 @@ NEWTON_STEPS = ("Newton-CG step", "Newton iteration", "regression sweep")
 
 
 @fill_doc
-class GaussianMaxLikelihood(_MaxLikelihoodChecks, _BaseGaussianMRF):
+class GaussianMaxLikelihood(GaussianStatisticsMixin, _MaxLikelihoodChecks, _BaseGaussianMRF):
     """Maximum-likelihood precision of a Gaussian MRF with a known zero pattern.
 
     Covariance selection (Dempster, 1972): maximise the Gaussian likelihood

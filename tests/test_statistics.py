@@ -322,3 +322,15 @@ def test_gaussian_fit_to_binary_data_warns_that_its_score_is_a_density():
         warnings.simplefilter("error", DiscreteDataWarning)
         GaussianMaxLikelihood().fit(rng.normal(size=(100, 4)))
         GaussianMaxLikelihood().fit(rng.integers(0, 40, (100, 4)))  # many values: a count, not categories
+
+
+def test_potential_reads_any_vector_laid_out_like_theta(hair_eye_color):
+    X, freq = hair_eye_color
+    est = ExactMaxLikelihood([(0, 1), (0, 2)], alpha=0).fit(X, sample_weight=freq)
+    se = est.standard_errors(X, freq)
+    block = est.model_.potential((2, 0), theta=se)  # any order of the clique's variables
+    assert block.shape == (3, 1)
+    lay, k = est.model_.layout, est.model_.cliques.index((0, 2))
+    np.testing.assert_array_equal(block.ravel(), se[lay.block_offsets[k] : lay.block_offsets[k + 1]])
+    with pytest.raises(ValueError, match="this model has 19 parameters"):
+        est.model_.potential((0, 2), theta=se[:-1])

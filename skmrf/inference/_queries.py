@@ -164,6 +164,16 @@ def _chunks(items, sizes, budget):
     return [items[a:b] for a, b in zip(cuts[:-1], cuts[1:])]
 
 
+def _group_rows(layout):
+    """For every clique: its group of ``layout.groups`` (cliques of one size) and its row there."""
+    group_of = np.empty(len(layout.cliques), dtype=np.int64)
+    row_of = np.empty(len(layout.cliques), dtype=np.int64)
+    for g, (members, *_) in enumerate(layout.groups):
+        group_of[members] = g
+        row_of[members] = np.arange(len(members))
+    return group_of, row_of
+
+
 def _segments(J):
     """For segments of lengths ``J``: the segment and the position within it of every element."""
     start = np.concatenate([[0], np.cumsum(J)[:-1]])
@@ -215,20 +225,23 @@ class EnumeratedComponents:
         pc, pq = (member @ incidence).nonzero()
         self.seg, self.state, self.start = _segments(self.J)
         targets, positions = [], []
-        sizes = np.array([len(c) for c in layout.cliques])
-        for s in np.unique(sizes[pq]):
-            pick = sizes[pq] == s
-            c, q = pc[pick], pq[pick]
-            var = np.array([layout.cliques[k] for k in q], dtype=np.int64).reshape(-1, s)
-            strides = np.array([c_order_strides(K[list(layout.cliques[k])]) for k in q]).reshape(-1, s)
+        group_of, row_of = _group_rows(layout)
+        for g, (_, gvar, gstrides, goffsets) in enumerate(layout.groups):
+            pick = group_of[pq] == g
+            if not pick.any():
+                continue
+            c, k = pc[pick], row_of[pq[pick]]
+            var, strides, row = gvar[k], gstrides[k], self.comp_row[c]
+            e = at[row[:, None], var]  # the clique's missing entries (their index), -1 where observed
+            member = e >= 0
+            base = goffsets[k] + (strides * np.where(member, 0, E[row[:, None], var])).sum(axis=1)
             seg, j, _ = _segments(self.J[c])
-            position = layout.table_offsets[q][seg]
-            row = self.comp_row[c][seg]
-            for i in range(s):
-                v = var[seg, i]
-                e = at[row, v]
-                value = np.where(e >= 0, (j // self.radix[e]) % K[v], E[row, v])
-                position = position + strides[seg, i] * value
+            position = base[seg]
+            for i in np.flatnonzero(member.any(axis=0)):
+                on = member[:, i]
+                radix = np.where(on, self.radix[e[:, i]], 1)
+                states = np.where(on, K[var[:, i]], 1)
+                position += np.where(on, strides[:, i], 0)[seg] * ((j // radix[seg]) % states[seg])
             targets.append(self.start[c][seg] + j)
             positions.append(position)
         self.targets, self.positions = np.concatenate(targets), np.concatenate(positions)

@@ -120,28 +120,34 @@ class DiscreteMRF:
     def _clique_lookup(self):
         return {c: i for i, c in enumerate(self.cliques)}
 
-    def potential(self, clique):
+    def potential(self, clique, theta=None):
         """The parameter block of ``clique``, axes in sorted variable order.
 
         Parameters
         ----------
         clique : sequence of int
             The variables of one of :attr:`cliques`, in any order.
+        theta : ndarray of shape (n_params,), optional
+            Any vector laid out like :attr:`theta` (the standard errors of an estimator's
+            ``standard_errors``, for example); :attr:`theta` itself if omitted.
 
         Returns
         -------
         ndarray of shape (K_i - 1 for i in sorted(clique))
-            A view of the block in :attr:`theta` over the non-zero states:
-            writing into it changes :attr:`theta`.
+            A view of the block over the non-zero states: writing into it changes
+            :attr:`theta` (or the vector given).
 
         Raises
         ------
         ValueError
-            If ``clique`` is not a clique of this model.
+            If ``clique`` is not a clique of this model, or ``theta`` has the wrong length.
         """
         k = self._clique_index(clique)
+        values = self.theta if theta is None else np.asarray(theta)
+        if values.shape != (self.n_params,):
+            raise ValueError(f"theta has shape {values.shape}; this model has {self.n_params} parameters.")
         lo, hi = self.layout.block_offsets[k], self.layout.block_offsets[k + 1]
-        return self.theta[lo:hi].reshape(self.layout.block_shapes[k])
+        return values[lo:hi].reshape(self.layout.block_shapes[k])
 
     def get_junction_tree(self, max_bytes=None):
         """The :class:`~skmrf.inference.JunctionTree` of this structure, built once.

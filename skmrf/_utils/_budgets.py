@@ -76,7 +76,7 @@ DENSE_BLOCK_BYTES = 1 << 26
 # Used by skmrf/inference/_queries.py.
 #: Conditional queries enumerate the joint states of a component of a row's missing entries when
 #: there are at most this many (else a junction tree over its variables). PLACEHOLDER: measured below.
-ENUMERATE_MAX_STATES = 1 << 10
+ENUMERATE_MAX_STATES = 1 << 12
 
 # Used by skmrf/inference/_queries.py.
 #: Floats of one batch of a conditional query: (component x joint state) rows times the cliques

@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 
+from .._utils._docstrings import fill_doc
 from .._utils._sklearn_compat import Interval, StrOptions, _fit_context, check_is_fitted, validate_data
 from .._utils.validation import check_n_states, check_states, column_names, fit_column_labels
 from ..graphs import MRFGraph, resolve_graph
@@ -24,6 +25,7 @@ __all__ = ["MRFClassifier"]
 ESTIMATORS = {"exact": ExactMaxLikelihood, "pl": PseudoLikelihoodEstimator, "lap": LAPEstimator}
 
 
+@fill_doc
 class MRFClassifier(ClassifierMixin, BaseEstimator):
     """Classify categorical data with a Markov random field over the features and the target.
 
@@ -59,10 +61,8 @@ class MRFClassifier(ClassifierMixin, BaseEstimator):
         The class labels.
     estimator_ : skmrf estimator
         The fitted joint model (``estimator_.model_``); the target is its last variable.
-    n_features_in_ : int
-        Number of features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Column names, when ``X`` has string column names.
+    %(n_features_in_)s
+    %(feature_names_in_)s
 
     See Also
     --------

@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, clone
 from sklearn.utils._param_validation import HasMethods
 
+from .._utils._docstrings import fill_doc
 from .._utils._sklearn_compat import StrOptions, _fit_context, check_is_fitted, validate_data
 from .._utils.validation import check_states, column_names, fit_column_labels
 from ..model._queries import IMPUTE_METHODS
@@ -22,6 +23,7 @@ def _rows(X, keep):
     return X.iloc[keep] if hasattr(X, "iloc") else np.asarray(X)[keep]
 
 
+@fill_doc
 class MRFImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Fill missing entries of categorical data with a Markov random field fitted to it.
 
@@ -51,10 +53,8 @@ class MRFImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     ----------
     estimator_ : skmrf estimator
         The fitted estimator; its ``model_`` answers the queries.
-    n_features_in_ : int
-        Number of columns seen in ``fit``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Column names, when ``X`` has string column names.
+    %(n_features_in_)s
+    %(feature_names_in_)s
 
     See Also
     --------

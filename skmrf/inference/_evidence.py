@@ -35,6 +35,8 @@ class BatchedJunctionTree:
         variable must be in at least one.
     max_bytes : int, optional
         Memory budget of one calibration of the underlying tree (one pattern).
+    heuristic : {"auto", "min_fill", "min_degree"}, default="auto"
+        The elimination heuristic of the underlying :class:`~skmrf.inference.JunctionTree`.
 
     Attributes
     ----------
@@ -43,10 +45,10 @@ class BatchedJunctionTree:
         ``(K_v for v in scope)`` per scope.
     """
 
-    def __init__(self, n_states, scopes, max_bytes=None):
+    def __init__(self, n_states, scopes, max_bytes=None, heuristic="auto"):
         self.n_states = np.asarray(n_states, dtype=np.int64)
         self.scopes = [tuple(int(v) for v in s) for s in scopes]
-        self.tree = JunctionTree(self.n_states, self.scopes, max_bytes=max_bytes)
+        self.tree = JunctionTree(self.n_states, self.scopes, max_bytes=max_bytes, heuristic=heuristic)
         self.scope_shapes = [tuple(int(self.n_states[v]) for v in s) for s in self.scopes]
         tree = self.tree
         self._home = [next(k for k, nd in enumerate(tree.nodes) if v in nd) for v in range(len(self.n_states))]

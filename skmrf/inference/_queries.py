@@ -26,7 +26,6 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from .._data import c_order_strides
 from .._data.decompose import missing_component_labels
 from .._utils._budgets import ENUMERATE_MAX_STATES, QUERY_CHUNK_FLOATS
 from ..exceptions import TreewidthError
@@ -182,12 +181,18 @@ def _segments(J):
 
 
 class EnumeratedComponents:
-    """Components with few joint states, enumerated together: one row per component and joint state.
+    """Components with few joint states, enumerated together as dense arrays.
 
-    The joint states of a component are numbered in mixed radix over its variables (ascending).
-    The log-potential of each is the sum, over the cliques holding one of its variables, of the
-    clique table at the state's values and the row's observed states: one ``bincount`` of
-    gathered entries for the whole batch, whatever the components' shapes.
+    Components whose variables have the same numbers of states (in their order: ascending
+    variable) share one array ``(n_components, K_0, ..., K_{m-1})`` of log-potentials, so
+    marginals, modes and draws are reductions over its axes. The log-potentials are gathered in
+    two steps, each one ``bincount`` for the whole batch: every clique holding a variable of a
+    component is first *reduced* to a table over those of its variables in the component, the
+    observed ones sliced at the row's states, and the tables of equal reduced scopes are summed
+    (a grid pixel's four edges to observed neighbours become one table of its two states); then
+    each joint state takes one entry of each reduced table of its component, so the step that
+    grows with the joint states costs the reduced scopes (the component's variables and the
+    edges between them), not every clique that touches the component.
 
     Parameters
     ----------
@@ -203,84 +208,116 @@ class EnumeratedComponents:
 
     def __init__(self, layout, E, entry_comp, entry_var, entry_row, incidence):
         K = layout.n_states
-        self.n_kmax = int(K.max())
         _, comp = np.unique(entry_comp, return_inverse=True)
         comp = comp.ravel()
         n_comp = int(comp.max()) + 1
         m = np.bincount(comp, minlength=n_comp)
         first = np.concatenate([[0], np.cumsum(m)])
-        pos = np.arange(len(comp)) - first[comp]
-        width = np.ones((n_comp, int(m.max())), dtype=np.int64)
-        width[comp, pos] = K[entry_var]
-        radix = np.cumprod(width[:, ::-1], axis=1)[:, ::-1] // width
-        self.J = np.prod(width, axis=1)
-        self.var, self.row, self.K = entry_var, entry_row, K[entry_var]
-        self.radix = radix[comp, pos]
-        self.comp = comp
-        self.comp_row = entry_row[first[:-1]]
-        # The log-potential of every joint state: gathered table entries, summed by bincount.
-        at = np.full(E.shape, -1, dtype=np.int64)
+        self.var, self.row, self.comp = entry_var, entry_row, comp
+        comp_row = entry_row[first[:-1]]
+        at = np.full(E.shape, -1, dtype=np.int64)  # the entry of each missing (row, variable)
         at[entry_row, entry_var] = np.arange(len(comp))
         member = sp.csr_matrix((np.ones(len(comp)), (comp, entry_var)), shape=(n_comp, E.shape[1]))
         pc, pq = (member @ incidence).nonzero()
-        self.seg, self.state, self.start = _segments(self.J)
-        targets, positions = [], []
+        # Step 1: every (component, clique) pair reduced to a table over its members' states (C
+        # order over the members); pairs with the same members (the same reduced scope) summed.
+        width = max(len(c) for c in layout.cliques)
+        keys, bases, strides_m = [], [], []
         group_of, row_of = _group_rows(layout)
         for g, (_, gvar, gstrides, goffsets) in enumerate(layout.groups):
             pick = group_of[pq] == g
             if not pick.any():
                 continue
             c, k = pc[pick], row_of[pq[pick]]
-            var, strides, row = gvar[k], gstrides[k], self.comp_row[c]
-            e = at[row[:, None], var]  # the clique's missing entries (their index), -1 where observed
-            member = e >= 0
-            base = goffsets[k] + (strides * np.where(member, 0, E[row[:, None], var])).sum(axis=1)
-            seg, j, _ = _segments(self.J[c])
-            position = base[seg]
-            for i in np.flatnonzero(member.any(axis=0)):
-                on = member[:, i]
-                radix = np.where(on, self.radix[e[:, i]], 1)
-                states = np.where(on, K[var[:, i]], 1)
-                position += np.where(on, strides[:, i], 0)[seg] * ((j // radix[seg]) % states[seg])
-            targets.append(self.start[c][seg] + j)
-            positions.append(position)
-        self.targets, self.positions = np.concatenate(targets), np.concatenate(positions)
+            var, strides, row = gvar[k], gstrides[k], comp_row[c]
+            e = at[row[:, None], var]
+            inside = e >= 0
+            bases.append(goffsets[k] + (strides * np.where(inside, 0, E[row[:, None], var])).sum(axis=1))
+            order = np.argsort(~inside, axis=1, kind="stable")  # members first, in clique order
+            pad = ((0, 0), (0, width - e.shape[1]))
+            e = np.take_along_axis(np.where(inside, e, -1), order, axis=1)
+            keys.append(np.column_stack([c, np.pad(e, pad, constant_values=-1)]))
+            strides_m.append(np.pad(np.take_along_axis(np.where(inside, strides, 0), order, axis=1), pad))
+        keys, base, strides = np.concatenate(keys), np.concatenate(bases), np.concatenate(strides_m)
+        members = keys[:, 1:]
+        states = np.where(members >= 0, K[entry_var][np.maximum(members, 0)], 1)
+        size = np.prod(states, axis=1)  # at most the component's joint states
+        step = np.cumprod(states[:, ::-1], axis=1)[:, ::-1] // states
+        scope_keys, first_pair, scope_of = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+        scope_of = scope_of.ravel()
+        scope_start = np.concatenate([[0], np.cumsum(size[first_pair])])
+        pair, u, _ = _segments(size)
+        offsets = np.zeros(len(pair), dtype=np.int64)
+        for i in range(width):
+            offsets += strides[pair, i] * ((u // step[pair, i]) % states[pair, i])
+        self.table_source = base[pair] + offsets
+        self.table_target = scope_start[scope_of[pair]] + u
+        self.n_table_entries = int(scope_start[-1])
+        # Step 2, per group of components with the same states: each joint state's entry of each
+        # reduced table, from the digits of the joint states (C order over the variables).
+        scope_comp, local = scope_keys[:, 0], scope_keys[:, 1:] - first[scope_keys[:, 0]][:, None]
+        local[scope_keys[:, 1:] < 0] = -1
+        scope_step = step[first_pair]
+        signature = np.zeros((n_comp, int(m.max())), dtype=np.int64)  # states of each variable, 0-padded
+        signature[comp, np.arange(len(comp)) - first[comp]] = K[entry_var]
+        kinds, kind_of = np.unique(signature, axis=0, return_inverse=True)
+        kind_of = kind_of.ravel()
+        self.groups = []
+        for g, kind in enumerate(kinds):
+            comps = np.flatnonzero(kind_of == g)
+            shape = tuple(int(k) for k in kind if k > 0)
+            digits = np.indices(shape).reshape(len(shape), -1)
+            position = np.full(n_comp, -1, dtype=np.int64)
+            position[comps] = np.arange(len(comps))
+            mine = np.flatnonzero(position[scope_comp] >= 0)
+            combo = scope_start[mine][:, None] + np.zeros(digits.shape[1], dtype=np.int64)
+            for i in range(width):
+                t = local[mine, i]
+                combo += np.where(t >= 0, scope_step[mine, i], 0)[:, None] * digits[np.maximum(t, 0)]
+            entries = first[comps][:, None] + np.arange(len(shape))[None, :]  # (components, variables)
+            self.groups.append((comps, shape, position[scope_comp[mine]], combo, entries))
+
+    def _log_potentials(self, full):
+        """Per group: its components' log-potentials, shape ``(n_components, J)``."""
+        tables = np.bincount(self.table_target, weights=full[self.table_source], minlength=self.n_table_entries)
+        for comps, shape, scope_row, combo, entries in self.groups:
+            J = combo.shape[1]
+            target = (scope_row[:, None] * J + np.arange(J)[None, :]).ravel()
+            logits = np.bincount(target, weights=tables[combo].ravel(), minlength=len(comps) * J)
+            yield logits.reshape(len(comps), J), shape, entries
 
     def _probabilities(self, full):
-        """The conditional probability of every (component, joint state) row, and each component's ``log Z(d)``."""
-        logits = np.bincount(self.targets, weights=full[self.positions], minlength=int(self.J.sum()))
-        top = np.maximum.reduceat(logits, self.start)
-        shifted = np.exp(logits - top[self.seg])
-        total = np.add.reduceat(shifted, self.start)
-        return shifted / total[self.seg], logits, top
+        for logits, shape, entries in self._log_potentials(full):
+            p = np.exp(logits - logits.max(axis=1, keepdims=True))
+            p /= p.sum(axis=1, keepdims=True)
+            yield p, shape, entries
 
     def marginals(self, full, E, out):
         """Write every variable's conditional marginal into ``out[row, var, :K]``."""
-        p, _, _ = self._probabilities(full)
-        entry, j, _ = _segments(self.J[self.comp])
-        k = (j // self.radix[entry]) % self.K[entry]
-        weights = p[self.start[self.comp][entry] + j]
-        flat = np.bincount(entry * self.n_kmax + k, weights=weights, minlength=len(self.comp) * self.n_kmax)
-        out[self.row, self.var] = flat.reshape(len(self.comp), self.n_kmax)
+        for p, shape, entries in self._probabilities(full):
+            p = p.reshape((len(p),) + shape)
+            for t in range(len(shape)):
+                e = entries[:, t]
+                axes = tuple(1 + a for a in range(len(shape)) if a != t)
+                out[self.row[e], self.var[e], : shape[t]] = p.sum(axis=axes) if axes else p
 
-    def _decode(self, best, out):
-        """Write the joint state ``best`` of each component into its variables of ``out``."""
-        out[self.row, self.var] = (best[self.comp] // self.radix) % self.K
+    def _decode(self, best, shape, entries, out):
+        """Write joint states ``best`` (flat, one per component) into the components' variables."""
+        for t, digit in enumerate(np.unravel_index(best, shape)):
+            e = entries[:, t]
+            out[self.row[e], self.var[e]] = digit
 
     def most_probable(self, full, E, out):
         """Write each component's most probable joint state (the first of equal ones)."""
-        _, logits, top = self._probabilities(full)
-        index = np.where(logits == top[self.seg], np.arange(len(logits)), len(logits))
-        self._decode(np.minimum.reduceat(index, self.start) - self.start, out)
+        for logits, shape, entries in self._log_potentials(full):
+            self._decode(logits.argmax(axis=1), shape, entries, out)
 
     def sample(self, full, E, out, rng):
-        """Write one exact draw of each component, by inverse CDF within its segment."""
-        p, _, _ = self._probabilities(full)
-        cdf = np.cumsum(p)
-        base = np.concatenate([[0.0], cdf])[self.start]
-        u = rng.random(len(self.J))
-        below = (cdf - base[self.seg]) <= u[self.seg]
-        self._decode(np.minimum(np.add.reduceat(below, self.start), self.J - 1), out)
+        """Write one exact draw of each component, by inverse CDF."""
+        for p, shape, entries in self._probabilities(full):
+            cdf = np.cumsum(p, axis=1)
+            draw = (cdf[:, :-1] <= rng.random((len(p), 1)) * cdf[:, -1:]).sum(axis=1)
+            self._decode(draw, shape, entries, out)
 
 
 class TreeComponents:
@@ -306,32 +343,41 @@ class TreeComponents:
     def __init__(self, layout, E, variables, rows, incidence, max_bytes=None):
         self.variables, self.rows = np.asarray(variables, dtype=np.int64), rows
         K = layout.n_states
-        local = {int(v): t for t, v in enumerate(variables)}
         cliques = np.unique(incidence[self.variables].indices)
-        reduced = {}
-        for q in cliques:
-            clique = layout.cliques[q]
-            reduced.setdefault(tuple(local[v] for v in clique if v in local), []).append(int(q))
-        self.scopes = sorted(reduced, key=lambda s: (len(s), s))
-        self.tree = BatchedJunctionTree(K[self.variables], self.scopes, max_bytes=max_bytes)
+        local_of = np.full(len(K), -1, dtype=np.int64)
+        local_of[self.variables] = np.arange(len(variables))
+        width = max(len(c) for c in layout.cliques)
+        keys, obs_var, obs_stride, in_stride, offset = [], [], [], [], []
+        group_of, row_of = _group_rows(layout)
+        for g in np.unique(group_of[cliques]):
+            _, gvar, gstrides, goffsets = layout.groups[g]
+            k = row_of[cliques[group_of[cliques] == g]]
+            var, strides = gvar[k], gstrides[k]
+            loc = local_of[var]
+            inside = loc >= 0
+            order = np.argsort(~inside, axis=1, kind="stable")  # members first, in clique order
+            pad = ((0, 0), (0, width - var.shape[1]))
+            keys.append(np.pad(np.take_along_axis(np.where(inside, loc, -1), order, axis=1), pad, constant_values=-1))
+            in_stride.append(np.pad(np.take_along_axis(np.where(inside, strides, 0), order, axis=1), pad))
+            obs_var.append(np.pad(np.where(inside, 0, var), pad))
+            obs_stride.append(np.pad(np.where(inside, 0, strides), pad))
+            offset.append(goffsets[k])
+        keys, inside_strides = np.concatenate(keys), np.concatenate(in_stride)
+        obs_var, obs_stride, offset = np.concatenate(obs_var), np.concatenate(obs_stride), np.concatenate(offset)
+        index = {}  # a few dozen cliques: a dict is cheaper than np.unique(axis=0)
+        scope_of = np.array([index.setdefault(tuple(t for t in key if t >= 0), len(index)) for key in keys.tolist()])
+        self.scopes = list(index)
+        self.tree = BatchedJunctionTree(K[self.variables], self.scopes, max_bytes=max_bytes, heuristic="min_fill")
         self.tree.tree.check_memory(max_bytes)
-        # Gather plan: per scope, per clique, the observed variables' strides and the offsets of
-        # the scope's joint states in the clique's table.
+        # Gather plan: per scope, its cliques' observed variables and strides, and the offsets of
+        # the scope's joint states in each clique's table.
         self.plan = []
-        for scope in self.scopes:
+        for s, scope in enumerate(self.scopes):
             shape = tuple(int(K[variables[t]]) for t in scope)
             grid = np.indices(shape).reshape(len(scope), -1)
-            parts = []
-            for q in reduced[scope]:
-                clique = layout.cliques[q]
-                strides = c_order_strides(K[list(clique)])
-                observed = [v for v in clique if v not in local]
-                obs_strides = np.array([s for v, s in zip(clique, strides) if v not in local], dtype=np.int64)
-                offsets = layout.table_offsets[q] + sum(
-                    s * grid[scope.index(local[v])] for v, s in zip(clique, strides) if v in local
-                )
-                parts.append((np.array(observed, dtype=np.int64), obs_strides, np.asarray(offsets)))
-            self.plan.append((shape, parts))
+            mine = np.flatnonzero(scope_of == s)
+            offsets = offset[mine][:, None] + inside_strides[mine, : len(scope)] @ grid
+            self.plan.append((shape, obs_var[mine], obs_stride[mine], offsets))
         self.singleton = [self.scopes.index((t,)) for t in range(len(variables))]
         per = max(1, QUERY_CHUNK_FLOATS // max(1, 4 * self.tree.entries))
         self.bounds = [(a, min(a + per, len(rows))) for a in range(0, len(rows), per)]
@@ -339,11 +385,9 @@ class TreeComponents:
     def _tables(self, full, E_rows):
         """The scope tables ``[(P, *shape)]`` of the components of ``E_rows``."""
         tables = []
-        for shape, parts in self.plan:
-            table = np.zeros((len(E_rows), int(np.prod(shape))))
-            for observed, strides, offsets in parts:
-                base = E_rows[:, observed] @ strides if len(observed) else np.zeros(len(E_rows), dtype=np.int64)
-                table += full[base[:, None] + offsets[None, :]]
+        for shape, observed, strides, offsets in self.plan:
+            base = np.einsum("pqw,qw->pq", E_rows[:, observed], strides)  # (P, cliques of the scope)
+            table = full[base[:, :, None] + offsets[None]].sum(axis=1)
             tables.append(table.reshape((len(E_rows),) + shape))
         return tables
 

@@ -10,7 +10,7 @@ from scipy.special import logsumexp
 from skmrf import DecomposedEM, ExactMaxLikelihood, grid_graph
 from skmrf._data.decompose import missing_components
 from skmrf._solvers.lbfgs import GRADIENT_FLOOR
-from skmrf.datasets import sample_random_mrf
+from skmrf.datasets import make_random_mrf, sample_random_mrf
 from skmrf.estimators import _em as em_module
 from skmrf.estimators import _incomplete, _incomplete_batch, _incomplete_cost
 from skmrf.estimators._existence import NoFiniteEstimateWarning
@@ -561,3 +561,16 @@ def test_unseen_state_warns_at_alpha_zero_naming_the_clique():
         warnings.simplefilter("ignore")
         warnings.simplefilter("error", NoFiniteEstimateWarning)
         DecomposedEM(graph, max_iter=1).fit(X)
+
+
+def test_auto_plan_when_no_subnetwork_is_worth_splitting():
+    # The row-wise split is priced, but no sub-network has fewer component patterns than rows
+    # (30 % of a 6 x 6 grid hidden: one sub-network, its components as many as its rows); the
+    # planner then promoted an empty set of components and failed on a reduction over zero rows.
+    model = make_random_mrf(grid_graph(6, 6), 2, random_state=0)
+    X = model.sample(200, random_state=1, method="exact").astype(float)
+    X[np.random.default_rng(2).random(X.shape) < 0.3] = np.nan
+    auto = DecomposedEM(grid_graph(6, 6), max_iter=2).fit(X)
+    forced = DecomposedEM(grid_graph(6, 6), max_iter=2, decompose=True).fit(X)
+    assert auto.decompose_ == "subnetworks"
+    np.testing.assert_array_equal(auto.theta_, forced.theta_)  # the same plan, the same arithmetic

@@ -41,6 +41,8 @@ def fold_rows(codes):
     ``O(n_rows log n_rows)`` per re-ranking, no loop over rows.
     """
     key = np.zeros(codes.shape[0], dtype=np.int64)
+    if not len(key):
+        return key
     span = 1
     for j in range(codes.shape[1]):
         radix = int(codes[:, j].max()) + 1

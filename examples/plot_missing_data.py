@@ -144,33 +144,25 @@ fig.savefig(os.path.join(figures, "missing_data_traces.png"))
 # %%
 # Filling in hidden pixels
 # ------------------------
-# skmrf has no "predict missing values" method, but ``score_samples`` is
-# enough. For a test image with observed pixels ``o`` and hidden pixels ``h``,
-# fill in one hidden pixel ``v`` with 0, then with 1, and leave the other
-# hidden pixels as NaN: ``score_samples`` sums the NaN entries out exactly, so
-# it returns ``s_k = log p(x_v = k, x_o)`` (the other hidden pixels
-# marginalised). Their normalised ratio is the exact conditional
-#
-#     p(x_v = 1 | x_o) = exp(s_1) / (exp(s_0) + exp(s_1)) = 1 / (1 + exp(s_0 - s_1)),
-#
-# with ``log Z`` cancelling. We build the two completed arrays for every
-# (image, hidden pixel) pair at once and score them in one call.
+# The fitted model answers ``p(x_v | observed pixels)`` for every hidden pixel
+# of every test image: :meth:`~skmrf.model.DiscreteMRF.conditional_marginals`
+# takes the images with NaN where a pixel is hidden and returns one
+# distribution per pixel (one-hot where observed). The hidden pixels of an
+# image split into groups linked through the grid; each group is computed
+# exactly from its observed neighbours. :meth:`~skmrf.model.DiscreteMRF.impute`
+# fills each hidden pixel with its most likely value (the gallery example
+# :ref:`sphx_glr_auto_examples_plot_impute_pixels.py` does the same with
+# :class:`skmrf.MRFImputer` in a scikit-learn pipeline, against scikit-learn's
+# imputers).
 model = fits["em", True]
 img, pix = np.nonzero(np.isnan(X_test))  # one entry per hidden pixel of every test image
-pair = np.arange(img.size)
-X0, X1 = X_test[img], X_test[img]
-X0[pair, pix] = 0
-X1[pair, pix] = 1
 start = time.perf_counter()
-s = model.score_samples(np.vstack([X0, X1]))
-s0, s1 = s[: img.size], s[img.size :]
-p1 = 1 / (1 + np.exp(s0 - s1))
+p1 = model.model_.conditional_marginals(X_test)[img, pix, 1]  # p(pixel = 1 | observed pixels)
+X_filled = model.model_.impute(X_test)
 print(
-    f"\n{img.size} hidden pixels in {X_test.shape[0]} test images, conditionals in {time.perf_counter() - start:.2f} s"
+    f"\n{img.size} hidden pixels in {X_test.shape[0]} test images, conditionals and imputation in "
+    f"{time.perf_counter() - start:.2f} s; p(x = 1) from {p1.min():.3f} to {p1.max():.3f}"
 )
-
-X_filled = X_test.copy()
-X_filled[img, pix] = p1 > 0.5  # the most likely value of each hidden pixel
 truth = X[test][img, pix]
 # Baseline ignoring the neighbours: each pixel's most frequent observed value.
 majority = np.nanmean(X_train, axis=0) > 0.5

@@ -84,6 +84,14 @@ ENUMERATE_MAX_STATES = 1 << 12
 QUERY_CHUNK_FLOATS = 1 << 22
 
 # Used by skmrf/model/_queries.py.
+#: Memory budget of one junction-tree calibration of one component of a conditional query when
+#: the caller gives none: a larger component is estimated by clamped Gibbs chains (with a
+#: warning) rather than calibrated for seconds per row. CPU time of one exact query of a
+#: component of n binary variables that all share cliques (a complete graph): n = 16: 2 MiB,
+#: 0.04 s; n = 18: 8 MiB, 0.16 s; n = 20: 32 MiB, 0.72 s (its Gibbs estimate: about 0.1 s).
+QUERY_MAX_BYTES = 16 * 1024**2
+
+# Used by skmrf/model/_queries.py.
 #: Conditional marginals estimated by clamped Gibbs chains warn, beyond naming the approximation,
 #: when the largest Monte-Carlo standard error exceeds this: a probability read to two decimals.
 #: At the defaults (20 chains, 400 sweeps) on random binary grids, 70-80 % of entries hidden,

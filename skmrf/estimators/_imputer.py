@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import warnings
+from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, clone
 from sklearn.utils._param_validation import HasMethods
 
 from .._utils._docstrings import fill_doc
-from .._utils._sklearn_compat import StrOptions, _fit_context, check_is_fitted, validate_data
+from .._utils._sklearn_compat import Interval, StrOptions, _fit_context, check_is_fitted, validate_data
 from .._utils.validation import check_states, column_names, fit_column_labels
 from ..model._queries import IMPUTE_METHODS
 from ._base import BaseDiscreteMRF, _masked_to_nan
@@ -45,9 +46,16 @@ class MRFImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         ``"map"``: the jointly most probable completion of each row; ``"sample"``: a draw from
         the conditional distribution (multiple imputation: transform again with another
         ``random_state``).
+    max_bytes : int, default=None
+        Memory budget of one junction-tree calibration of a connected group of missing entries
+        (16 MiB if None); a larger group is estimated by Gibbs chains, with a warning
+        (:meth:`skmrf.model.DiscreteMRF.conditional_marginals`).
+    n_chains : int, default=20
+        Gibbs chains per row, for such groups only.
+    n_sweeps : int, default=400
+        Sweeps per chain (the first half discarded), for such groups only.
     random_state : int, RandomState instance or None, default=None
-        Seeds ``"sample"`` and the Gibbs chains of components too wide for a junction tree
-        (the same seed gives the same imputation).
+        Seeds ``"sample"`` and the Gibbs chains (the same seed gives the same imputation).
 
     Attributes
     ----------
@@ -81,12 +89,20 @@ class MRFImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "estimator": [HasMethods(["fit"]), None],
         "method": [StrOptions(set(IMPUTE_METHODS))],
+        "max_bytes": [Interval(Integral, 1, None, closed="left"), None],
+        "n_chains": [Interval(Integral, 2, None, closed="left")],
+        "n_sweeps": [Interval(Integral, 2, None, closed="left")],
         "random_state": ["random_state"],
     }
 
-    def __init__(self, estimator=None, method="marginal", random_state=None):
+    def __init__(
+        self, estimator=None, method="marginal", *, max_bytes=None, n_chains=20, n_sweeps=400, random_state=None
+    ):
         self.estimator = estimator
         self.method = method
+        self.max_bytes = max_bytes
+        self.n_chains = n_chains
+        self.n_sweeps = n_sweeps
         self.random_state = random_state
 
     def __sklearn_tags__(self):

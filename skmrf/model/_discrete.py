@@ -316,7 +316,9 @@ class DiscreteMRF:
         return_std : bool, default=False
             Also return the Monte-Carlo standard error of every entry (zero where exact).
         max_bytes : int, optional
-            Memory budget of one junction-tree calibration (2 GiB if omitted).
+            Memory budget of one junction-tree calibration of one component of a row's
+            missing entries (16 MiB if omitted: at most about 0.35 s of CPU a component);
+            a larger component is estimated by Gibbs chains, with a warning.
         n_chains, n_sweeps : int, default=20, 400
             Clamped Gibbs chains per row and sweeps per chain (the first half discarded), for
             components too wide for a junction tree only.

@@ -12,7 +12,7 @@ import warnings
 
 import numpy as np
 
-from .._utils._budgets import QUERY_SE_WARN
+from .._utils._budgets import QUERY_MAX_BYTES, QUERY_SE_WARN
 from .._utils.validation import check_generator, check_states
 from ..exceptions import ApproximateInferenceWarning
 from ..inference._conditional_gibbs import clamped_gibbs, iterated_conditional_modes
@@ -68,7 +68,12 @@ def _announce(query, gibbs, n_chains, n_sweeps, max_bytes, stacklevel):
     rows, _, std, _, _ = gibbs
     wide = query.wide[rows]
     worst = float(std[wide].max())
-    budget = "the default 2 GiB" if max_bytes is None else f"max_bytes={max_bytes:,}"
+    budget = (
+        f"a query's default max_bytes of {QUERY_MAX_BYTES // 2**20} MiB (give a larger max_bytes for the exact "
+        "answer, at about 0.02 s per MiB and distinct component)"
+        if max_bytes is None
+        else f"max_bytes={max_bytes:,}"
+    )
     message = (
         f"{int(wide.sum())} missing entries in {len(rows)} distinct rows lie in components of up to "
         f"{query.widest} connected missing variables whose junction tree exceeds {budget}: their "
@@ -87,7 +92,7 @@ def conditional_marginals(model, X, return_std=False, max_bytes=None, n_chains=2
     """See :meth:`DiscreteMRF.conditional_marginals`."""
     E = check_evidence(model, X)
     kmax = int(model.n_states.max())
-    query = EvidenceQuery(model.layout, model.theta, E, max_bytes)
+    query = EvidenceQuery(model.layout, model.theta, E, QUERY_MAX_BYTES if max_bytes is None else max_bytes)
     out = query.marginals(np.zeros(query.E.shape + (kmax,)))
     std = np.zeros_like(out)
     gibbs = _gibbs_rows(model, query, n_chains, n_sweeps, check_generator(random_state))
@@ -108,7 +113,8 @@ def impute(model, X, method="marginal", random_state=None, max_bytes=None, n_cha
         raise ValueError(f"method must be one of {IMPUTE_METHODS}; got {method!r}.")
     E = check_evidence(model, X)
     rng = check_generator(random_state)
-    query = EvidenceQuery(model.layout, model.theta, E, max_bytes, distinct=method != "sample")
+    budget = QUERY_MAX_BYTES if max_bytes is None else max_bytes
+    query = EvidenceQuery(model.layout, model.theta, E, budget, distinct=method != "sample")
     out = query.E.copy()
     if method == "marginal":
         marg = query.marginals(np.zeros(out.shape + (int(model.n_states.max()),)))

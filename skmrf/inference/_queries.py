@@ -64,8 +64,8 @@ class EvidenceQuery:
         The distinct rows.
     inverse : ndarray of int64, shape (n_rows,)
         The distinct row of each row.
-    enumerated : list of EnumeratedComponents
-        Chunks of enumerated components.
+    n_enumerated_chunks : int
+        Chunks of enumerated components (:class:`EnumeratedComponents`, built when used).
     trees : list of TreeComponents
         One per variable set of the components calibrated on a tree.
     wide : ndarray of bool, shape (n_distinct, n_variables)
@@ -95,15 +95,13 @@ class EvidenceQuery:
         log_states = np.add.reduceat(np.log(K[entry_var].astype(np.float64)), first[:-1]) if n_comp else np.zeros(0)
         small = log_states <= math.log(ENUMERATE_MAX_STATES) + 1e-9
         self.incidence = _incidence(layout)
-        self.enumerated = []
+        self._enumerated = []  # the entries of each chunk, built when used: one chunk in memory at a time
         comps = np.flatnonzero(small)
         if comps.size:
             sizes = np.exp(log_states[comps]) * (size[comps] + self._touching(comps, entry_var, first).astype(float))
             for part in _chunks(comps, sizes, QUERY_CHUNK_FLOATS):
                 take = _entries(first, part)
-                self.enumerated.append(
-                    EnumeratedComponents(layout, E, entry_comp[take], entry_var[take], entry_row[take], self.incidence)
-                )
+                self._enumerated.append((entry_comp[take], entry_var[take], entry_row[take]))
         self.trees, self.wide, self.widest = [], np.zeros(E.shape, dtype=bool), 0
         groups = {}
         for c in np.flatnonzero(~small):
@@ -122,25 +120,36 @@ class EvidenceQuery:
         member = sp.csr_matrix((np.ones(len(take)), (local, entry_var[take])), shape=(len(comps), self.E.shape[1]))
         return np.diff((member @ self.incidence).indptr)
 
+    @property
+    def n_enumerated_chunks(self):
+        """Chunks of enumerated components (each built, used and dropped in turn)."""
+        return len(self._enumerated)
+
+    def _parts(self):
+        """The enumerated chunks (built one at a time), then the trees."""
+        for entries in self._enumerated:
+            yield EnumeratedComponents(self.layout, self.E, *entries, self.incidence)
+        yield from self.trees
+
     def marginals(self, out):
         """Fill the exact conditional marginals into ``out`` ``(n_distinct, n_variables, K_max)``,
         observed entries one-hot; entries of :attr:`wide` are left to the caller."""
         r, v = np.nonzero(self.E >= 0)
         out[r, v, self.E[r, v]] = 1.0
-        for part in self.enumerated + self.trees:
+        for part in self._parts():
             part.marginals(self.full, self.E, out)
         return out
 
     def most_probable(self, out):
         """Fill the most probable completion of every distinct row into ``out`` (int64, a copy of
         :attr:`E`); entries of :attr:`wide` are left to the caller."""
-        for part in self.enumerated + self.trees:
+        for part in self._parts():
             part.most_probable(self.full, self.E, out)
         return out
 
     def sample(self, out, rng):
         """Fill one exact draw from every distinct row's conditional into ``out`` (as above)."""
-        for part in self.enumerated + self.trees:
+        for part in self._parts():
             part.sample(self.full, self.E, out, rng)
         return out
 

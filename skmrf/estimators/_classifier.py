@@ -46,7 +46,8 @@ class MRFClassifier(ClassifierMixin, BaseEstimator):
     estimator : {"exact", "pl", "lap"}, default="exact"
         The fit of the joint model: :class:`ExactMaxLikelihood`,
         :class:`PseudoLikelihoodEstimator` (graphs too wide for the junction tree) or
-        :class:`LAPEstimator`.
+        :class:`LAPEstimator` (few features only: the target is linked to every feature, so the
+        1-neighbourhood of each of its edges holds all the features).
     alpha : float or "auto", default="auto"
         The estimator's ridge (``"auto"``: one over the number of rows).
     n_states : "auto", int or array-like of int, default="auto"

@@ -67,6 +67,7 @@ import skmrf.inference._queries as queries_module
 from skmrf import grid_graph
 from skmrf._data.decompose import missing_component_labels
 from skmrf.datasets import make_random_mrf
+from skmrf.exceptions import ApproximateInferenceWarning
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -96,15 +97,37 @@ def _load():
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def _source_state():
+    """The commit of the working tree and whether skmrf/ differs from it (the code that was timed)."""
+    import subprocess
+
+    def git(*a):
+        try:
+            return subprocess.run(["git", *a], cwd=HERE, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            return ""
+
+    head = git("rev-parse", "--short", "HEAD") or "?"
+    dirty = git("status", "--porcelain", "--", os.path.join(HERE, "..", "skmrf"))
+    return head + (" + uncommitted changes to skmrf/" if dirty else "")
+
+
 def _header(out, argv):
     import platform
 
     out(f"# python benchmarks/queries.py {' '.join(argv)}".rstrip())
     out(
-        f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, skmrf {skmrf.__version__}, "
+        f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, skmrf {skmrf.__version__} at {_source_state()}, "
         f"numpy {np.__version__}, python {platform.python_version()}, {os.cpu_count()} CPUs, "
         f"load average (1/5/15 min) at start {_load()}"
     )
+    return _source_state()
+
+
+def _footer(out, source):
+    out(f"# load average (1/5/15 min) at end {_load()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    if _source_state() != source:
+        out(f"# WARNING: skmrf's source changed during the run (now {_source_state()}); rerun for a clean table.")
 
 
 # -- Models and evidence --------------------------------------------------------------------------
@@ -171,9 +194,13 @@ def time_skmrf(model, X, repeat):
     best, P = np.inf, None
     for _ in range(repeat):
         gc.collect()
-        t = time.perf_counter()
-        P = model.conditional_marginals(X)
-        best = min(best, time.perf_counter() - t)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ApproximateInferenceWarning)
+            t = time.perf_counter()
+            P = model.conditional_marginals(X)
+            best = min(best, time.perf_counter() - t)
+        if any(issubclass(w.category, ApproximateInferenceWarning) for w in caught):
+            print("[note] some entries were estimated by Gibbs chains (max_bytes): not exact")
     gc.collect()
     tracemalloc.start()
     model.conditional_marginals(X)
@@ -277,7 +304,7 @@ def run_peer(peer, X, P, budget, min_rows):
 def part_compare(args, argv):
     warnings.filterwarnings("ignore", category=FutureWarning)
     out = _Tee(os.path.join(RESULTS, "queries.txt"))
-    _header(out, argv)
+    source = _header(out, argv)
     available = []
     for peer in PEERS:
         try:
@@ -321,7 +348,7 @@ def part_compare(args, argv):
                 gc.collect()
             out(line)
     out()
-    out(f"# load average (1/5/15 min) at end {_load()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    _footer(out, source)
     out(f"# process max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB (peers included)")
     out("# miss/row: mean missing entries per row; max comp: variables of the largest component of")
     out("# missing entries over all rows. peak MiB: tracemalloc peak of one skmrf call on all rows.")
@@ -349,7 +376,7 @@ CROSSOVER_WORKLOADS = [
 
 def part_crossover(args, argv):
     out = _Tee(os.path.join(RESULTS, "queries_crossover.txt"))
-    _header(out, argv)
+    source = _header(out, argv)
     original = queries_module.ENUMERATE_MAX_STATES
     out(
         f"# {args.rows} rows per workload (Gibbs draws, seed 1), entries hidden at random; "
@@ -357,7 +384,9 @@ def part_crossover(args, argv):
     )
     out()
     out("# Components of missing entries per workload, by log2 of their joint states:")
-    hist_head = f"{'workload':>16} " + " ".join(f"{b:>7}" for b in ["<=2", "<=4", "<=6", "<=8", "<=10", "<=12", "<=14", "<=16", ">16"])
+    hist_head = f"{'workload':>16} " + " ".join(
+        f"{b:>7}" for b in ["<=2", "<=4", "<=6", "<=8", "<=10", "<=12", "<=14", "<=16", ">16"]
+    )
     out(hist_head)
     cases = []
     for J, K, frac in CROSSOVER_WORKLOADS:
@@ -398,12 +427,12 @@ def part_crossover(args, argv):
     out(f"{'worst vs best':>16} " + " ".join(f"{x:>8.3f}" for x in rel.max(axis=0)))
     out()
     out("# Peak traced memory of one call (MiB):")
-    out(head[: -7])
+    out(head[:-7])
     out("-" * len(head[:-7]))
     for i, (name, _, _) in enumerate(cases):
         out(f"{name:>16} " + " ".join(f"{x / 2**20:>8.1f}" for x in peaks[i]))
     out()
-    out(f"# load average (1/5/15 min) at end {_load()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    _footer(out, source)
     out("# 'vs best': time / the fastest k's time of the same workload (1 = fastest).")
     if args.save:
         out.save()

@@ -19,7 +19,15 @@ from .estimators import (
     covariance_selection,
     fast_mixing_schedule,
 )
-from .graphs import chain_graph, chimera_graph, grid_graph, lattice_graph, resolve_graph, skip_chain_graph
+from .graphs import (
+    chain_graph,
+    chimera_graph,
+    grid_graph,
+    lattice_graph,
+    resolve_graph,
+    skip_chain_graph,
+    torus_graph,
+)
 from .model import DiscreteMRF
 
 _install_renamed_modules()
@@ -50,4 +58,5 @@ __all__ = [
     "lattice_graph",
     "resolve_graph",
     "skip_chain_graph",
+    "torus_graph",
 ]

@@ -22,6 +22,7 @@ __all__ = [
     "resolve_graph",
     "resolve_adjacency",
     "grid_graph",
+    "torus_graph",
     "lattice_graph",
     "chimera_graph",
     "chain_graph",
@@ -476,6 +477,61 @@ def grid_graph(rows: int, cols: int) -> nx.Graph:
     lattice_graph : The same for any number of dimensions.
     """
     return lattice_graph((rows, cols))
+
+
+def torus_graph(rows: int, cols: int) -> nx.Graph:
+    """A ``rows x cols`` periodic 4-neighbour lattice; node ``r * cols + c`` is cell ``(r, c)``.
+
+    The grid of :func:`grid_graph` with wrap-around: cell ``(r, c)`` is joined to
+    ``((r + 1) % rows, c)`` and ``(r, (c + 1) % cols)``, so every node has exactly four
+    neighbours and the graph has ``2 * rows * cols`` edges.
+
+    Parameters
+    ----------
+    rows : int
+        Number of rows of cells, at least 3.
+    cols : int
+        Number of columns of cells, at least 3.
+
+    Returns
+    -------
+    networkx.Graph
+        The torus with nodes ``0..rows * cols - 1`` in row-major order, like
+        :func:`grid_graph`.
+
+    Raises
+    ------
+    ValueError
+        If ``rows`` or ``cols`` is not an integer of at least 3 (with 2 the
+        wrap-around edge would repeat the edge inside the grid, and a simple
+        graph cannot hold the double coupling).
+
+    See Also
+    --------
+    grid_graph : The same lattice without wrap-around.
+    skmrf.datasets.make_ising_torus : The Ising model on this graph.
+
+    Examples
+    --------
+    >>> from skmrf.graphs import torus_graph
+    >>> g = torus_graph(3, 4)
+    >>> g.number_of_nodes(), g.number_of_edges()
+    (12, 24)
+    >>> sorted(g.neighbors(0))
+    [1, 3, 4, 8]
+    """
+    for name, value in (("rows", rows), ("cols", cols)):
+        if not isinstance(value, (int, np.integer)) or isinstance(value, (bool, np.bool_)) or value < 3:
+            raise ValueError(
+                f"torus_graph needs {name} to be an integer of at least 3; got {value!r}. "
+                "(With 2 the wrap-around edge repeats an edge of the grid; use grid_graph for an open lattice.)"
+            )
+    rows, cols = int(rows), int(cols)
+    idx = np.arange(rows * cols).reshape(rows, cols)
+    right = np.stack([idx, np.roll(idx, -1, axis=1)], axis=-1).reshape(-1, 2)
+    down = np.stack([idx, np.roll(idx, -1, axis=0)], axis=-1).reshape(-1, 2)
+    edges = np.sort(np.concatenate([right, down]), axis=1)
+    return _from_edges(rows * cols, map(tuple, edges[np.lexsort(edges.T[::-1])].tolist()))
 
 
 def lattice_graph(shape) -> nx.Graph:

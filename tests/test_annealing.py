@@ -138,3 +138,48 @@ def test_shifted_kernel_samples_the_intermediate_model(kind):
         np.testing.assert_array_equal(path.kernel.unary, fresh.unary)
     else:
         np.testing.assert_array_equal(path.kernel.full, fresh.full)
+
+
+@pytest.mark.parametrize("beta", [0.4, 1.0])
+def test_swendsen_wang_move_samples_the_intermediate_model(beta):
+    # #39: the cluster move alone (no Gibbs sweep) must leave p_beta of a ferromagnet with fields
+    # invariant and mix to it: 4000 chains from the base model, 40 moves, must have p_beta's
+    # single-variable marginals and its distribution of the number of ones (enumerated).
+    # Tolerance: 5 binomial standard errors, sqrt(1/4 / 4000) = 0.0079 (independent chains). A move
+    # that forgot the couplings' share of the field, h_i = u_i / 2 + sum_j theta_ij / 4, samples
+    # another model: it must miss.
+    from skmrf.inference._swendsen_wang import SwendsenWangMove
+
+    rng = np.random.default_rng(3)
+    model = make_random_mrf(grid_graph(3, 3), 2, 1.0, random_state=0)
+    lay = model.layout
+    sizes = np.array([len(c) for c in lay.cliques])
+    theta = model.theta.copy()
+    theta[lay.block_offsets[:-1][sizes == 2]] = rng.uniform(0.2, 2.0, int((sizes == 2).sum()))
+    theta[lay.block_offsets[:-1][sizes == 1]] = rng.uniform(-2.5, 1.0, int((sizes == 1).sum()))
+    model.theta = theta
+    n_chains = 4000
+    M = _main_effects(model)
+    xs, e = _energies_at(model, beta, M)
+    p = np.exp(e - e.max())
+    p /= p.sum()
+    tol = 5 * np.sqrt(0.25 / n_chains)
+    exact = np.r_[[p @ xs[:, i] for i in range(model.n_variables)], np.bincount(xs.sum(axis=1), weights=p)]
+
+    def statistics(forget_pair_field):
+        path = AnnealingPath(model, cluster_moves=True)
+        move = path._swendsen_wang
+        if forget_pair_field:
+            move.pair_field = np.zeros_like(move.pair_field)
+        S = path.kernel.to_internal(path.base_draws(n_chains, rng))
+        unary = path._unary0 + (1.0 - beta) * path.offset[path._perm, 1]
+        for _ in range(40):
+            move.move(S, unary, beta, rng)
+        x = path.kernel.to_external(S)
+        return np.r_[x.mean(axis=0), np.bincount(x.sum(axis=1), minlength=model.n_variables + 1) / n_chains]
+
+    np.testing.assert_allclose(statistics(False), exact, rtol=0, atol=tol)
+    assert np.abs(statistics(True) - exact).max() > 2 * tol
+    assert SwendsenWangMove.applies(AnnealingPath(model).kernel)
+    with pytest.raises(ValueError, match="cluster_moves=True needs a binary pairwise model"):
+        AnnealingPath(_models()["binary"], cluster_moves=True)  # couplings of both signs

@@ -40,11 +40,37 @@ import numpy as np
 from scipy.special import logsumexp
 
 from ._gibbs import BinaryGibbsKernel, CategoricalGibbsKernel, GeneralGibbsKernel, GibbsSampler, run_chains
+from ._swendsen_wang import SwendsenWangMove
 
-__all__ = ["PATHS", "AnnealingPath", "unary_offset"]
+__all__ = ["PATHS", "AnnealingPath", "is_flip_symmetric", "unary_offset"]
 
 #: The annealing paths (see the module docstring).
 PATHS = ("centred", "unary")
+
+
+def is_flip_symmetric(model):
+    """Whether a binary pairwise model is invariant under ``x -> 1 - x`` (every variable at once).
+
+    In spin form ``s = 2 x - 1`` the model has couplings ``theta_ij / 4`` and fields
+    ``h_i = theta_i / 2 + sum_j theta_ij / 4``; it is symmetric when every ``h_i`` is zero, up to
+    the rounding of the sum (``1e-12`` of the largest ``|theta|`` per term). The periodic Ising
+    model without field is the example: its all-0 and all-1 phases carry equal mass.
+    """
+    lay = model.layout
+    if np.any(np.asarray(model.n_states) != 2) or any(len(c) > 2 for c in lay.cliques):
+        return False
+    theta = np.asarray(model.theta, dtype=np.float64)
+    sizes = np.array([len(c) for c in lay.cliques])
+    value = theta[lay.block_offsets[:-1]]  # one parameter per binary clique of one or two
+    uni, pair = np.flatnonzero(sizes == 1), np.flatnonzero(sizes == 2)
+    ends = np.array([lay.cliques[b] for b in pair], dtype=np.int64).reshape(-1, 2)
+    h = np.zeros(model.n_variables)
+    terms = np.ones(model.n_variables)
+    np.add.at(h, [lay.cliques[b][0] for b in uni], value[uni] / 2)
+    np.add.at(h, ends.ravel(), np.repeat(value[pair] / 4, 2))
+    np.add.at(terms, ends.ravel(), 1)
+    scale = float(np.abs(theta).max(initial=0.0))
+    return bool(np.all(np.abs(h) <= 1e-12 * scale * terms))
 
 
 def unary_offset(model, path="centred"):
@@ -94,6 +120,14 @@ class AnnealingPath:
     ----------
     model : DiscreteMRF
     path : {"centred", "unary"}, default="centred"
+    cluster_moves : bool or "auto", default=False
+        Precede every Gibbs sweep with a Swendsen-Wang move
+        (:class:`~skmrf.inference._swendsen_wang.SwendsenWangMove`), which flips whole clusters and
+        so carries chains between the phases of a ferromagnet and through its critical point, where
+        single-site sweeps slow down as ``L^2.17`` (on the 32 x 32 Ising torus at ``K = 0.6``, 100
+        chains x 400 steps of the centred path are 5 to 10 nats low without it and within 1 with
+        it; a move costs 15 to 35 sweeps). ``"auto"``: for binary pairwise models whose couplings
+        are all ``>= 0``, where the move applies; ``True`` raises ``ValueError`` elsewhere.
 
     Attributes
     ----------
@@ -106,9 +140,23 @@ class AnnealingPath:
         ``log Z`` of the base model ``p_0``.
     """
 
-    def __init__(self, model, path="centred"):
+    def __init__(self, model, path="centred", cluster_moves=False):
         self.offset = unary_offset(model, path)
         self.kernel = GibbsSampler(model).kernel
+        applies = isinstance(self.kernel, BinaryGibbsKernel) and SwendsenWangMove.applies(self.kernel)
+        if cluster_moves not in (True, False, "auto"):
+            raise ValueError(f"cluster_moves must be True, False or 'auto'; got {cluster_moves!r}.")
+        if cluster_moves is True and not applies:
+            raise ValueError(
+                "cluster_moves=True needs a binary pairwise model whose couplings are all >= 0 (a ferromagnet): "
+                "Swendsen-Wang moves do not apply to this model; use cluster_moves='auto' or False."
+            )
+        self.cluster_moves = bool(applies and cluster_moves in (True, "auto"))
+        if self.cluster_moves:
+            self._swendsen_wang = SwendsenWangMove(self.kernel)
+            # the kernel's unary {0, 1} log-potentials in its internal order, before any offset
+            starts = sorted(self.kernel.neg_bias)
+            self._unary0 = -np.concatenate([self.kernel.neg_bias[a].ravel() for a in starts]).astype(np.float64)
         self._shifted = bool(np.any(self.offset))
         self._set_unary_offset = _unary_offset_setter(self.kernel) if self._shifted else None
         lay = model.layout
@@ -150,7 +198,11 @@ class AnnealingPath:
         return energy - np.take_along_axis(off, S.astype(np.intp), axis=1).sum(axis=0)
 
     def sweep(self, S, beta, rng):
-        """One Gibbs sweep of every chain at ``beta``, in place on internal states ``S``."""
+        """One Gibbs sweep of every chain at ``beta``, in place on internal states ``S`` (after a
+        Swendsen-Wang move when ``cluster_moves``)."""
+        if self.cluster_moves:
+            unary = self._unary0 + (1.0 - beta) * self.offset[self._perm, 1]
+            self._swendsen_wang.move(S, unary, beta, rng)
         if self._shifted:
             self._set_unary_offset((1.0 - beta) * self.offset)
         run_chains(self.kernel, [S], 1, [rng], beta=beta)

@@ -304,15 +304,17 @@ def test_adaptive_ais_reports_a_spent_budget():
 
 def test_auto_path_converges_only_when_both_paths_agree():
     # #39 item 1: "auto" runs both paths; converged means each path's last two runs agreed and the
-    # two paths agree with each other within z = 2 of their combined errors; the sweeps are those
-    # of every run of both paths.
+    # two paths agree with each other within z = 2 of their combined errors; the estimate is the
+    # centred path's unless the unary one is decisively higher; the sweeps are those of every run
+    # of both paths.
     for model in (_hard_fitted_model()[0], _coupled_grid(kind="frustrated")):
         auto = adaptive_annealed_importance_sampling(model, random_state=0)
         ((other, other_log_z, other_err, settled),) = auto.other_paths
         assert {auto.path, other} == {"centred", "unary"}
         if auto.converged:
             assert settled and abs(auto.log_z - other_log_z) <= 2 * np.hypot(auto.std_err, other_err)
-            assert auto.std_err <= other_err  # agreeing paths: the more precise one is reported
+        if auto.path == "unary":  # only when decisively higher than the centred path
+            assert auto.log_z - other_log_z > 2 * np.hypot(auto.std_err, other_err)
         own = sum(len(r.log_weights) * r.n_steps for r in auto.runs)
         assert auto.sweeps > own  # the other path's runs count too
         assert abs(auto.log_z - model.log_partition()) <= 4 * auto.std_err
@@ -388,7 +390,7 @@ def test_lower_end_uses_markov_when_the_weights_are_not_measured():
         res = adaptive_annealed_importance_sampling(model, 1, 100, 1, path="centred", random_state=seed, warn=False)
         last = res.runs[-1]
         if last.effective_sample_size >= res.min_ess:
-            assert res.lower == res.log_z - INTERVAL_SIGMAS * last.std_err
+            assert res.lower == res.log_z - min(INTERVAL_SIGMAS * res.std_err, MARKOV_MARGIN)
         else:  # seeds 1 to 3 (effective sample sizes 2.5, 1.9, 8.3)
             assert res.lower == res.log_z - MARKOV_MARGIN
         assert res.lower <= exact
@@ -460,3 +462,27 @@ def test_score_warning_quotes_the_estimates_own_error():
     with warnings.catch_warnings():  # a precise estimate without an upper bound: nothing to say
         warnings.simplefilter("error")
         announce_estimate("Est", "ais", no_bound, 12.0, 0.2)
+
+
+@pytest.mark.parametrize("L, K", [(4, 1.0), (5, 0.6)])
+def test_auto_path_keeps_the_centred_estimate_on_a_nearly_symmetric_model(L, K):
+    # #39: a small field tilts the ordered Ising torus towards all-1 (E(1) - E(0) = 1.57 nats, so
+    # the all-0 phase holds about 17 % of the mass): no symmetry to detect, both paths run, and the
+    # unary path, whose chains stay in the all-0 phase, is about log(0.17) = -1.8 nats low with a
+    # small error. Preferring the more precise of two paths that agree within the larger error
+    # picked it (on the 16 x 16 torus a fitted PL model then scored 1.2 nats per row above the
+    # truth). On these small tori the centred path is precise enough that the two paths disagree
+    # at the default z = 2; z = 20 makes them agree (1.76 nats apart, errors 0.15 and 0), as on the
+    # 16 x 16 torus. The estimate must stay within 3 of its reported errors of the exact value for
+    # every seed (normal errors: 0.27 % per seed); with the rule before, z = 20 put it 1.76 low
+    # with an error of 0.
+    model, _ = _ising_torus(L, K)
+    lay = model.layout
+    unary = lay.block_offsets[:-1][np.array([len(c) for c in lay.cliques]) == 1]
+    theta = model.theta.copy()
+    theta[unary] += 1.57 / (L * L)
+    model.theta = theta
+    exact = model.log_partition()
+    for seed, z in zip(range(10), [2.0, 20.0] * 5):
+        res = adaptive_annealed_importance_sampling(model, z=z, random_state=seed, warn=False)
+        assert abs(res.log_z - exact) <= 3 * res.std_err, (seed, res.path, res.log_z - exact, res.std_err)

@@ -136,8 +136,8 @@ def announce_estimate(name, score_method, d, estimate, std):
         warnings.warn(
             f"{name}: {interval}. The interval is wider than {LOG_Z_INTERVAL_MAX:g} nat per row, so these "
             "scores cannot rank models (AIS underestimates log Z when its chains do not follow the model; "
-            "the tree bound is loose on strongly coupled models: 0.08 to 0.11 nats per variable above the "
-            f"exact value on periodic Ising grids, benchmarks/results/ising_exact.txt). {noise}For a conservative "
+            "the tree bound is loose on strongly coupled models: 0.075 to 0.114 nats per variable above the "
+            f"exact value on periodic Ising grids, benchmarks/results/ising_exact_ais.txt). {noise}For a conservative "
             "comparison use score_method='bound' (scores with the upper end: a guaranteed lower bound on the mean "
             "log-likelihood).",
             EstimatedLikelihoodWarning,

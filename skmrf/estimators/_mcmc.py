@@ -178,8 +178,9 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     moment_ratio_ : float or None
         Adaptive schedule: the mean over the parameters of ``g_j^2 / var_j`` at the returned
         estimate, for the gradient ``g = E_theta[t] - t_bar + alpha theta`` measured on fresh
-        chains (started at data rows, ``20 + n_sweeps`` sweeps under the estimate alone) and its
-        Monte-Carlo variance: about 1 at the maximum-likelihood estimate. Above 2 (or the 0.1 %%
+        chains (started at data rows, ``20 + n_sweeps`` sweeps under the estimate alone), with
+        ``var_j`` its Monte-Carlo variance plus the data's sampling variance of ``t_bar_j``: at
+        most about 1 at the maximum-likelihood estimate. Above 2 (or the 0.1 %%
         tail of ``chi2(d) / d`` for few parameters) the fit warns and ``converged_`` is False.
         None for the other schedules and spectral constraint sets.
     trace_ : dict
@@ -471,8 +472,9 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
             warn_not_converged(
                 type(self).__name__,
                 f"to the maximum-likelihood estimate: at the returned parameters, {n_chains} fresh chains give "
-                f"model moments whose distance from the data's is {info.moment_ratio:.3g} times its Monte-Carlo "
-                f"variance on average over the parameters (about 1 at the estimate; accepted up to "
+                f"model moments whose squared distance from the data's is {info.moment_ratio:.3g} times its "
+                "variance (Monte-Carlo and the data's sampling) on average over the parameters (at most about 1 "
+                f"at the estimate; accepted up to "
                 f"{info.moment_ratio_max:.3g}, moment_ratio_), and over the last {len(steps)} steps each gradient "
                 f"was {steps.mean():.3g} times its noise (1.3 to 3.3 measured where the iterates settled; larger "
                 "means the steps oscillate or drift)",

@@ -574,3 +574,18 @@ def test_auto_plan_when_no_subnetwork_is_worth_splitting():
     forced = DecomposedEM(grid_graph(6, 6), max_iter=2, decompose=True).fit(X)
     assert auto.decompose_ == "subnetworks"
     np.testing.assert_array_equal(auto.theta_, forced.theta_)  # the same plan, the same arithmetic
+
+
+@pytest.mark.parametrize("shape, graph", [((200, 32), "chain"), ((300, 64), "grid:8x8")])
+def test_default_plan_fits_binary_data_with_missing_entries(shape, graph):
+    # #40 (crash): DecomposedEM() with its default decompose="auto" raised "zero-size array to
+    # reduction operation maximum" on seeded random 0/1 data with 20 % NaN (200 x 32, the issue's
+    # case) and on 64 binary columns (the digits' shape); decompose=True fitted. The planner
+    # promoted an empty set of components (see the test above).
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 2, shape).astype(float)
+    X[rng.random(shape) < 0.2] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence at max_iter=3 is not the point
+        est = DecomposedEM(graph, max_iter=3).fit(X)
+    assert np.all(np.isfinite(est.theta_)) and est.decompose_ in ("rows", "subnetworks", False, "none")

@@ -103,7 +103,7 @@ def test_fractional_weights_scale_freely(data):
         (np.full(60, np.nan), "NaN"),
         (np.ones(59), "shape"),
         (np.zeros(60), "zero"),
-        (np.full(60, 1e307), "sums to inf.*divide them"),  # finite weights whose sum overflows
+        (np.full(60, 1e307), "sums to inf.*overflows.*explicit alpha.*alpha='auto'"),  # sum overflows
     ],
 )
 def test_bad_weights_are_refused(weight, match, data):
@@ -128,3 +128,59 @@ def test_weights_through_pipeline_gridsearch_and_cross_val_score(data):
     np.testing.assert_allclose(held_out, est.score(np.repeat(X[40:], weight[40:], axis=0)), rtol=1e-13)
     scores = cross_val_score(LAPEstimator(GRAPH), X, cv=KFold(3), params={"sample_weight": weight})
     assert np.all(np.isfinite(scores))
+
+
+SUBNORMAL = np.full(60, 1e-320)  # every weight and their sum (6e-319) below the smallest normal float
+
+
+@pytest.mark.parametrize("name", sorted(DISCRETE) + ["mle_induced", "gaussian"])
+def test_a_subnormal_weight_sum_is_refused_with_its_figures(name, data):
+    # #40: LAP returned all-NaN theta_, PL and EM all zeros, exact ML, MH and the MLE-induced
+    # likelihood "SVD did not converge", MCMC "cannot convert float NaN to integer". The refusal
+    # names the sum, its largest weight and both remedies (alpha fixed: a common factor; "auto":
+    # the sum sets the ridge).
+    from skmrf import GaussianMaxLikelihood
+
+    X = data[0]
+    make = {
+        **DISCRETE,
+        "mle_induced": lambda: MLEInducedLikelihood(GRAPH),
+        "gaussian": lambda: GaussianMaxLikelihood(GRAPH),
+    }[name]
+    Xfit = X.astype(float) + 0.1 * np.random.default_rng(0).normal(size=X.shape) if name == "gaussian" else X
+    with pytest.raises(
+        ValueError, match=r"sums to [0-9.]+e-319 .*largest weight [0-9.]+e-32[01]\).*smallest normal.*alpha='auto'"
+    ):
+        make().fit(Xfit, sample_weight=SUBNORMAL)
+    # weights of 1e-300 are normal: with a fixed alpha only their ratios matter (the unit-weight fit)
+    if name == "pl":
+        a = PseudoLikelihoodEstimator(GRAPH, alpha=0.01).fit(X)
+        b = PseudoLikelihoodEstimator(GRAPH, alpha=0.01).fit(X, sample_weight=np.full(60, 1e-300))
+        np.testing.assert_allclose(a.theta_, b.theta_, rtol=0, atol=1e-6)  # two solves to tol 1e-8 / alpha
+
+
+@pytest.mark.parametrize("name", ["pl", "em", "gaussian"])
+def test_score_weights_get_the_checks_of_fit(name, data):
+    # #40: weights of 1e307 (their sum overflows) gave a NaN score. A weighted mean depends on the
+    # weights' ratios only: scaled by their maximum, huge and subnormal weights give the plain mean;
+    # all-zero weights (0 / 0) are refused.
+    from skmrf import GaussianMaxLikelihood
+
+    X = data[0]
+    if name == "gaussian":
+        X = X.astype(float) + 0.1 * np.random.default_rng(0).normal(size=X.shape)
+        est = GaussianMaxLikelihood(GRAPH).fit(X)
+    else:
+        est = {"pl": PseudoLikelihoodEstimator, "em": DecomposedEM}[name](GRAPH).fit(X)
+    plain = est.score(X)
+    for w in (1e307, 1e-320):
+        # the same mean of 60 terms, summed in another order: rounding of a few 1e-16 relative
+        np.testing.assert_allclose(est.score(X, sample_weight=np.full(60, w)), plain, rtol=1e-13)
+    with pytest.raises(ValueError, match="zero"):
+        est.score(X, sample_weight=np.zeros(60))
+    if name == "em":  # routed through a meta-estimator's metadata as well
+        import sklearn
+
+        with sklearn.config_context(enable_metadata_routing=True):
+            est.set_score_request(sample_weight=True)
+            assert est.get_metadata_routing().consumes("score", ["sample_weight"]) == {"sample_weight"}

@@ -524,3 +524,58 @@ def column_names(estimator):
         if names is not None:
             return list(names)
     return None
+
+
+def check_mean_weights(sample_weight, n_rows, what):
+    """``sample_weight`` of a weighted mean over ``n_rows`` rows, divided by its largest weight.
+
+    A weighted mean depends only on the weights' ratios, so this scaling changes no result while
+    keeping ``sum(w)`` finite and normal whatever the weights' scale (weights of 1e307 summed to
+    inf and gave a NaN score; subnormal ones lose the sum's precision). scikit-learn's checks refuse
+    negative, non-finite and wrongly sized weights; here an all-zero ``sample_weight`` is refused
+    too, naming ``what`` (the mean would be 0 / 0).
+    """
+    from ._sklearn_compat import _check_sample_weight
+
+    weight = _check_sample_weight(sample_weight, np.empty((n_rows, 0)), dtype=np.float64, ensure_non_negative=True)
+    top = float(weight.max(initial=0.0))
+    if not top > 0:
+        raise ValueError(
+            f"{what}: every sample_weight is 0, so the weighted mean is 0 / 0. Give at least one row a positive weight."
+        )
+    return weight / top
+
+
+def check_weight_sum(total, largest, what="sample_weight"):
+    """Refuse weights whose sum is not a finite, normal, positive float (a fit divides by it).
+
+    A row of weight ``w`` counts as ``w`` rows; ``alpha="auto"`` is ``1 / sum(w)``. A sum that
+    overflows, or one below the smallest normal float (about 2.2e-308, where ``1 / sum``
+    overflows and the per-row means lose their precision: LAP returned NaN parameters, PL and EM
+    zeros, exact ML an SVD failure, #40), is refused with the figures and the two remedies: with
+    an explicit ``alpha`` only the weights' ratios matter, so a common factor is harmless; with
+    ``alpha="auto"`` their sum sets the ridge, so they should be rescaled to the number of rows
+    they stand for.
+    """
+    if np.isfinite(total) and total >= np.finfo(np.float64).tiny:
+        return
+    where = "overflows" if not np.isfinite(total) else "is below the smallest normal float (2.2e-308)"
+    raise ValueError(
+        f"{what} sums to {total:g} (largest weight {largest:g}), which {where}. A row of weight w counts as w "
+        "rows: with an explicit alpha only the weights' ratios matter, so multiply or divide them by a common "
+        "factor (for example divide by their maximum); with alpha='auto' (1 / the sum of the weights) the sum "
+        "sets the ridge, so rescale them to the number of rows they stand for."
+    )
+
+
+def check_count_weights(sample_weight, n_rows, what):
+    """``sample_weight`` that count rows (a deviance, standard errors): scikit-learn's checks, then
+    :func:`check_weight_sum`, since these results depend on the weights' scale."""
+    from ._sklearn_compat import _check_sample_weight
+
+    weight = _check_sample_weight(sample_weight, np.empty((n_rows, 0)), dtype=np.float64, ensure_non_negative=True)
+    with np.errstate(over="ignore"):
+        total = float(weight.sum())
+    if total > 0:
+        check_weight_sum(total, float(weight.max()), f"{what}: sample_weight")
+    return weight

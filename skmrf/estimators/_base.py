@@ -24,6 +24,7 @@ from .._utils.validation import (
     check_data_array,
     check_n_states,
     check_states,
+    check_weight_sum,
     column_names,
     fit_column_labels,
 )
@@ -132,11 +133,8 @@ def _sample_weight(sample_weight, X):
     weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
     with np.errstate(over="ignore"):
         total = float(np.sum(weight))
-    if not np.isfinite(total):
-        raise ValueError(
-            f"sample_weight sums to {total:g} (largest weight {weight.max():g}); a row of weight w counts as "
-            "w rows, so only their ratios matter: divide them by a common factor (for example their maximum)."
-        )
+    if total > 0:  # all zero: the caller's own refusal names it
+        check_weight_sum(total, float(weight.max()))
     return summable_weights(weight)
 
 

@@ -23,9 +23,9 @@ from .._utils._budgets import EM_MIN_WORK_PER_WORKER
 from .._utils._docstrings import fill_doc
 from .._utils._parallel import parallel_or_serial, workers_for
 from .._utils._progress import Progress
-from .._utils._sklearn_compat import Interval, StrOptions, _check_sample_weight, check_is_fitted
+from .._utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from .._utils._verbose import ProgressLog
-from .._utils.validation import check_generator
+from .._utils.validation import check_generator, check_mean_weights
 from ..model import DiscreteMRF
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF, model_of
 from ._existence import empty_cell_cliques, warn_no_finite_estimate
@@ -469,7 +469,7 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
         seen = ~(Xi < 0).all(axis=1)
         weight = np.ones(len(Xi))
         if sample_weight is not None:
-            weight = _check_sample_weight(sample_weight, Xi, dtype=np.float64, ensure_non_negative=True)
+            weight = check_mean_weights(sample_weight, len(Xi), f"{type(self).__name__}.score")
         n_seen = float(weight[seen].sum())
         if n_seen == 0:
             raise ValueError(

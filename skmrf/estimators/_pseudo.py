@@ -17,8 +17,9 @@ from .._kernels.pseudo import (
 from .._solvers import THETA_BOUND, warn_if_not_converged
 from .._utils._docstrings import fill_doc
 from .._utils._progress import Progress
-from .._utils._sklearn_compat import Interval, StrOptions, _check_sample_weight, check_is_fitted
+from .._utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from .._utils._verbose import ProgressLog
+from .._utils.validation import check_count_weights
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
 from ._existence import empty_cell_cliques, table_counts, warn_no_finite_estimate
 from ._statistics import covariance_from_information, describe_parameter, warn_if_penalised
@@ -344,7 +345,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         Xi = self._validate_score_data(X)
         weight = None
         if sample_weight is not None:
-            weight = _check_sample_weight(sample_weight, Xi, dtype=np.float64, ensure_non_negative=True)
+            weight = check_count_weights(sample_weight, len(Xi), type(self).__name__)
         total = float(len(Xi) if weight is None else weight.sum())
         model = self.model_
         H, J = pseudo_likelihood_information(model.layout, model.theta, Xi, weight)

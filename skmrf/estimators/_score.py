@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import DensityMixin
 
-from .._utils._sklearn_compat import _check_sample_weight
+from .._utils.validation import check_mean_weights
 
 __all__ = ["MeanScoreMixin"]
 
@@ -33,5 +33,5 @@ class MeanScoreMixin(DensityMixin):
         scores = self.score_samples(X)
         if sample_weight is None:
             return float(np.mean(scores))
-        weight = _check_sample_weight(sample_weight, scores[:, None], dtype=np.float64, ensure_non_negative=True)
+        weight = check_mean_weights(sample_weight, len(scores), f"{type(self).__name__}.score")
         return float(weight @ scores / weight.sum())

@@ -15,7 +15,8 @@ import warnings
 
 import numpy as np
 
-from .._utils._sklearn_compat import _check_sample_weight, check_is_fitted
+from .._utils._sklearn_compat import check_is_fitted
+from .._utils.validation import check_count_weights
 from ..exceptions import PenalisedFitWarning
 
 __all__ = [
@@ -97,7 +98,7 @@ class LikelihoodStatisticsMixin:
         scores = self.score_samples(X)
         if sample_weight is None:
             return float(scores.sum()), None
-        weight = _check_sample_weight(sample_weight, scores[:, None], dtype=np.float64, ensure_non_negative=True)
+        weight = check_count_weights(sample_weight, len(scores), type(self).__name__)
         return float(weight @ scores), weight
 
     def deviance(self, X, sample_weight=None):
@@ -252,7 +253,7 @@ class DiscreteStatisticsMixin(LikelihoodStatisticsMixin):
     def _standard_errors(self, X, sample_weight):
         Xi, weight, seen = self._rows(X, None)
         if sample_weight is not None:
-            weight = _check_sample_weight(sample_weight, Xi, dtype=np.float64, ensure_non_negative=True)
+            weight = check_count_weights(sample_weight, len(Xi), type(self).__name__)
         information = self._information(Xi[seen], weight[seen], float(weight[seen].sum()))
         cov = covariance_from_information(
             information, lambda a: describe_parameter(self.model_, a), type(self).__name__

@@ -30,7 +30,14 @@ from ..._utils._sklearn_compat import (
     validate_data,
 )
 from ..._utils._verbose import ProgressLog
-from ..._utils.validation import check_column_labels, check_data_array, check_real, column_names, fit_column_labels
+from ..._utils.validation import (
+    check_column_labels,
+    check_data_array,
+    check_real,
+    check_weight_sum,
+    column_names,
+    fit_column_labels,
+)
 from ...exceptions import DiscreteDataWarning, NotPositiveDefiniteWarning, ScaleWarning
 from ...graphs import MRFGraph, resolve_adjacency
 from .._score import MeanScoreMixin
@@ -228,12 +235,14 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         if sample_weight is None:
             return None
         weights = _check_sample_weight(sample_weight, np.empty((n, 0)), dtype=np.float64, ensure_non_negative=True)
-        total = float(np.sum(weights))
-        if not (total > 0 and np.isfinite(total)):
+        with np.errstate(over="ignore"):
+            total = float(np.sum(weights))
+        if not total > 0:
             raise ValueError(
-                f"{type(self).__name__}: the sample weights sum to {total:g}; a fit needs a positive, finite "
-                "total weight (a row of weight w counts as w rows)."
+                f"{type(self).__name__}: the sample weights sum to {total:g}; a fit needs a positive total weight "
+                "(a row of weight w counts as w rows)."
             )
+        check_weight_sum(total, float(weights.max()), f"{type(self).__name__}: sample_weight")
         return weights
 
     def _prepare_in_memory(self, X, weights, names):

@@ -21,7 +21,12 @@ from skmrf._data import Rows
 from skmrf._kernels.mcmc.adaptive import fit_adaptive
 from skmrf._kernels.mcmc.chains import pairwise_positions
 from skmrf._kernels.mcmc.constraint import constraint_set
-from skmrf._kernels.mcmc.defaults import ADAPTIVE_MC_FRACTION, adaptive_defaults, sweep_autocorrelation
+from skmrf._kernels.mcmc.defaults import (
+    ADAPTIVE_MAX_WORK,
+    ADAPTIVE_MC_FRACTION,
+    adaptive_defaults,
+    sweep_autocorrelation,
+)
 from skmrf._kernels.mcmc.expectations import ExactFeatures, ExactIsingExpectation, ExactSampleIsingExpectation
 from skmrf._kernels.mcmc.fast_mixing import (
     MAX_WORK,
@@ -443,22 +448,34 @@ def test_default_fit_matches_the_data_moments():
 
 
 def test_adaptive_defaults_hold_the_monte_carlo_error_at_a_fraction_of_the_statistical_one():
-    # M K >= tau n / fraction^2 (the docstring's rule), the chains growing with n from a floor.
+    # M K >= tau n / fraction^2 (the docstring's rule), the chains growing with n from a floor,
+    # unless the averaged phase's work M K (v + 1) n would pass max_work: then M K is cut to it and
+    # mc_fraction = sqrt(tau n / (M K)) says what is left (#40: weights summing to 2e8 asked for
+    # 1,058,253 chains and a fit of minutes).
     for n in (100, 10_000, 1_000_000):
         for rho in (0.0, 0.5, 0.95):
-            d = adaptive_defaults(n, 144, rho)
-            assert d.n_chains * d.n_average >= d.step_autocorrelation_time * n / ADAPTIVE_MC_FRACTION**2
-            assert d.step_autocorrelation_time == pytest.approx((1 + rho**d.n_sweeps) / (1 - rho**d.n_sweeps))
-            assert d.n_chains >= 1000 and d.n_average >= 200
+            for max_work in (np.inf, ADAPTIVE_MAX_WORK):
+                d = adaptive_defaults(n, 144, rho, max_work=max_work)
+                t = d.step_autocorrelation_time
+                assert t == pytest.approx((1 + rho**d.n_sweeps) / (1 - rho**d.n_sweeps))
+                assert d.n_chains >= 1000 and d.n_average >= 200
+                assert d.mc_fraction == pytest.approx(max(0.1, np.sqrt(t * n / (d.n_chains * d.n_average))))
+                if d.n_chains * d.n_average < t * n / ADAPTIVE_MC_FRACTION**2:  # cut by the budget
+                    assert max_work == ADAPTIVE_MAX_WORK and d.mc_fraction > ADAPTIVE_MC_FRACTION
+                    assert d.n_chains * d.n_average * (d.n_sweeps + 1) * 144 <= 1.01 * max_work
     assert adaptive_defaults(100, 144).n_chains == 1000  # the floor
-    assert adaptive_defaults(10**5, 144).n_chains == 50_000  # tau = 1: 10^5 rows / 0.01 / 200 steps
+    assert adaptive_defaults(10**5, 144, max_work=np.inf).n_chains == 50_000  # tau = 1: 10^5 / 0.01 / 200
+    # within the budget: 2e9 / (2 sweeps x 144 variables x 200 steps) chains, an error of 0.12
+    assert adaptive_defaults(10**5, 144).n_chains == 34_723
     # Sweeps: one for independent draws; several where a sweep leaves most of the correlation.
     assert adaptive_defaults(10**4, 144, 0.1).n_sweeps == 1
     assert 8 <= adaptive_defaults(10**4, 144, 0.965).n_sweeps <= 25
     assert adaptive_defaults(10**4, 144, 0.965, n_sweeps=3).n_sweeps == 3
-    # A model too wide for that many chains' states lengthens the averaging instead.
-    wide = adaptive_defaults(10**5, 10**6, 0.0)
+    # A model too wide for that many chains' states lengthens the averaging instead, within the budget.
+    wide = adaptive_defaults(10**5, 10**6, 0.0, max_work=np.inf)
     assert wide.n_chains == 1000 and wide.n_average == 10**5 / 0.01 / 1000
+    cut = adaptive_defaults(10**5, 10**6, 0.0)  # 1000 chains x 200 steps x 2 sweeps x 10^6 = 4e11 at least
+    assert cut.n_chains == 1000 and cut.n_average == 200 and cut.mc_fraction == pytest.approx(np.sqrt(0.5))
 
 
 def test_sweep_autocorrelation_tells_independent_from_coupled():
@@ -689,3 +706,23 @@ def test_diverged_parameters_raise_naming_the_setting(monkeypatch, schedule, adv
     X = np.random.default_rng(0).integers(0, 2, (50, 4))
     with pytest.raises(ValueError, match=rf"diverged to non-finite values in 3 steps.*{advice}"):
         MCMCMaxLikelihood("chain", schedule=schedule).fit(X)
+
+
+def test_theory_schedule_refusal_says_how_long_it_would_take():
+    # #40 (hang): the theory schedule of a 6-variable chain with alpha=1 resolved to 512,533 chains
+    # x 48 sweeps per step (68 s for 20 steps); MAX_WORK = 1e11 admitted fits of 40 minutes. The
+    # budget is now about two minutes, and the refusal says how long the schedule would take.
+    X = np.random.default_rng(0).integers(0, 2, (200, 6))
+    with pytest.raises(ValueError, match=r"single-site updates \(about [0-9.e+]+ s on one core.*MAX_WORK=5e\+09"):
+        MCMCMaxLikelihood("chain", alpha=1.0, schedule="theory").fit(X)
+
+
+def test_auto_chains_are_cut_to_the_work_budget_with_a_warning():
+    # #40 (hang): weights of 1e6 on 200 rows make the "auto" chains count 2e8 rows: 1,058,253
+    # chains and minutes of work. They are cut to ADAPTIVE_MAX_WORK, and the fit says what that
+    # leaves of the Monte-Carlo error's target.
+    X = np.random.default_rng(0).integers(0, 2, (200, 4))
+    est = MCMCMaxLikelihood(schedule=AdaptiveSchedule(n_iter=20), random_state=0)
+    with pytest.warns(UserWarning, match=r"auto chains were cut to [0-9]+ chains.*Monte-Carlo error is 0\.9"):
+        est.fit(X, sample_weight=np.full(200, 1e6))
+    assert est.schedule_.n_chains * 200 * 2 * 4 <= 1.01 * ADAPTIVE_MAX_WORK

@@ -8,6 +8,7 @@ estimate) or :func:`~skmrf._kernels.mcmc.theory.fit_theory`.
 
 from __future__ import annotations
 
+import warnings
 from functools import partial
 from numbers import Real
 
@@ -17,7 +18,7 @@ from .._kernels.mcmc import chains
 from .._kernels.mcmc.adaptive import ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW, fit_adaptive
 from .._kernels.mcmc.chains import binary_theta, pairwise_positions
 from .._kernels.mcmc.constraint import constraint_set
-from .._kernels.mcmc.defaults import plan_adaptive
+from .._kernels.mcmc.defaults import ADAPTIVE_MAX_WORK, ADAPTIVE_MC_FRACTION, plan_adaptive
 from .._kernels.mcmc.moments import AUTO_START_SWEEPS, fit_moments
 from .._kernels.mcmc.theory import fit_theory, ising_data_statistics, plan_theory
 from .._kernels.pseudo import fit_pseudo_likelihood
@@ -438,6 +439,18 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         n_iter, n_chains, n_sweeps = plan.n_iter, plan.n_chains, plan.n_sweeps
         self.schedule_ = MCMCSchedule("adaptive", n_iter, n_chains, n_sweeps, constraint.fast_mixing)
         self.sweep_autocorrelation_ = plan.sweep_autocorrelation
+        if plan.mc_fraction is not None and plan.mc_fraction > ADAPTIVE_MC_FRACTION * (1 + 1e-9):
+            warnings.warn(
+                f"{type(self).__name__}: the adaptive schedule's auto chains were cut to {n_chains} chains x "
+                f"{plan.n_average} averaged steps of {n_sweeps} sweeps, the work of about "
+                f"{ADAPTIVE_MAX_WORK:.3g} single-site updates (ADAPTIVE_MAX_WORK, about 50 s on one core), so the "
+                f"estimate's Monte-Carlo error is {plan.mc_fraction:.3g} of its statistical error instead of "
+                f"{ADAPTIVE_MC_FRACTION:g} ({rows.total:.6g} rows, or the sum of the weights, ask for that many). "
+                "Give the schedule's n_chains and n_iter to spend more, or weights that sum to the number of rows "
+                "they stand for.",
+                UserWarning,
+                stacklevel=5,
+            )
         mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
         with (
             self._pool(n_chains, n_sweeps) as parallel,

@@ -41,6 +41,11 @@ ADAPTIVE_STEP_COST = 1.0
 #: Most steps of an "auto" run (at least twice the averaged steps: the rule must fire in the
 #: first half and the average fit in the second).
 ADAPTIVE_MAX_ITER = 2000
+#: Budget of the averaged phase of an "auto" schedule, in single-site updates (``M K (v + 1) n``):
+#: about 50 s at the 4e7 updates per second of the theory schedule's chains on one core (#40: a
+#: chain model with weights summing to 2e8 asked for 1,058,253 chains and ran past 150 s). Beyond
+#: it the chains and steps are cut to fit, and the fit warns with the Monte-Carlo error it gets.
+ADAPTIVE_MAX_WORK = 2e9
 #: The probe that measures the sweeps' autocorrelation at the start: chains and sweeps.
 ADAPTIVE_PROBE_CHAINS = 1000
 ADAPTIVE_PROBE_SWEEPS = 20
@@ -60,6 +65,9 @@ class AdaptiveDefaults(NamedTuple):
     n_sweeps: int
     n_average: int
     step_autocorrelation_time: float
+    mc_fraction: float = ADAPTIVE_MC_FRACTION
+    """The Monte-Carlo error over the statistical error that these chains and steps give:
+    ``fraction``, or more where ``max_work`` cut them."""
 
 
 # Over 60 lines by its docstring (the parameters, and the rule's derivation); the body is under 40.
@@ -75,6 +83,7 @@ def adaptive_defaults(
     max_sweeps=ADAPTIVE_MAX_SWEEPS,
     step_cost=ADAPTIVE_STEP_COST,
     max_state_bytes=ADAPTIVE_MAX_STATE_BYTES,
+    max_work=ADAPTIVE_MAX_WORK,
 ):
     """The adaptive schedule's chains, sweeps per step and averaged steps for ``n_rows`` rows.
 
@@ -130,11 +139,15 @@ def adaptive_defaults(
         The cost of a step beyond its sweeps, in sweeps.
     max_state_bytes : int, default=ADAPTIVE_MAX_STATE_BYTES
         The chains' states (8 bytes per variable and chain) beyond which ``K`` grows instead.
+    max_work : float, default=ADAPTIVE_MAX_WORK
+        Most single-site updates ``M K (v + step_cost) n`` of the averaged phase: beyond it ``M K``
+        is cut (not below ``min_chains`` times ``n_average``) and ``mc_fraction`` says what that
+        leaves.
 
     Returns
     -------
     AdaptiveDefaults
-        ``(n_chains, n_sweeps, n_average, step_autocorrelation_time)``.
+        ``(n_chains, n_sweeps, n_average, step_autocorrelation_time, mc_fraction)``.
     """
     rho = min(max(float(sweep_correlation), 0.0), ADAPTIVE_MAX_CORRELATION)
 
@@ -145,10 +158,14 @@ def adaptive_defaults(
         n_sweeps = min(range(1, max_sweeps + 1), key=lambda v: (v + step_cost) * tau(v))
     t = tau(n_sweeps)
     draws = t * n_rows / fraction**2  # M K
+    # the averaged phase's work M K (v + step_cost) n, cut to max_work (at least min_chains x n_average)
+    affordable = max_work / ((n_sweeps + step_cost) * max(n_variables, 1))
+    draws = min(draws, max(affordable, min_chains * n_average))
     max_chains = max(min_chains, int(max_state_bytes // (8 * max(n_variables, 1))))
     n_chains = min(max(min_chains, math.ceil(draws / n_average)), max_chains)
     n_average = max(n_average, math.ceil(draws / n_chains))
-    return AdaptiveDefaults(n_chains, int(n_sweeps), n_average, t)
+    achieved = max(fraction, math.sqrt(t * n_rows / (n_chains * n_average)))
+    return AdaptiveDefaults(n_chains, int(n_sweeps), n_average, t, achieved)
 
 
 def sweep_autocorrelation(
@@ -216,6 +233,9 @@ class AdaptivePlan(NamedTuple):
     """The stopping rule's tolerance; None (a fixed number of steps) when ``n_iter`` is given."""
     sweep_autocorrelation: float | None
     """The measured lag-one autocorrelation per sweep; None when chains and sweeps were given."""
+    mc_fraction: float | None = None
+    """The Monte-Carlo error over the statistical error of "auto" chains (above
+    ``ADAPTIVE_MC_FRACTION`` where ``ADAPTIVE_MAX_WORK`` cut them); None when chains were given."""
 
 
 def plan_adaptive(given, tol, layout, theta0, colours, rows, rng, measure=True):
@@ -241,4 +261,5 @@ def plan_adaptive(given, tol, layout, theta0, colours, rows, rng, measure=True):
         auto.n_average,
         None if fixed else tol,
         rho,
+        auto.mc_fraction if isinstance(n_chains, str) else None,
     )

@@ -18,7 +18,7 @@ import numpy as np
 from ..._solvers.projected_gradient import projected_gradient
 from ...model._ising import ising_statistics
 from .chains import Chains, IsingExpectation
-from .fast_mixing import MAX_WORK, FastMixingSchedule, distance_bound, fast_mixing_schedule
+from .fast_mixing import MAX_WORK, UPDATES_PER_SECOND, FastMixingSchedule, distance_bound, fast_mixing_schedule
 
 __all__ = ["TheoryFit", "TheoryPlan", "fit_theory", "ising_data_statistics", "plan_theory"]
 
@@ -88,7 +88,9 @@ def check_work(schedule, n_variables, alternatives=()):
     raise ValueError(
         f"The theory schedule K={schedule.n_iter} steps, M={schedule.n_samples} samples, v={schedule.n_sweeps} "
         f"sweeps ({schedule.n_sweeps * n} single-site transitions) of {n} variables is K*M*v*n = {work:.3g} "
-        f"single-site updates, over the budget MAX_WORK={MAX_WORK:.3g}. {advice}"
+        f"single-site updates (about {work / UPDATES_PER_SECOND:.3g} s on one core at {UPDATES_PER_SECOND:.2g} "
+        f"updates per second), over the budget MAX_WORK={MAX_WORK:.3g} (about "
+        f"{MAX_WORK / UPDATES_PER_SECOND:.3g} s). {advice}"
         "Or use the adaptive schedule (the default: persistent chains and a stopping rule, no guarantee), "
         "or give n_iter, n_chains and n_sweeps explicitly."
     )

@@ -368,3 +368,31 @@ def test_synthetic_chains_mix_at_the_bundled_settings():
     assert X.shape == (60, BUNDLED["n_columns"])
     # The same seed draws the same model as the bundled file's.
     np.testing.assert_array_equal(contacts, load_synthetic_alignment().contacts)
+
+
+def test_readers_and_writers_keep_their_contracts(tmp_path):
+    # #40: each of these broke a promise of its docstring without a word.
+    import io
+
+    from skmrf.protein import average_product_correction, read_alignment, read_plmc_couplings, write_fasta
+
+    # nonstandard="drop" dropping every sequence returned a (0, L) alignment
+    with pytest.raises(ValueError, match=r"Every one of the 2 sequences holds a letter outside.*'X'.*'gap'"):
+        read_alignment(io.StringIO(">a\nACXD\n>b\nXCAD\n"), nonstandard="drop")
+    # UTF-8 names read from a path were mangled ('s\ufffd\ufffdq1'); from a text stream they were kept
+    path = tmp_path / "utf8.fasta"
+    path.write_bytes(">séq1 α-helix\nACDE\n>b\nACDE\n".encode())
+    assert read_alignment(path).names[0] == "séq1 α-helix"
+    # a name with a line break wrote a file that read back as three sequences
+    with pytest.raises(ValueError, match=r"names\[0\] = 'a\\nb' holds a line break"):
+        write_fasta(io.StringIO(), [[1, 2]], names=["a\nb"])
+    # a pair listed twice with different scores, and a pair (i, i), broke "symmetric, zero diagonal"
+    with pytest.raises(ValueError, match=r"Lines 1 and 3 both score the pair \(1, 2\), with 0.5 and 0.7"):
+        read_plmc_couplings(io.StringIO("1 M 2 K 0 0.5\n1 M 3 V 0 0.1\n2 K 1 M 0 0.7\n"))
+    with pytest.raises(ValueError, match="Line 2 pairs position 3 with itself"):
+        read_plmc_couplings(io.StringIO("1 M 2 K 0 0.5\n3 V 3 V 0 0.1\n"))
+    same = read_plmc_couplings(io.StringIO("1 M 2 K 0 0.5\n2 K 1 M 0 0.5\n"))  # listed twice, equal: harmless
+    assert same.matrix[0, 1] == same.matrix[1, 0] == 0.5
+    # APC of a non-symmetric matrix returned a non-symmetric result
+    with pytest.raises(ValueError, match=r"S is not symmetric: S\[0, 1\] = 2 but S\[1, 0\] = 1"):
+        average_product_correction(np.array([[0.0, 2.0, 1.0], [1.0, 0.0, 1.0], [1.0, 1.0, 0.0]]))

@@ -68,8 +68,8 @@ def _open_text(path_or_file):
     else:
         name = getattr(path_or_file, "name", None)
         data = path_or_file.read()
-    if isinstance(data, bytes):
-        data = data.decode("ascii", errors="replace")
+    if isinstance(data, bytes):  # UTF-8 names are kept; a non-ASCII letter in a sequence is refused later
+        data = data.decode("utf-8", errors="replace")
     return data, (name if isinstance(name, str) else None)
 
 
@@ -226,6 +226,14 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
     outside = X == -2
     if nonstandard == "drop":
         rows = ~outside.any(axis=1)
+        if not rows.any():
+            s, j = np.argwhere(outside)[0]
+            letter = chr(raw[starts[s] + np.flatnonzero(keep[starts[s] : starts[s] + lengths[s]])[j]])
+            raise ValueError(
+                f"Every one of the {len(seqs)} sequences holds a letter outside the alphabet {alphabet!r} (sequence "
+                f"0, {names[0]!r}, holds {letter!r}), so nonstandard='drop' leaves no sequence. Read with "
+                "nonstandard='gap' (such letters become gaps), or with the alphabet the letters belong to."
+            )
         X = X[rows]
         names = [nm for nm, r in zip(names, rows) if r]
     else:

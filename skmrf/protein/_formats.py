@@ -127,7 +127,8 @@ def read_plmc_couplings(path_or_file):
     Raises
     ------
     ValueError
-        If a line does not have six fields, naming the line.
+        If a line does not have six fields, pairs a position with itself, or scores a pair that
+        another line scores differently, naming the lines.
 
     Examples
     --------
@@ -147,8 +148,26 @@ def read_plmc_couplings(path_or_file):
     cols = list(zip(*rows))
     pi, pj = np.array(cols[0], dtype=np.int64), np.array(cols[2], dtype=np.int64)
     score = np.array(cols[5], dtype=np.float64)
+    self_pair = np.flatnonzero(pi == pj)
+    if self_pair.size:
+        n = int(self_pair[0])
+        raise ValueError(
+            f"Line {n + 1} pairs position {pi[n]} with itself: a coupling-scores file lists pairs of two "
+            "positions (its matrix has a zero diagonal)."
+        )
     positions = np.unique(np.concatenate([pi, pj]))
     a, b = np.searchsorted(positions, pi), np.searchsorted(positions, pj)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    pair = lo * len(positions) + hi
+    order = np.argsort(pair, kind="stable")
+    same = np.flatnonzero(pair[order][1:] == pair[order][:-1])
+    clash = same[score[order][same + 1] != score[order][same]]
+    if clash.size:
+        first, second = int(order[clash[0]]), int(order[clash[0] + 1])
+        raise ValueError(
+            f"Lines {first + 1} and {second + 1} both score the pair ({pi[first]}, {pj[first]}), with "
+            f"{score[first]:g} and {score[second]:g}: a coupling-scores file lists each pair once."
+        )
     S = np.zeros((len(positions), len(positions)))
     S[a, b] = S[b, a] = score
     letters = np.full(len(positions), "-")

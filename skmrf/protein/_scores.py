@@ -181,7 +181,7 @@ def average_product_correction(S):
     Raises
     ------
     ValueError
-        If ``S`` is not square, has fewer than 2 rows, or is not finite.
+        If ``S`` is not square, has fewer than 2 rows, is not finite or is not symmetric.
 
     Examples
     --------
@@ -198,6 +198,15 @@ def average_product_correction(S):
         raise ValueError(f"S must be a square matrix of at least 2 x 2; got shape {S.shape}.")
     if not np.all(np.isfinite(S)):
         raise ValueError("S holds NaN or inf.")
+    off = np.abs(S - S.T)
+    scale = np.abs(S).max(initial=0.0)
+    if off.max(initial=0.0) > 1e-12 * max(scale, 1.0):  # rounding of a symmetrised matrix passes
+        i, j = np.unravel_index(int(np.argmax(off)), off.shape)
+        raise ValueError(
+            f"S is not symmetric: S[{i}, {j}] = {S[i, j]:.6g} but S[{j}, {i}] = {S[j, i]:.6g}. APC corrects the "
+            "scores of pairs, which do not depend on the order of the two columns: symmetrise it first, for "
+            "example (S + S.T) / 2."
+        )
     n = S.shape[0]
     np.fill_diagonal(S, 0.0)
     row = S.sum(axis=1) / (n - 1)

@@ -169,7 +169,8 @@ def write_fasta(path_or_file, X, names=None, alphabet=ALPHABET):
     Raises
     ------
     ValueError
-        If a state has no letter in ``alphabet`` or ``names`` has the wrong length.
+        If a state has no letter in ``alphabet``, ``names`` has the wrong length, or a name holds a
+        line break (the file would read back as other sequences).
 
     Examples
     --------
@@ -188,6 +189,12 @@ def write_fasta(path_or_file, X, names=None, alphabet=ALPHABET):
     names = [f"seq{n}" for n in range(len(X))] if names is None else list(names)
     if len(names) != len(X):
         raise ValueError(f"names has {len(names)} entries for {len(X)} sequences.")
+    broken = [n for n, nm in enumerate(names) if "\n" in str(nm) or "\r" in str(nm)]
+    if broken:
+        raise ValueError(
+            f"names[{broken[0]}] = {names[broken[0]]!r} holds a line break: a FASTA header is one line, so the file "
+            "would read back with other sequences. Replace the line breaks (for example by spaces)."
+        )
     text = "".join(f">{nm}\n{r.decode()}\n" for nm, r in zip(names, rows))
     if hasattr(path_or_file, "write"):
         path_or_file.write(text)

@@ -467,3 +467,27 @@ def test_alignment_options_are_refused_where_they_mean_nothing(tmp_path, capsys,
     check_error(capsys, ["fit", npy, "--weights", "0.8", "-o", tmp_path / "m.npz"], "--weights applies to --alignment")
     check_error(capsys, ["fit", "-o", tmp_path / "m.npz"], "needs a data file")
     check_error(capsys, ["fit", "--alignment", fasta, "--weights", "1.5", "-o", tmp_path / "m.npz"], "identity")
+
+
+def test_an_output_path_that_is_an_input_is_refused(tmp_path, capsys):
+    # #40: `fit --alignment fam.txt --couplings fam.txt` replaced the alignment with coupling scores
+    # (the default couplings path can collide too), and `score --per-row d.csv` replaced the data.
+    # Every output that names an input of the command is refused before any work; the input is
+    # left as it was.
+    fasta = tmp_path / "m3_couplings.txt"
+    fasta.write_text(ALIGNMENT)
+    argv = ["fit", "--method", "pl", "--alignment", fasta, "--couplings", fasta, "-o", tmp_path / "m.npz"]
+    check_error(capsys, argv, "--couplings", "is the --alignment file this command reads")
+    # the default couplings path, beside -o m3.npz, is the alignment itself
+    check_error(capsys, ["fit", "--method", "pl", "--alignment", fasta, "-o", tmp_path / "m3.npz"], "--couplings")
+    assert fasta.read_text() == ALIGNMENT
+    data = tmp_path / "d.csv"
+    X = np.random.default_rng(0).integers(0, 2, (30, 3))
+    np.savetxt(data, X, fmt="%d", delimiter=",", header="a,b,c", comments="")
+    before = data.read_text()
+    model = tmp_path / "m.npz"
+    assert run(capsys, "fit", data, "-o", model, "--method", "pl")[0] == 0
+    check_error(capsys, ["score", model, data, "--per-row", data], "--per-row", "is the DATA file")
+    check_error(capsys, ["sample", model, "-n", 3, "-o", model], "--out", "is the MODEL file")
+    assert run(capsys, "fit", data, "-o", tmp_path / "other.npz", "--method", "pl")[0] == 0  # another file: fine
+    assert data.read_text() == before

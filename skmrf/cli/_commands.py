@@ -83,8 +83,14 @@ def _load(path):
         return load_model(path)
 
 
+def _inputs(args):
+    """The files a command reads, as ``(path, option)`` pairs, for :func:`check_output`."""
+    named = (("data", "DATA"), ("alignment", "--alignment"), ("model", "MODEL"), ("graph", "--graph"))
+    return [(getattr(args, key, None), option) for key, option in named]
+
+
 def cmd_fit(args):
-    check_output(args.out, "--out", (".npz",))
+    check_output(args.out, "--out", (".npz",), inputs=_inputs(args))
     if args.alignment is not None:
         return _fit_alignment(args)
     if args.data is None:
@@ -107,7 +113,7 @@ def _fit_alignment(args):
         raise CLIError(f"give a data file ({args.data}) or --alignment, not both.")
     check_exists(args.alignment, "alignment file")
     couplings = args.couplings or os.path.splitext(args.out)[0] + "_couplings.txt"
-    check_output(couplings, "--couplings", (".txt", ".csv", ".tsv", ""))
+    check_output(couplings, "--couplings", (".txt", ".csv", ".tsv", ""), inputs=_inputs(args) + [(args.out, "--out")])
     with _user_errors(args.alignment):
         X = read_alignment(args.alignment).X
     weight = None
@@ -145,7 +151,7 @@ def _fit_and_save(est, args, X, weight, label):
 def cmd_score(args):
     est = _load(args.model)
     if args.per_row:
-        check_output(args.per_row, "--per-row")
+        check_output(args.per_row, "--per-row", inputs=_inputs(args))
     table = read_table(args.data, header=not args.no_header)
     X = score_input(est, table, args.model)
     with _Progress(f"scoring {args.data}", args.verbose), contextlib.redirect_stdout(sys.stderr):
@@ -162,7 +168,7 @@ def cmd_sample(args):
     est = _load(args.model)
     if not hasattr(est, "sample"):
         raise CLIError(f"{args.model} holds a {type(est).__name__}, which cannot sample; sample needs a discrete one.")
-    check_output(args.out, "--out")
+    check_output(args.out, "--out", inputs=_inputs(args))
     with _Progress(f"drawing {args.n_samples} samples", args.verbose), contextlib.redirect_stdout(sys.stderr):
         with _user_errors(args.model):
             X = est.sample(args.n_samples, random_state=args.random_state, method=args.method, n_sweeps=args.n_sweeps)

@@ -335,8 +335,21 @@ def _replacing(path):
         raise CLIError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-def check_output(path, what, suffixes=(".npy", ".csv", ".tsv", ".parquet")):
-    """Refuse an output file of an unknown type, a directory or in a folder that does not exist, before the work."""
+def _same_file(a, b):
+    if os.path.exists(a) and os.path.exists(b):
+        return os.path.samefile(a, b)
+    return os.path.abspath(a) == os.path.abspath(b)
+
+
+def check_output(path, what, suffixes=(".npy", ".csv", ".tsv", ".parquet"), inputs=()):
+    """Refuse an output file of an unknown type, a directory, in a folder that does not exist, or one
+    of the command's ``inputs`` (``(path, option)`` pairs; a path may be None), before the work."""
+    for source, option in inputs:
+        if source is not None and isinstance(source, str) and _same_file(path, source):
+            raise CLIError(
+                f"{what} {path} is the {option} file this command reads: writing it would replace its input. "
+                "Give another output path."
+            )
     suffix = _suffix(path)
     if suffix not in suffixes:
         raise CLIError(f"{what} {path}: unknown file type {suffix or '(none)'!r}; give {', '.join(suffixes)}.")

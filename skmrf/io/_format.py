@@ -51,6 +51,7 @@ FITTED_CHOICES = {
     "score_method_": {"exact", "ais", "bound", "pseudo"},
     "decompose_": {"none", "subnetworks", "components"},
     "solver_": {"newton", "regression", "sparse", "chordal"},
+    "newton_start_": {"lap", "stationary"},
 }
 #: Fitted attributes that are counts (a JSON integer, never a boolean, >= 0).
 FITTED_COUNTS = {

@@ -6,6 +6,8 @@ import numbers
 
 import numpy as np
 
+from ._sklearn_compat import _check_sample_weight
+
 __all__ = [
     "MAX_STATES",
     "check_column_labels",
@@ -535,8 +537,6 @@ def check_mean_weights(sample_weight, n_rows, what):
     negative, non-finite and wrongly sized weights; here an all-zero ``sample_weight`` is refused
     too, naming ``what`` (the mean would be 0 / 0).
     """
-    from ._sklearn_compat import _check_sample_weight
-
     weight = _check_sample_weight(sample_weight, np.empty((n_rows, 0)), dtype=np.float64, ensure_non_negative=True)
     top = float(weight.max(initial=0.0))
     if not top > 0:
@@ -571,8 +571,6 @@ def check_weight_sum(total, largest, what="sample_weight"):
 def check_count_weights(sample_weight, n_rows, what):
     """``sample_weight`` that count rows (a deviance, standard errors): scikit-learn's checks, then
     :func:`check_weight_sum`, since these results depend on the weights' scale."""
-    from ._sklearn_compat import _check_sample_weight
-
     weight = _check_sample_weight(sample_weight, np.empty((n_rows, 0)), dtype=np.float64, ensure_non_negative=True)
     with np.errstate(over="ignore"):
         total = float(weight.sum())

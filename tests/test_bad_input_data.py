@@ -335,3 +335,27 @@ def test_unfitted_init_estimator_is_named():
         DecomposedEM(init=LAPEstimator()).fit(XB)
     fitted = LAPEstimator().fit(XB)
     assert np.all(np.isfinite(DecomposedEM(init=fitted, max_iter=5).fit(XB).theta_))
+
+
+def test_a_count_column_left_in_x_is_named():
+    # #40: a contingency table passed with its Freq column still in X (values up to 670 over 32
+    # cells) was fitted as a fifth variable of 671 states, with only a NoFiniteEstimateWarning. A
+    # column with more "auto" states than rows (and more than 20) is named, with the remedy.
+    import pandas as pd
+
+    from skmrf import ExactMaxLikelihood
+
+    rng = np.random.default_rng(0)
+    freq = rng.integers(0, 671, 32)
+    freq[0] = 670
+    df = pd.DataFrame(np.c_[rng.integers(0, 2, (32, 4)), freq], columns=["Class", "Sex", "Age", "Survived", "Freq"])
+    with pytest.warns(
+        UserWarning, match=r"column 'Freq' takes values up to 670.*671 states over 32 rows.*sample_weight"
+    ):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=RuntimeWarning)
+            ExactMaxLikelihood("chain", max_iter=5).fit(df)
+    with warnings.catch_warnings():  # the four binary columns alone: nothing to say
+        warnings.simplefilter("error", UserWarning)
+        warnings.filterwarnings("ignore", message=".*(converge|finite).*")
+        ExactMaxLikelihood("chain").fit(df.drop(columns="Freq"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 
 import networkx as nx
@@ -155,11 +156,36 @@ def validate_rows(estimator, X, sample_weight=None, n_states="auto", allow_missi
     given = None if isinstance(n_states, str) else check_n_states(n_states, X.shape[1])
     Xi = check_states(X, given, names, allow_nan=allow_missing, keep_dtype=keep_dtype)
     states = np.maximum(Xi.max(axis=0).astype(np.int64) + 1, 2) if given is None else given
+    if given is None:
+        _warn_if_counts(estimator, states, len(Xi), names)
     weight = _sample_weight(sample_weight, Xi)
     if weight is not None and not weight.all():  # rows of weight 0 count for nothing: drop them
         keep = weight > 0
         Xi, weight = Xi[keep], weight[keep]
     return Rows(Xi, states, weight)
+
+
+#: A column whose "auto" number of states exceeds both this and the number of rows is more likely a
+#: count, a value or an identifier than a categorical variable (#40: a table's Freq column, up to
+#: 670 over 32 cells, was fitted as a fifth variable of 671 states with only a
+#: NoFiniteEstimateWarning).
+COUNT_COLUMN_STATES = 20
+
+
+def _warn_if_counts(estimator, states, n_rows, names):
+    """Warn, naming the column, when ``n_states="auto"`` gives a column more states than rows."""
+    wide = np.flatnonzero((states > n_rows) & (states > COUNT_COLUMN_STATES))
+    if wide.size:
+        j = int(wide[0])
+        label = repr(names[j]) if names is not None else str(j)
+        warnings.warn(
+            f"{type(estimator).__name__}: column {label} takes values up to {int(states[j]) - 1}, so n_states='auto' "
+            f"gives it {int(states[j])} states over {n_rows} rows: most of its states never occur. If it holds "
+            "counts of the rows (a contingency table's Freq), pass it as sample_weight and drop it from X; if it "
+            "is a measurement or an identifier, drop it or bin it.",
+            UserWarning,
+            stacklevel=4,
+        )
 
 
 def validate_row_chunks(estimator, X, sample_weight=None, n_states="auto", allow_missing=False):

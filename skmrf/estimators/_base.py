@@ -10,6 +10,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from .._data import Rows, is_chunked, reduce_row_chunks, scan_states, summable_weights
+from .._utils._atomic import atomic_fit
 from .._utils._memory import LBFGS_VECTORS, check_fit_memory
 from .._utils._sklearn_compat import (
     Interval,
@@ -258,6 +259,7 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
     #: binary states only: the start of the refusal, "<subject> for binary variables, but ...".
     _binary_subject = None
 
+    @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
         """Fit the parameters to ``X`` (see the class description for the method).

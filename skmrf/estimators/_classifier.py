@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.preprocessing import LabelEncoder
 from sklearn.utils.multiclass import check_classification_targets
 
+from .._utils._atomic import atomic_fit
 from .._utils._docstrings import fill_doc
 from .._utils._sklearn_compat import Interval, StrOptions, _fit_context, check_is_fitted, validate_data
 from .._utils.validation import check_n_states, check_states, column_names, fit_column_labels
@@ -116,6 +117,7 @@ class MRFClassifier(ClassifierMixin, BaseEstimator):
         features = resolve_graph(self.graph, n_features, column_names(self))
         return list(features.factors) + hub
 
+    @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
         """Fit the joint model of the features and the class.

@@ -9,6 +9,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, clone
 from sklearn.utils._param_validation import HasMethods
 
+from .._utils._atomic import atomic_fit
 from .._utils._docstrings import fill_doc
 from .._utils._sklearn_compat import Interval, StrOptions, _fit_context, check_is_fitted, validate_data
 from .._utils.validation import check_states, column_names, fit_column_labels
@@ -118,6 +119,7 @@ class MRFImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         Xv = validate_data(self, _masked_to_nan(X), reset=reset, dtype=None, ensure_all_finite=False)
         return check_states(Xv, None, column_names(self), allow_nan=True)
 
+    @atomic_fit
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None, sample_weight=None):
         """Fit ``estimator`` to X (its rows without missing entries if it needs complete data).

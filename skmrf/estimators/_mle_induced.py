@@ -17,6 +17,7 @@ from sklearn.frozen import FrozenEstimator
 
 from .._data import is_chunked
 from .._kernels.mle_induced import agreement_counts, induced_eta
+from .._utils._atomic import atomic_fit
 from .._utils._sklearn_compat import StrOptions, _fit_context, check_is_fitted
 from .._utils.validation import column_names
 from ..graphs import resolve_graph
@@ -205,6 +206,7 @@ class MLEInducedLikelihood(BaseEstimator):
         tags.input_tags.allow_nan = False
         return tags
 
+    @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
         """Count agreements, fit the MLE and derive the marginal likelihoods (Eqs. 3, 5, 6).

@@ -21,6 +21,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from ..._data import is_chunked
+from ..._utils._atomic import atomic_fit
 from ..._utils._sklearn_compat import (
     Interval,
     StrOptions,
@@ -127,6 +128,7 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         return tags
 
     # -- fit ----------------------------------------------------------------
+    @atomic_fit
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None, sample_weight=None):
         """Estimate the precision from X (see the class description for the method).

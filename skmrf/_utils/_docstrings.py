@@ -70,15 +70,18 @@ DOCS = {
         States per variable. ``"auto"`` takes ``max + 1`` of each column in
         the training data (at least 2); give it explicitly when the training
         data may miss a state that later data takes.""",
-    "score_method": """score_method : {"auto", "exact", "pseudo", "ais"}, default="auto"
+    "score_method": """score_method : {"auto", "exact", "pseudo", "ais", "bound"}, default="auto"
         How :meth:`score_samples` scores. ``"exact"``: the log-likelihood,
         with ``log Z`` from the junction tree (``fit`` raises
         ``TreewidthError`` when it exceeds ``max_bytes``). ``"pseudo"``: the
         log pseudo-likelihood ``sum_i log p(x_i | x_-i)`` (not a
         log-likelihood). ``"ais"``: the log-likelihood with ``log Z``
-        estimated by annealed importance sampling (100 chains, 1000 steps,
-        seeded by ``random_state``; standard error in
-        ``log_partition_std_``), for graphs too wide for the junction tree.
+        estimated by adaptive annealed importance sampling
+        (:func:`skmrf.inference.adaptive_annealed_importance_sampling`: 100
+        chains from 100 steps, doubled until two runs and the two annealing
+        paths agree, within 400,000 chain sweeps; seeded by ``random_state``;
+        standard error, its bias included, in ``log_partition_std_``), for
+        graphs too wide for the junction tree.
         ``"auto"``: ``"exact"`` when the junction tree fits, else ``"ais"``
         (``log Z`` estimated once, at the first ``score``, ``score_samples``
         or read of ``log_partition_``, and cached; that first score warns that

@@ -359,3 +359,23 @@ def test_a_count_column_left_in_x_is_named():
         warnings.simplefilter("error", UserWarning)
         warnings.filterwarnings("ignore", message=".*(converge|finite).*")
         ExactMaxLikelihood("chain").fit(df.drop(columns="Freq"))
+
+
+def test_hints_name_the_fix():
+    # #40: hints that did not name the fix. NaN given to a complete-data estimator now names
+    # DecomposedEM (and --method em) and MRFImputer; a Gaussian one names imputation;
+    # coupling_scores of a fitted GaussianLAP said it "is not fitted".
+    from skmrf import ExactMaxLikelihood, GaussianLAP
+    from skmrf.protein import coupling_scores
+
+    X = np.random.default_rng(0).integers(0, 2, (20, 3)).astype(float)
+    X[4, 1] = np.nan
+    with pytest.raises(ValueError, match=r"column 1 has nan at row 4.*skmrf.DecomposedEM.*--method em.*MRFImputer"):
+        ExactMaxLikelihood().fit(X)
+    with pytest.raises(ValueError, match=r"Gaussian MRF needs every value observed.*impute"):
+        GaussianLAP().fit(X)
+    fitted = GaussianLAP().fit(np.random.default_rng(1).normal(size=(50, 3)))
+    with pytest.raises(ValueError, match=r"got GaussianLAP, a model of real-valued data"):
+        coupling_scores(fitted)
+    with pytest.raises(ValueError, match=r"got GaussianLAP that is not fitted"):
+        coupling_scores(GaussianLAP())

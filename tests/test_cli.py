@@ -491,3 +491,16 @@ def test_an_output_path_that_is_an_input_is_refused(tmp_path, capsys):
     check_error(capsys, ["sample", model, "-n", 3, "-o", model], "--out", "is the MODEL file")
     assert run(capsys, "fit", data, "-o", tmp_path / "other.npz", "--method", "pl")[0] == 0  # another file: fine
     assert data.read_text() == before
+
+
+def test_options_that_conflict_or_do_not_apply_are_named(tmp_path, capsys):
+    # #40: --graph and --set graph=... conflicted silently; --score-method bound, listed for every
+    # method, was refused for exact by a message blamed on the data file.
+    data = tmp_path / "d.csv"
+    X = np.random.default_rng(0).integers(0, 2, (30, 3))
+    np.savetxt(data, X, fmt="%d", delimiter=",", header="a,b,c", comments="")
+    out = tmp_path / "m.npz"
+    argv = ["fit", data, "-o", out, "--method", "pl", "--graph", "chain", "--set", "graph=complete"]
+    check_error(capsys, argv, "--set 'graph=complete' and --graph 'chain' both give the graph")
+    argv = ["fit", data, "-o", out, "--method", "exact", "--score-method", "bound"]
+    check_error(capsys, argv, "--score-method bound does not apply to --method exact", "auto, exact, pseudo")

@@ -38,6 +38,7 @@ def atomic_fit(fit):
     kept and restored, whatever was raised: an estimator fitted before is fitted as before, an
     unfitted one is unfitted again.
     """
+
     @functools.wraps(fit)
     def wrapper(self, *args, **kwargs):
         before = dict(self.__dict__)

@@ -85,6 +85,8 @@ def build_estimator(args, graph, table, by_name):
                 f"--set {item!r}: expected NAME=VALUE with NAME a parameter of {cls.__name__} "
                 f"({', '.join(sorted(accepted))})."
             )
+        if name == "graph" and getattr(args, "graph", None) is not None:
+            raise CLIError(f"--set {item!r} and --graph {args.graph!r} both give the graph: give one of them.")
         params[name] = _param_value(value) if name != "graph" else set_graph(_param_value(value), table, by_name)
     for item, name, value in nested:
         head, _, key = name.partition("__")
@@ -117,8 +119,24 @@ def _modelling(args, cls, accepted):
                 f"--{name.replace('_', '-')} does not apply to --method {args.method}: {cls.__name__} has no "
                 f"{name!r} parameter (it has {', '.join(sorted(accepted))})."
             )
+        choices = _string_choices(cls, name)
+        if isinstance(value, str) and choices and value not in choices:
+            raise CLIError(
+                f"--{name.replace('_', '-')} {value} does not apply to --method {args.method}: {cls.__name__} takes "
+                f"{', '.join(sorted(choices))}."
+            )
         params[name] = value
     return params
+
+
+def _string_choices(cls, name):
+    """The strings ``cls``'s parameter ``name`` accepts (its ``StrOptions``), or None."""
+    from sklearn.utils._param_validation import StrOptions
+
+    for constraint in getattr(cls, "_parameter_constraints", {}).get(name, []):
+        if isinstance(constraint, StrOptions):
+            return set(constraint.options)
+    return None
 
 
 def _parameter_objects(cls, name):

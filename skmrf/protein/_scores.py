@@ -42,9 +42,19 @@ def _potts_model(model):
     if not isinstance(model, DiscreteMRF):
         inner = getattr(model, "model_", None)
         if not isinstance(inner, DiscreteMRF):
+            fitted = (
+                any(k.endswith("_") and not k.startswith("_") for k in vars(model)) if hasattr(model, "fit") else False
+            )
+            why = (
+                ", a model of real-valued data: coupling scores rank the couplings of a discrete (Potts) model"
+                if fitted
+                else " that is not fitted: call fit first."
+                if hasattr(model, "fit")
+                else "."
+            )
             raise ValueError(
                 f"Expected a skmrf.model.DiscreteMRF or a fitted discrete estimator (with model_); got "
-                f"{type(model).__name__}" + (" that is not fitted: call fit first." if hasattr(model, "fit") else ".")
+                f"{type(model).__name__}{why}"
             )
         model = inner
     big = [c for c in model.cliques if len(c) > 2]

@@ -504,3 +504,19 @@ def test_options_that_conflict_or_do_not_apply_are_named(tmp_path, capsys):
     check_error(capsys, argv, "--set 'graph=complete' and --graph 'chain' both give the graph")
     argv = ["fit", data, "-o", out, "--method", "exact", "--score-method", "bound"]
     check_error(capsys, argv, "--score-method bound does not apply to --method exact", "auto, exact, pseudo")
+
+
+def test_fit_an_rna_alignment_with_its_alphabet(tmp_path, capsys):
+    # #40: the command line had no alphabet option; `--n-states 5` then failed on "state 6". With
+    # --alphabet rna the model has 5 states; without it, the reader's warning says what to give.
+    fasta = tmp_path / "rna.fa"
+    fasta.write_text(">a\nACGUUACG-U\n>b\nACGUAACG-U\n>c\nACGUAACGAU\n>d\nACGUAAUGAU\n")
+    fit = ["fit", "--method", "pl", "--alignment", fasta]
+    code, _, err = run(capsys, *fit, "--alphabet", "rna", "-o", tmp_path / "m.npz")
+    assert code == 0, err
+    from skmrf.io import load_model
+
+    assert list(load_model(tmp_path / "m.npz").n_states_) == [5] * 10
+    code, _, err = run(capsys, *fit, "-o", tmp_path / "p.npz")
+    assert code == 0 and "alphabet='-ACGU'" in err
+    check_error(capsys, [*fit, "--alphabet", "xyz", "-o", tmp_path / "x.npz"], "--alphabet")

@@ -11,7 +11,16 @@ import time
 import numpy as np
 
 from ..io import load_model, read_header, save_model
-from ..protein import ALPHABET, coupling_scores, read_alignment, sequence_weights, write_plmc_couplings
+from ..protein import (
+    ALPHABET,
+    DNA_ALPHABET,
+    RNA_ALPHABET,
+    coupling_scores,
+    read_alignment,
+    sequence_weights,
+    write_plmc_couplings,
+)
+from ..protein._alignment import _check_alphabet as check_alphabet
 from ._common import CLIError, short
 from ._graph import read_graph
 from ._params import build_estimator, fit_input, score_input
@@ -95,9 +104,10 @@ def cmd_fit(args):
         return _fit_alignment(args)
     if args.data is None:
         raise CLIError("fit needs a data file (DATA) or a protein alignment (--alignment FILE).")
-    for option in ("weights", "couplings"):
+    for option in ("weights", "couplings", "alphabet"):
         if getattr(args, option) is not None:
-            raise CLIError(f"--{option} applies to --alignment only; for a data file, weight rows in Python.")
+            extra = "; for a data file, weight rows in Python" if option == "weights" else ""
+            raise CLIError(f"--{option} applies to --alignment only{extra}.")
     table = read_table(args.data, header=not args.no_header)
     X = fit_input(table)
     by_name = X is not table.values
@@ -114,14 +124,19 @@ def _fit_alignment(args):
     check_exists(args.alignment, "alignment file")
     couplings = args.couplings or os.path.splitext(args.out)[0] + "_couplings.txt"
     check_output(couplings, "--couplings", (".txt", ".csv", ".tsv", ""), inputs=_inputs(args) + [(args.out, "--out")])
+    alphabet = {None: ALPHABET, "protein": ALPHABET, "rna": RNA_ALPHABET, "dna": DNA_ALPHABET}.get(
+        args.alphabet, args.alphabet
+    )
+    with _user_errors("--alphabet"):
+        check_alphabet(alphabet)
     with _user_errors(args.alignment):
-        X = read_alignment(args.alignment).X
+        X = read_alignment(args.alignment, alphabet=alphabet).X
     weight = None
     if args.weights is not None:
         with _user_errors("--weights"):
             weight = sequence_weights(X, identity=args.weights)
     if args.n_states is None:
-        args.n_states = len(ALPHABET)
+        args.n_states = len(alphabet)
     table = Table(X, None, args.alignment)
     est = build_estimator(args, read_graph(args.graph or "complete", table, False), table, False)
     n, length = X.shape

@@ -123,8 +123,18 @@ def _add_alignment(fit):
         metavar="FAMILY.a2m",
         help=(
             "fit a protein family instead of DATA: a multiple sequence alignment (FASTA, A2M, A3M; lower-case "
-            "insertions dropped) read as 21 states (gap + 20 amino acids), on the complete graph unless --graph "
-            "is given; writes the ranked couplings too (see --couplings)"
+            "insertions dropped) read as 21 states (gap + 20 amino acids; see --alphabet), on the complete graph "
+            "unless --graph is given; writes the ranked couplings too (see --couplings)"
+        ),
+    )
+    fit.add_argument(
+        "--alphabet",
+        default=None,
+        metavar="ALPHABET",
+        help=(
+            "with --alignment: 'protein' (default, -ACDEFGHIKLMNPQRSTVWY), 'rna' (-ACGU), 'dna' (-ACGT), or the "
+            "letters themselves, one of them the gap '-'; letters outside it are read as gaps, with a warning "
+            "when one is frequent"
         ),
     )
     fit.add_argument(

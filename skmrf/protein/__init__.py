@@ -19,7 +19,15 @@ it as ``skmrf.protein``; the estimators fit the model::
     scores.pairs[:10]   # the ten strongest pairs (i, j, score)
 """
 
-from ._alignment import ALPHABET, PYDCA_ALPHABET, Alignment, read_alignment, sequence_weights
+from ._alignment import (
+    ALPHABET,
+    DNA_ALPHABET,
+    PYDCA_ALPHABET,
+    RNA_ALPHABET,
+    Alignment,
+    read_alignment,
+    sequence_weights,
+)
 from ._formats import (
     PlmcCouplings,
     read_ccmpred_matrix,
@@ -38,7 +46,9 @@ from ._synthetic import (
 
 __all__ = [
     "ALPHABET",
+    "DNA_ALPHABET",
     "PYDCA_ALPHABET",
+    "RNA_ALPHABET",
     "Alignment",
     "CouplingScores",
     "PlmcCouplings",

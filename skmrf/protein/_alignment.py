@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -18,6 +19,14 @@ ALPHABET = "-ACDEFGHIKLMNPQRSTVWY"
 #: pydca's alphabet (``RES_TO_INT_ALL['PROTEIN']`` minus one, as its C++ back end codes it):
 #: the 20 amino acids first, the gap last (state 20).
 PYDCA_ALPHABET = "ACDEFGHIKLMNPQRSTVWY-"
+#: RNA nucleotides, the gap first (state 0), as plmc's ``-a -ACGU``.
+RNA_ALPHABET = "-ACGU"
+#: DNA nucleotides, the gap first (state 0).
+DNA_ALPHABET = "-ACGT"
+#: A letter outside the alphabet that makes up more than this fraction of the residues is reported
+#: (#40: an RNA family read with the protein alphabet turned every U, 29 % of its residues, into a
+#: gap without a word; ``X``, a protein's unknown residue, is typically far below 1 %).
+FOREIGN_LETTER_WARN = 0.01
 
 _GAP = "-"
 #: Characters read as the gap besides ``-``: ``.`` (A2M's insert padding, read as a gap in a
@@ -128,7 +137,8 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
         State ``k`` is the letter ``alphabet[k]``; it must hold one gap ``-``.
         :data:`ALPHABET` (``"-ACDEFGHIKLMNPQRSTVWY"``, the gap is state 0) is plmc's;
         :data:`PYDCA_ALPHABET` (``"ACDEFGHIKLMNPQRSTVWY-"``, the gap is state 20) is
-        pydca's.
+        pydca's; :data:`RNA_ALPHABET` (``"-ACGU"``) and :data:`DNA_ALPHABET` (``"-ACGT"``)
+        read nucleotide alignments.
     nonstandard : {"gap", "drop"}, default="gap"
         What to do with a letter that is not in ``alphabet`` (``B``, ``Z``, ``X``,
         ``U``, ``O``, ``J`` for proteins): read it as the gap (pydca's choice), or
@@ -148,6 +158,14 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
         digit, ...), naming the sequence, the character and its position; if the
         sequences do not all have the same number of match columns, naming the first
         one that differs from the first sequence; if there is no sequence.
+
+    Warns
+    -----
+    UserWarning
+        When a letter outside ``alphabet`` makes up more than 1 % of the residues
+        (``FOREIGN_LETTER_WARN``): the alignment is probably of another kind (an RNA family
+        read with the protein alphabet has every ``U`` read as a gap); the warning names the
+        letter and, for nucleotides, the alphabet to read it with.
 
     Notes
     -----
@@ -224,6 +242,7 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
         )
     X = codes[keep].reshape(len(seqs), n_match[0]).astype(np.int64)
     outside = X == -2
+    _warn_if_foreign(raw[keep][outside.ravel()], int((X != gap).sum()), alphabet, nonstandard)
     if nonstandard == "drop":
         rows = ~outside.any(axis=1)
         if not rows.any():
@@ -239,6 +258,31 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
     else:
         X[outside] = gap
     return Alignment(X, names, alphabet)
+
+
+def _warn_if_foreign(letters, n_residues, alphabet, nonstandard):
+    """Warn when a letter outside ``alphabet`` is frequent: the alignment is probably of another
+    kind (nucleotides read as amino acids, DNA read as RNA), naming the letter and the alphabet."""
+    if letters.size == 0 or n_residues == 0:
+        return
+    counts = np.bincount(np.char.upper(letters.view("S1")).view(np.uint8), minlength=256)
+    top = int(np.argmax(counts))
+    share = counts[top] / n_residues
+    if share <= FOREIGN_LETTER_WARN:
+        return
+    letter = chr(top)
+    seen = {chr(c) for c in np.flatnonzero(counts)}
+    suggest = {"U": RNA_ALPHABET, "T": DNA_ALPHABET}.get(letter)
+    if suggest is None and seen <= set("ACGTUN"):
+        suggest = RNA_ALPHABET
+    hint = f" Is this a nucleotide alignment? Read it with alphabet={suggest!r}." if suggest else ""
+    what = "a gap" if nonstandard == "gap" else "the reason to drop its sequence"
+    warnings.warn(
+        f"The letter {letter!r}, not in the alphabet {alphabet!r}, makes up {share:.1%} of the residues and is "
+        f"read as {what}.{hint} Letters outside the alphabet here: {''.join(sorted(seen))}.",
+        UserWarning,
+        stacklevel=3,
+    )
 
 
 def _one_hot(X, n_states):

@@ -420,3 +420,25 @@ def test_a_frequent_letter_outside_the_alphabet_is_reported():
         read_alignment(io.StringIO(rna), alphabet=RNA_ALPHABET)
         read_alignment(io.StringIO(rna.replace("U", "T")), alphabet=DNA_ALPHABET)
         read_alignment(io.StringIO(protein))  # one X in 200 residues: 0.5 %
+
+
+def test_sequence_weights_keep_their_memory_bound():
+    # #40: on a 12,594-sequence RNA family the default block_bytes (32 MiB) raised peak RSS from 161
+    # to 950 MB: short rows made a block of every sequence, and the product of two blocks, block x
+    # block float32, was 634 MB. Now both the one-hot blocks and their product stay within
+    # block_bytes: the peak is at most the two blocks, their product and its boolean mask, under
+    # 4 x block_bytes (1 MiB here; before the fix, 1048-row blocks and a 4.4 MB product).
+    import tracemalloc
+
+    from skmrf.protein import sequence_weights
+
+    X = np.random.default_rng(0).integers(0, 5, (3000, 50))
+    budget = 1 << 20
+    tracemalloc.start()
+    try:
+        w = sequence_weights(X, 0.8, block_bytes=budget)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 4 * budget, peak
+    np.testing.assert_array_equal(w, sequence_weights(X, 0.8))  # the blocks change no count

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import math
 import os
 import warnings
 from typing import NamedTuple
@@ -305,8 +306,8 @@ def sequence_weights(X, identity=0.8, *, block_bytes=1 << 25):
         state is at least ``identity``. Gaps are states like any other: two gaps in the same
         column count as identical, and the fraction is over all ``n_columns`` columns.
     block_bytes : int, default=2**25
-        Bytes of each block of one-hot rows (float32): memory stays within a few times this
-        whatever the number of sequences.
+        Bytes of each block of one-hot rows (float32), and of the product of two blocks:
+        memory stays within a few times this whatever the number of sequences and columns.
 
     Returns
     -------
@@ -352,7 +353,9 @@ def sequence_weights(X, identity=0.8, *, block_bytes=1 << 25):
         return np.zeros(0)
     n_states = int(X.max()) + 1
     threshold = float(identity) * L  # compared as plmc does: id >= (1 - theta) * L in float64
-    block = max(1, int(block_bytes // (4 * max(1, L * n_states))))
+    # Rows per block: one-hot blocks of at most block_bytes, and so is their float32 product, block x
+    # block (#40: short RNA rows made the block every one of 12,594 sequences, and the product 634 MB).
+    block = max(1, min(int(block_bytes // (4 * max(1, L * n_states))), math.isqrt(max(1, block_bytes // 4))))
     counts = np.zeros(n, dtype=np.int64)
     for start in range(0, n, block):  # blocks of rows, not rows
         A = _one_hot(X[start : start + block], n_states)

@@ -379,3 +379,20 @@ def test_hints_name_the_fix():
         coupling_scores(fitted)
     with pytest.raises(ValueError, match=r"got GaussianLAP that is not fitted"):
         coupling_scores(GaussianLAP())
+
+
+def test_potential_takes_the_variables_names():
+    # #40: model_.potential(("p27", "p28")) on a DataFrame fit raised "invalid literal for int()"
+    # although model_.graph.names held the names. Names and indices both work; an unknown name is
+    # refused with the model's names.
+    import pandas as pd
+
+    from skmrf import PseudoLikelihoodEstimator
+
+    X = np.random.default_rng(0).integers(0, 2, (50, 4))
+    model = PseudoLikelihoodEstimator("chain").fit(pd.DataFrame(X, columns=["p0", "p1", "p2", "p3"])).model_
+    np.testing.assert_array_equal(model.potential(("p2", "p1")), model.potential((1, 2)))
+    with pytest.raises(ValueError, match=r"\('q1', 'p2'\) names no variables.*'p0', 'p1', 'p2', 'p3'"):
+        model.potential(("q1", "p2"))
+    with pytest.raises(ValueError, match=r"\('p0', 'p2'\) is not a clique"):
+        model.potential(("p0", "p2"))

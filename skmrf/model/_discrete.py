@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from functools import cached_property
 
@@ -110,7 +111,19 @@ class DiscreteMRF:
         return self.layout.n_params
 
     def _clique_index(self, clique) -> int:
-        key = tuple(sorted(int(i) for i in clique))
+        """The index of ``clique``, given by variable indices (integers) or by the graph's variable
+        names (anything else: the columns of a DataFrame fit)."""
+        names = getattr(self.graph, "names", None) or ()
+        position = {name: i for i, name in enumerate(names)}
+        try:
+            key = tuple(sorted(int(v) if isinstance(v, numbers.Integral) else position[v] for v in clique))
+        except (TypeError, KeyError):
+            known = f"; its variables are named {', '.join(map(repr, names[:8]))}{', ...' if len(names) > 8 else ''}"
+            raise ValueError(
+                f"{tuple(clique)!r} names no variables of this model: give variable indices"
+                + (known if names else "")
+                + "."
+            ) from None
         try:
             return self._clique_lookup[key]
         except KeyError:
@@ -125,8 +138,9 @@ class DiscreteMRF:
 
         Parameters
         ----------
-        clique : sequence of int
-            The variables of one of :attr:`cliques`, in any order.
+        clique : sequence of int or of variable names
+            The variables of one of :attr:`cliques`, in any order: their indices, or their
+            names (``graph.names``: the columns of the DataFrame the model was fitted on).
         theta : ndarray of shape (n_params,), optional
             Any vector laid out like :attr:`theta` (the standard errors of an estimator's
             ``standard_errors``, for example); :attr:`theta` itself if omitted.

@@ -208,8 +208,12 @@ def test_too_wide_graph_is_refused_with_advice():
 def test_verbose_and_convergence_warning(capsys):
     X, _ = sample_random_mrf(grid_graph(3, 3), 300, random_state=0)
     with pytest.warns(Warning, match="did not converge in 2 iterations"):
-        ExactMaxLikelihood(grid_graph(3, 3), max_iter=2, verbose=1).fit(X)
+        ExactMaxLikelihood(grid_graph(3, 3), max_iter=2, verbose=2).fit(X)
     assert "[ExactMaxLikelihood] Iteration 1, negative log-likelihood" in capsys.readouterr().out
+    # #40: verbose=1 printed a line per iteration (316 for one fit); now the bar alone
+    with pytest.warns(Warning, match="did not converge in 2 iterations"):
+        ExactMaxLikelihood(grid_graph(3, 3), max_iter=2, verbose=1).fit(X)
+    assert "Iteration 1" not in capsys.readouterr().out
 
 
 def test_sample_from_fitted_estimator():

@@ -680,7 +680,7 @@ def test_make_random_mrf_is_binary_pairwise_compatible():
 
 def test_verbose_prints_one_line_per_step(capsys):
     X = np.random.default_rng(0).integers(0, 2, (30, 4))
-    Adaptive(alpha=1.0, n_iter=3, n_chains=20, n_sweeps=2, start_iter=0, verbose=1, random_state=0).fit(X)
+    Adaptive(alpha=1.0, n_iter=3, n_chains=20, n_sweeps=2, start_iter=0, verbose=2, random_state=0).fit(X)
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 3 and lines[0].startswith("[MCMCMaxLikelihood] Iteration 1,")
 

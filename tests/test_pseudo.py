@@ -103,7 +103,7 @@ def test_unseen_state_gives_finite_estimate():
 def test_verbose_and_convergence_warning(capsys):
     X, _ = sample_random_mrf(grid_graph(3, 3), 300, random_state=0)
     with pytest.warns(Warning, match="did not converge in 2 iterations"):
-        PseudoLikelihoodEstimator("grid:3x3", max_iter=2, verbose=1).fit(X)
+        PseudoLikelihoodEstimator("grid:3x3", max_iter=2, verbose=2).fit(X)
     assert "[PseudoLikelihoodEstimator] Iteration 1, negative pseudo-log-likelihood" in capsys.readouterr().out
 
 

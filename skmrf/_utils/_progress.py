@@ -91,6 +91,7 @@ class Progress:
         self.total = None if total is None else int(total)
         self.desc, self.unit, self.n = desc, unit, 0
         self.enabled = (bool(verbose) and verbose > 0) or _SHOWN.get()
+        self.verbose = int(verbose or 0)
         self.file = file
         self._bar = None
         self._start = self._last = time.perf_counter()
@@ -122,12 +123,16 @@ class Progress:
         """``log`` (a verbose-line callable, ``log(message, *args)``) that also moves the bar to
         ``args[0]`` for the messages that start with ``prefix`` (a string or a tuple of them) and
         report an integer first: the count of units the loop ran. Other lines (sizes, a start's
-        own iterations) leave it where it is."""
+        own iterations) leave it where it is. The counted lines, one per iteration, are printed
+        only at ``verbose >= 2``: at 1 the bar shows the progress (#40: ``verbose=1`` printed 316
+        lines for one exact fit)."""
 
         def report(message, *args):
-            log(message, *args)
-            counted = message.startswith(prefix) and args and isinstance(args[0], Integral)
-            if counted and not isinstance(args[0], bool):
+            counted = bool(message.startswith(prefix) and args and isinstance(args[0], Integral))
+            counted = counted and not isinstance(args[0], bool)
+            if not counted or self.verbose >= 2:
+                log(message, *args)
+            if counted:
                 self.update(int(args[0]) - self.n)
 
         return report

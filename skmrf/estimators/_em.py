@@ -114,7 +114,8 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
     max_bytes : int, default=None
         Memory budget of one junction-tree calibration (2 GiB if None).
     verbose : int, default=0
-        Print the log-likelihood at every iteration when positive.
+        A progress bar of the iterations at 1; at 2 or more also one line per iteration
+        with the log-likelihood.
 
     Attributes
     ----------

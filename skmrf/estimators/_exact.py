@@ -49,7 +49,7 @@ class ExactMaxLikelihood(DiscreteStatisticsMixin, BaseDiscreteMRF):
         Memory budget of one junction-tree calibration (default 2 GiB);
         ``fit`` refuses wider graphs with a message giving the treewidth.
     verbose : int, default=0
-        Print one line per iteration when positive.
+        A progress bar of the iterations at 1; at 2 or more also one line per iteration.
 
     Attributes
     ----------

@@ -129,8 +129,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         measured by ``benchmarks/parallel_threshold.py``), the chains run serially, whatever
         ``n_jobs`` and backend (a Dask cluster included).
     verbose : int, default=0
-        Print one line per step (the gradient estimate, its noise ratio, the time) when
-        positive; ``trace_`` keeps them.
+        A progress bar of the steps at 1; at 2 or more also one line per step (the gradient
+        estimate, its noise ratio, the time); ``trace_`` keeps them.
 
     Attributes
     ----------

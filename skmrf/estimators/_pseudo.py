@@ -85,7 +85,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
     %(max_bytes_scoring)s
     %(random_state_ais)s
     verbose : int, default=0
-        Print one line per iteration when positive.
+        A progress bar of the iterations at 1; at 2 or more also one line per iteration.
 
     Attributes
     ----------

@@ -100,8 +100,8 @@ def moment_ratio(layout, colours, rows, mean_stats, alpha, theta, constraint, *,
     """
     if constraint.bound is not None and constraint.box is None:
         return None, 0
-    fresh = Chains(layout, colours, rows, n_chains, n_sweeps, "data", False, rng, parallel)
-    fresh.persistent = True  # the burn-in and the measured sweeps continue the same chains
+    # persistent: the measured sweeps continue the burnt-in chains
+    fresh = Chains(layout, colours, rows, n_chains, n_sweeps, "data", True, rng, parallel)
     fresh.advance(theta, ADAPTIVE_BURN_IN, statistic=False)
     mean, variance = fresh(theta)
     variance = variance + mean_stats * (1 - mean_stats) / rows.total

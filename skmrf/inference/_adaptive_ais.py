@@ -260,9 +260,10 @@ def _adaptive_runs(model, budget, m, t, tol, z, min_ess, path, rng, bar, cluster
     """The runs of :func:`adaptive_annealed_importance_sampling` on checked arguments.
 
     Each path is a :class:`_Track` that doubles its schedule until its last two runs agree. With
-    two paths, the result has converged only when both have settled *and* agree with each other:
-    each is a stochastic lower bound, so a disagreement beyond their errors says that the lower one
-    missed mass (a mode or a phase its chains never reached), and that one is extended again.
+    two paths, one lower than the centred path after two runs each is left behind; otherwise the
+    result has converged only when both have settled *and* agree with each other: each is a
+    stochastic lower bound, so a disagreement beyond their errors says that the lower one missed
+    mass (a mode or a phase its chains never reached), and that one is extended again.
     """
     if path == "auto":
         names = ("centred",) if is_flip_symmetric(model) else PATHS
@@ -292,8 +293,8 @@ def _adaptive_runs(model, budget, m, t, tol, z, min_ess, path, rng, bar, cluster
             tracks = [tr for tr in tracks if tr not in behind]
         pending = [tr for tr in tracks if not tr.settled]
         if not pending:
-            low, high = min(tracks, key=lambda tr: tr.log_z), max(tracks, key=lambda tr: tr.log_z)
-            if high.log_z - low.log_z <= z * np.hypot(low.error, high.error):
+            low, high, agree = _extremes(tracks, z)
+            if agree:
                 converged = True
                 break
             low.settled = False  # it missed mass the other path found: a longer schedule
@@ -319,8 +320,7 @@ def _adaptive_runs(model, budget, m, t, tol, z, min_ess, path, rng, bar, cluster
     # 16 x 16 Ising torus: 1.7 nats low with an error of 0.2), and agreement within the other
     # path's larger error (0.9) does not clear it; nor simply the higher one, which may be the
     # noisy one (4.18 +- 0.90 beside 3.94 +- 0.07 on a 4 x 4 grid).
-    low, high = min(tracks, key=lambda tr: tr.log_z), max(tracks, key=lambda tr: tr.log_z)
-    agree = high.log_z - low.log_z <= z * np.hypot(low.error, high.error)
+    _, high, agree = _extremes(tracks, z)
     best = max(tracks, key=lambda tr: tr.log_z - tr.error) if agree else high
     cur = best.runs[-1]
     others = tuple((tr.name, tr.log_z, tr.error, tr.settled) for tr in tracks + behind if tr is not best)
@@ -339,6 +339,13 @@ def _adaptive_runs(model, budget, m, t, tol, z, min_ess, path, rng, bar, cluster
         tuple(best.runs),
         others,
     )
+
+
+def _extremes(tracks, z):
+    """``(lowest, highest, agree)``: the tracks with the lowest and highest estimates, and whether
+    those differ by at most ``z`` combined errors."""
+    low, high = min(tracks, key=lambda tr: tr.log_z), max(tracks, key=lambda tr: tr.log_z)
+    return low, high, high.log_z - low.log_z <= z * np.hypot(low.error, high.error)
 
 
 def _error(runs, converged):

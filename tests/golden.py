@@ -68,10 +68,12 @@ def _discrete_cases():
                     (
                         f"lap_{strategy}_{rule}/{key}",
                         key,
-                        LAPEstimator(g, alpha=1e-4, strategy=strategy, node_rule=rule),
+                        LAPEstimator(g, alpha=1e-4, strategy=strategy, node_rule=rule, read="theta"),
                     )
                 )
-        cases.append((f"lap_a0/{key}", key, LAPEstimator(g, alpha=0.0, strategy="exact")))
+            # recorded when read="centred" became the default (#39)
+            cases.append((f"lap_centred_{strategy}/{key}", key, LAPEstimator(g, alpha=1e-4, strategy=strategy)))
+        cases.append((f"lap_a0/{key}", key, LAPEstimator(g, alpha=0.0, strategy="exact", read="theta")))
     g = GRAPHS["bin_grid"]
 
     def theory(**options):  # Algorithm 1 with an explicit K/M/v
@@ -104,11 +106,19 @@ def _discrete_cases():
         )
     )
     w = GRAPHS["wide_grid"]
-    cases.append(("lap_ais/wide_grid", "wide_grid", LAPEstimator(w, alpha=1e-4, score_method="ais", random_state=0)))
+    cases.append(
+        (
+            "lap_ais/wide_grid",
+            "wide_grid",
+            LAPEstimator(w, alpha=1e-4, score_method="ais", random_state=0, read="theta"),
+        )
+    )
     cases.append(
         ("pl_ais/wide_grid", "wide_grid", PseudoLikelihoodEstimator(w, alpha=0.0, score_method="ais", random_state=1))
     )
-    cases.append(("lap_pseudo/wide_grid", "wide_grid", LAPEstimator(w, alpha=1e-4, score_method="pseudo")))
+    cases.append(
+        ("lap_pseudo/wide_grid", "wide_grid", LAPEstimator(w, alpha=1e-4, score_method="pseudo", read="theta"))
+    )
     return cases
 
 

@@ -63,7 +63,7 @@ def test_reads_off_the_brute_force_auxiliary_fit(strategy, alpha, n_states):
     # A cycle with a chord and a triangle factor: non-trivial marginals.
     cliques = [(0, 1, 2), (2, 3), (3, 4), (4, 5), (5, 6), (6, 0), (1, 4)]
     X, _ = sample_random_mrf(cliques, 30000, n_states=n_states, n_variables=7, random_state=0)
-    est = LAPEstimator(cliques, strategy=strategy, alpha=alpha, node_rule="first", tol=1e-11).fit(X)
+    est = LAPEstimator(cliques, strategy=strategy, alpha=alpha, node_rule="first", read="theta", tol=1e-11).fit(X)
     graph = resolve_graph(cliques, 7)
     n_checked = 0
     for q in graph.factors:

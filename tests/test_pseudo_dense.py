@@ -8,6 +8,7 @@ from scipy.special import logsumexp
 import skmrf._kernels.pseudo as kernel
 import skmrf._kernels.pseudo_dense as dense
 from skmrf._kernels.pseudo_dense import DensePseudoLikelihood
+from skmrf._penalty import CentredRidge
 from skmrf._solvers import THETA_BOUND
 from skmrf._solvers.lbfgs import minimize_low_memory
 from skmrf.datasets import sample_random_mrf
@@ -54,7 +55,7 @@ def test_one_hot_objective_equals_brute_force_pl(monkeypatch, potts, dtype, chun
     np.testing.assert_allclose(g, g_ref, atol=tol)
 
 
-@pytest.mark.parametrize("alpha", [0.01, {1: 0.001, 2: 0.02}])
+@pytest.mark.parametrize("alpha", [0.01, {1: 0.001, 2: 0.02}, "auto"])
 def test_one_hot_path_reaches_the_records_optimum(monkeypatch, potts, alpha):
     X, w = potts
     tol = 1e-8
@@ -63,7 +64,10 @@ def test_one_hot_path_reaches_the_records_optimum(monkeypatch, potts, alpha):
     assert b.n_records_ == X.shape[0] * L
     # The objective is alpha_min-strongly convex, so two points whose gradients are each below tol in
     # every component are within 2 tol sqrt(n_params) / alpha_min of the optimum and of each other.
-    alpha_min = min(alpha.values()) if isinstance(alpha, dict) else alpha
+    if alpha == "auto":  # the centred ridge: its smallest curvature
+        alpha_min = np.linalg.eigvalsh(CentredRidge(a.model_.layout, a.alpha_).matrix().toarray()).min()
+    else:
+        alpha_min = min(alpha.values()) if isinstance(alpha, dict) else alpha
     bound = 2 * tol * np.sqrt(a.model_.n_params) / alpha_min
     np.testing.assert_allclose(b.theta_, a.theta_, rtol=0, atol=bound)
     assert abs(a.pseudo_log_likelihood_ - b.pseudo_log_likelihood_) < 1e-8

@@ -233,7 +233,9 @@ def test_penalised_fits_warn_by_name(hair_eye_color):
     X, freq = hair_eye_color
     est = ExactMaxLikelihood([(0, 1), (0, 2)]).fit(X, sample_weight=freq)
     for statistic in (est.deviance, est.aic, est.bic, est.standard_errors):
-        with pytest.warns(PenalisedFitWarning, match=r"alpha='auto' \(alpha_=0.00169\)"):
+        with pytest.warns(
+            PenalisedFitWarning, match=r"alpha='auto' \(alpha_=0.00169, a ridge on the centred parameters\)"
+        ):
             statistic(X, freq)
     small = ExactMaxLikelihood([(0, 1), (2,)], alpha=0).fit(X, sample_weight=freq)
     with pytest.warns(PenalisedFitWarning, match="big=ExactMaxLikelihood"):

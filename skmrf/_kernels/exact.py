@@ -7,6 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._penalty import ridge_gradient, ridge_matrix, ridge_value
 from .._solvers import THETA_BOUND, minimize_in_box, projected_max
 from .._solvers.ipf import extended_max_likelihood
 
@@ -39,8 +40,8 @@ def fit_max_likelihood(model, mean_stats, alpha, max_iter, tol, max_bytes=None, 
         Its ``theta`` is the starting point and receives the result.
     mean_stats : ndarray of shape (n_params,)
         Empirical feature means ``s``.
-    alpha : float
-        Ridge penalty.
+    alpha : float or CentredRidge
+        Ridge penalty (:mod:`skmrf._penalty`).
     max_iter : int
         Maximum L-BFGS iterations.
     tol : float
@@ -65,8 +66,8 @@ def fit_max_likelihood(model, mean_stats, alpha, max_iter, tol, max_bytes=None, 
     def objective(theta):
         cal = tree.calibrate(layout.full_tables(theta), layout, max_bytes=max_bytes)
         mu = cal.clique_marginals()[layout.theta_pos]
-        f = cal.log_z - theta @ mean_stats + 0.5 * alpha * theta @ theta
-        g = mu - mean_stats + alpha * theta
+        f = cal.log_z - theta @ mean_stats + ridge_value(alpha, theta)
+        g = mu - mean_stats + ridge_gradient(alpha, theta)
         return f, g
 
     theta, _, g, n_iter = minimize_in_box(objective, model.theta, max_iter, tol, callback)
@@ -90,7 +91,7 @@ def _newton_polish(model, objective, theta, g, alpha, tol, max_bytes):
             break
         if np.any(np.abs(theta) >= THETA_BOUND):
             break
-        H = exact_hessian(model, theta, max_bytes) + alpha * np.eye(len(theta))
+        H = exact_hessian(model, theta, max_bytes) + ridge_matrix(alpha, len(theta))
         step = np.linalg.lstsq(H, -g, rcond=None)[0]
         new = np.clip(theta + step, -THETA_BOUND, THETA_BOUND)
         _, g_new = objective(new)
@@ -142,8 +143,9 @@ def fit_exact(model, counts, total, alpha, *, extended, max_iter, tol, max_bytes
         (:func:`~skmrf.estimators._existence.table_counts`).
     total : float
         The number of rows behind ``counts`` (the sum of their weights).
-    alpha : float
-        Ridge ``alpha / 2 * ||theta||^2`` on the mean negative log-likelihood.
+    alpha : float or CentredRidge
+        Ridge ``alpha / 2 * ||theta||^2`` on the mean negative log-likelihood, or the centred
+        ridge (:mod:`skmrf._penalty`).
     extended : bool
         Fit the extended MLE by iterative proportional fitting
         (:func:`~skmrf._solvers.ipf.extended_max_likelihood`) instead: for ``alpha = 0`` with an

@@ -1,8 +1,8 @@
 """The information matrices behind standard errors: exact likelihood, incomplete data, pseudo-likelihood.
 
 All are in the parametrisation normalised with respect to zero and refer to the *sum* over rows
-(a row of weight ``w`` counts ``w`` times), with the ridge ``alpha / 2 ||theta||^2`` of the mean
-objective contributing ``N alpha`` on the diagonal.
+(a row of weight ``w`` counts ``w`` times), with the ridge of the mean objective contributing
+``N`` times its Hessian (``N alpha I`` for ``alpha / 2 ||theta||^2``; :mod:`skmrf._penalty`).
 
 - Complete data: the observed information of the log-likelihood is ``N Cov_theta(phi)``, the
   Hessian of ``N log Z`` (exponential family: the same at every data set of ``N`` rows).
@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._data import c_order_strides
+from .._penalty import ridge_matrix
 from ..inference._conditionals import ConditionalPlan
 from .exact import exact_hessian
 
@@ -31,9 +32,10 @@ FD_STEP = 1e-4
 
 
 def exact_information(model, total, alpha, max_bytes=None):
-    """``N (Cov_theta(phi) + alpha I)``: the information of ``N`` complete rows (exact, junction tree)."""
+    """``N (Cov_theta(phi) + alpha I)``: the information of ``N`` complete rows (exact, junction tree);
+    ``alpha`` a float or a :class:`~skmrf._penalty.CentredRidge`."""
     H = exact_hessian(model, model.theta, max_bytes)
-    return total * (H + alpha * np.eye(len(H)))
+    return total * (H + ridge_matrix(alpha, len(H)))
 
 
 def incomplete_information(model, data_term, total, alpha, max_bytes=None):

@@ -28,7 +28,9 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._anova import Components, component_matrix, theta_from_own_components
 from .._data import Rows, count_dtype, count_joint_states, transposed_states
+from .._penalty import CentredRidge
 from .._solvers import batched_newton
 from .._solvers.newton import BATCH_FLOATS
 from .._utils._budgets import LAP_MIN_WORK_PER_WORKER, PASS_ENTRIES
@@ -46,15 +48,15 @@ __all__ = ["LAPFit", "LAPSubproblem", "fit_lap"]
 MAX_NEIGHBOURHOOD_STATES = 1 << 16
 
 
-def _solve_chunk(tasks, alpha, max_iter, tol):
-    """Worker: fit every ``(F3, freq)`` batch of a chunk; pure function of arrays.
+def _solve_chunk(tasks, max_iter, tol):
+    """Worker: fit every ``(F3, freq, ridge)`` batch of a chunk; pure function of arrays.
 
     BLAS is held to one thread: the products are small (a few hundred
     configurations by tens of parameters) and a 2-thread OpenBLAS made the
     batched Newton method up to 10x slower on a 2-core machine.
     """
     with single_blas_thread():
-        return [batched_newton(F3, freq, alpha, max_iter, tol) for F3, freq in tasks]
+        return [batched_newton(F3, freq, ridge, max_iter, tol) for F3, freq, ridge in tasks]
 
 
 @dataclass
@@ -172,15 +174,15 @@ def _solve_work(groups):
     return sum(len(g.members) * g.structure.F3.size for g in groups)
 
 
-def _solve_pass(pool, n_workers, work, alpha, max_iter, tol):
-    """Solve the ``(F3, freq)`` batches of ``work`` (one pass), in chunks over the pool if any."""
+def _solve_pass(pool, n_workers, work, max_iter, tol):
+    """Solve the ``(F3, freq, ridge)`` batches of ``work`` (one pass), in chunks over the pool if any."""
     n_chunks = min(len(work), 4 * n_workers) if n_workers > 1 else 1
     bounds = np.linspace(0, len(work), n_chunks + 1).astype(int)
     chunks = [work[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
     if pool is None:
-        results = [_solve_chunk(chunk, alpha, max_iter, tol) for chunk in chunks]
+        results = [_solve_chunk(chunk, max_iter, tol) for chunk in chunks]
     else:
-        results = pool(delayed(_solve_chunk)(chunk, alpha, max_iter, tol) for chunk in chunks)
+        results = pool(delayed(_solve_chunk)(chunk, max_iter, tol) for chunk in chunks)
     return [r for chunk in results for r in chunk]
 
 
@@ -199,6 +201,7 @@ def _fit_passes(rows, groups, reads, alpha, max_iter, tol, n_jobs, verbose, log)
     # one-BLAS-thread limit is process-wide, so it is held here for every thread;
     # _solve_chunk sets it again in process or Dask workers.
     n_problems = sum(b - a for tasks in passes for _, a, b in tasks)
+    ridges = [auxiliary_ridge(group.structure, alpha) for group in groups]
     with (
         single_blas_thread(),
         parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as pool,
@@ -207,9 +210,9 @@ def _fit_passes(rows, groups, reads, alpha, max_iter, tol, n_jobs, verbose, log)
         for k, tasks in enumerate(passes):
             freqs = _count_pass(rows, groups, tasks)
             _release_mapped_pages(rows.X)
-            work = [(groups[g].structure.F3, f) for f, (g, _, _) in zip(freqs, tasks)]
+            work = [(groups[g].structure.F3, f, ridges[g]) for f, (g, _, _) in zip(freqs, tasks)]
             del freqs
-            results = _solve_pass(pool, n_workers, work, alpha, max_iter, tol)
+            results = _solve_pass(pool, n_workers, work, max_iter, tol)
             del work
             for (g, a, b), (theta, n_iter, converged) in zip(tasks, results):
                 group = groups[g]
@@ -220,19 +223,53 @@ def _fit_passes(rows, groups, reads, alpha, max_iter, tol, n_jobs, verbose, log)
             bar.update(done)
 
 
+def auxiliary_ridge(structure, alpha):
+    """The ridge of an auxiliary problem: ``alpha`` (on ``theta``), or for a
+    :class:`~skmrf._penalty.CentredRidge` the centred ridge of the auxiliary model as a matrix
+    over its free parameters. A profiled problem (fitted given ``x_{A_q \\ q}``, whose
+    distribution is free) keeps only the components meeting ``q``: the others belong to that
+    free, unpenalised distribution, so the penalty minimised over it leaves them zero."""
+    if not isinstance(alpha, CentredRidge):
+        return alpha
+    meeting = structure.local_q if structure.profiled else None
+    R = CentredRidge(structure.layout, alpha.alpha, meeting=meeting).matrix().toarray()
+    return R[np.ix_(structure.free_cols, structure.free_cols)]
+
+
+def own_component_reads(structure, local):
+    """The map from an auxiliary solution (its free parameters) to the *own* centred component
+    of its block ``local`` (:func:`~skmrf._anova.theta_from_own_components`): a matrix
+    ``(block size, n_free)``, ``A^-1`` of the block's component map times the rows of its set."""
+    comp = Components(structure.layout)
+    B, base = comp.sparse()
+    sub = tuple(int(structure.n_states[v]) for v in local)
+    row = int(np.flatnonzero((comp.sets[sub] == np.array(local)).all(axis=1))[0])
+    size = int(np.prod(sub))
+    M = B[base[sub] + row * size : base[sub] + (row + 1) * size].toarray()[:, structure.free_cols]
+    return np.linalg.pinv(component_matrix(sub, tuple(range(len(sub))))) @ M
+
+
 class _Reads:
     """``theta`` of the model from the auxiliary fits (Proposition 3), gathered pass by pass.
 
-    A block contained in several maximal cliques is averaged over them (``"mean"``), taken
-    from the first (``"first"``) or from its own problem (``"own"``). Every read is kept as
-    (parameter positions, values, problem index); :meth:`finish` adds them in problem order,
-    as one loop over the problems would (the same sums, bit for bit).
+    With ``read="centred"`` each problem gives the centred component ``E_S`` of every block
+    ``S`` it reads (:mod:`skmrf._anova`), not the block of ``theta`` itself: ``theta_i`` is a conditional
+    log-odds at all neighbours in state 0, so reading it with one problem's couplings and
+    assembling it with another's favours state 0 (on the 32 x 32 Ising torus at criticality that
+    put the all-ones state 6 to 10 nats per row above the all-zeros one, issue #39), while the
+    components keep the labelling's symmetry. ``theta`` is solved from the components at the end
+    (:func:`~skmrf._anova.theta_from_own_components`; the same ``theta`` whenever the problems
+    agree, as they do on trees). A block contained in several maximal cliques is averaged over
+    them (``"mean"``), taken from the first (``"first"``) or from its own problem (``"own"``).
+    Every read is kept as (parameter positions, values, problem index); :meth:`finish` adds them
+    in problem order, as one loop over the problems would (the same sums, bit for bit).
     """
 
-    def __init__(self, model, node_rule):
-        self.layout, self.node_rule = model.layout, node_rule
+    def __init__(self, model, node_rule, read):
+        self.layout, self.node_rule, self.read = model.layout, node_rule, read
         self.index = BlockIndex(model.cliques, len(model.n_states))
         self.pos, self.val, self.pidx, self.pblk, self.blk, self.bidx = [], [], [], [], [], []
+        self.maps = {}  # (structure, local block): own_component_reads
 
     def add(self, group, a, b, theta):
         """The blocks the problems ``a:b`` of ``group`` read, with their solutions ``theta``.
@@ -251,9 +288,15 @@ class _Reads:
             self.blk.append(blocks)
             self.bidx.append(members)
             self.pos.append((lay.block_offsets[blocks][:, None] + np.arange(size)).ravel().astype(ptype))
-            self.val.append(theta[:, off : off + size].ravel())
             self.pidx.append(np.repeat(members, size))
             self.pblk.append(np.repeat(blocks, size))
+            if self.read == "theta":
+                self.val.append(theta[:, off : off + size].ravel())
+                continue
+            key = (id(s), local)
+            if key not in self.maps:
+                self.maps[key] = own_component_reads(s, local)
+            self.val.append((theta @ self.maps[key].T).ravel())
 
     def finish(self):
         """``theta`` and the :class:`~skmrf._kernels.lap_records.BlockSources` it was read from."""
@@ -273,6 +316,8 @@ class _Reads:
         np.add.at(sums, pos[order], val[order])  # sequential, in problem order
         hits = np.bincount(blk, minlength=n_blocks)
         theta = sums / np.repeat(np.maximum(hits, 1), lay.block_sizes)
+        if self.read == "centred":
+            theta = theta_from_own_components(lay, theta)
         order = np.lexsort((bidx, blk))
         indptr = np.concatenate([[0], np.cumsum(hits)])
         return theta, BlockSources(lay.cliques, self.index, indptr, bidx[order])
@@ -301,7 +346,9 @@ class LAPFit(NamedTuple):
     """Structure groups the problems were batched in."""
 
 
-def fit_lap(model, rows, alpha, *, strategy, node_rule, max_neighbourhood_states, max_iter, tol, n_jobs, verbose, log):
+def fit_lap(
+    model, rows, alpha, *, strategy, node_rule, read, max_neighbourhood_states, max_iter, tol, n_jobs, verbose, log
+):
     """LAP (LAP paper, Algorithm 1): plan the auxiliary problems, count, solve, read off.
 
     Parameters
@@ -310,9 +357,10 @@ def fit_lap(model, rows, alpha, *, strategy, node_rule, max_neighbourhood_states
         The model to fit (its graph, cliques and states).
     rows : Rows
         The validated rows and their weights (read by row chunks when chunked).
-    alpha : float
-        Ridge on each auxiliary problem's mean negative log-likelihood.
-    strategy, node_rule, max_neighbourhood_states
+    alpha : float or CentredRidge
+        Ridge on each auxiliary problem's mean negative log-likelihood (a centred ridge is
+        applied to each auxiliary model's own parameters, :func:`auxiliary_ridge`).
+    strategy, node_rule, read, max_neighbourhood_states
         As the parameters of :class:`~skmrf.LAPEstimator`.
     max_iter, tol : int, float
         Newton iterations and tolerance of each auxiliary problem.
@@ -332,7 +380,7 @@ def fit_lap(model, rows, alpha, *, strategy, node_rule, max_neighbourhood_states
     groups = _make_groups(plan)
     del plan
     log("%d auxiliary problems in %d structure groups", len(problems), len(groups))
-    reads = _Reads(model, node_rule)
+    reads = _Reads(model, node_rule, read)
     _fit_passes(rows, groups, reads, alpha, max_iter, tol, n_jobs, verbose, log)
     log("solved %d auxiliary problems", len(problems))
     theta, sources = reads.finish()

@@ -157,6 +157,7 @@ class AuxiliaryStructure:
         n_conf = enum.states.shape[0]
         self.n_configs = n_conf
         self.profiled = profiled
+        self.local_q = tuple(local_q)
         if profiled:
             meet = [b for b, c in enumerate(self.cliques) if qset & set(c)]
             cols = np.concatenate([np.arange(lay.block_offsets[b], lay.block_offsets[b + 1]) for b in meet])
@@ -173,6 +174,7 @@ class AuxiliaryStructure:
             self.perm = None
             self.F3 = enum.features[None]
             self.free_blocks = list(range(len(self.cliques)))
+        self.free_cols = cols
         # Position of each free block in the free parameter vector.
         self.free_offset = {}
         off = 0

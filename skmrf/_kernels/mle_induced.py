@@ -285,7 +285,8 @@ def agreement_mle(graph, rows, max_bytes=None):
         model.get_junction_tree(max_bytes)
     except TreewidthError:
         theta, _ = fit_lap(
-            model, symmetrised(rows), 0.0, strategy="pairwise", node_rule="mean", max_neighbourhood_states=1 << 16,
+            model, symmetrised(rows), 0.0, strategy="pairwise", node_rule="mean", read="centred",
+            max_neighbourhood_states=1 << 16,
             max_iter=LAP_MAX_ITER, tol=LAP_TOL, n_jobs=None, verbose=0, log=lambda *a: None,
         )  # fmt: skip
         model.theta = theta

@@ -23,6 +23,7 @@ from .._data import (
     merge_records,
     padded_blankets,
 )
+from .._penalty import CentredRidge
 from .._solvers import minimize_in_box, projected_max
 from .._solvers.lbfgs import minimize_low_memory
 from .._utils._budgets import DENSE_LBFGS_BYTES, DENSE_MIN_WORK_PER_WORKER, PL_MIN_WORK_PER_WORKER
@@ -301,9 +302,11 @@ def fit_pseudo_likelihood(  # over 60 lines by its docstring (the code is 20)
         The resolved graph (its Markov blankets).
     rows : Rows
         The validated rows and their weights.
-    alpha : float or ndarray of shape (n_cliques,)
+    alpha : float, ndarray of shape (n_cliques,) or CentredRidge
         Ridge ``alpha / 2 * ||theta||^2`` on the mean negative pseudo-log-likelihood; an array
-        gives each clique's block (or table) its own ``alpha``.
+        gives each clique's block (or table) its own ``alpha``; a
+        :class:`~skmrf._penalty.CentredRidge` (``ridge="parameters"`` and ``symmetric=True`` only)
+        penalises the energy's centred components.
     max_iter, tol : int, float
         L-BFGS iterations and projected-gradient tolerance.
     n_jobs : int, optional
@@ -397,6 +400,9 @@ def one_hot_rows(rows):
 
 def _objective(layout, graph, X, weight, total, alpha, tables, path, tol, n_jobs):
     """The objective of ``path``, its number of threads, its start and its minimiser."""
+    if isinstance(alpha, CentredRidge):
+        obj, n_workers, x0, minimize = _objective(layout, graph, X, weight, total, 0.0, tables, path, tol, n_jobs)
+        return _Penalised(obj, alpha), n_workers, x0, minimize
     a = ridge_vector(layout, alpha, tables)
     if path == "records":
         obj = PseudoLikelihoodObjective(layout, graph, X, a, weight=weight, total=total, tables=tables)
@@ -411,6 +417,24 @@ def _objective(layout, graph, X, weight, total, alpha, tables, path, tol, n_jobs
     f_noise = DENSE_F_NOISE[np.dtype(dtype).name]
     minimize = partial(minimize_low_memory, n_corrections=pairs, f_noise=f_noise, overwrite_x0=True)  # x0 is ours
     return obj, workers_for(n_jobs, obj.work, DENSE_MIN_WORK_PER_WORKER), x0, minimize
+
+
+class _Penalised:
+    """An objective of ``theta`` with no ridge of its own, plus a :class:`~skmrf._penalty.CentredRidge`
+    (every other attribute is the objective's)."""
+
+    def __init__(self, objective, ridge):
+        self.objective, self.ridge = objective, ridge
+
+    def __getattr__(self, name):
+        return getattr(self.objective, name)
+
+    def ridge_term(self, x):
+        return self.ridge.value(x)
+
+    def __call__(self, x, parallel=None):
+        f, g = self.objective(x, parallel=parallel)
+        return f + self.ridge.value(x), g + self.ridge.gradient(x)
 
 
 def _fit_asymmetric(layout, X, weight, total, alpha, tables, max_iter, tol, n_jobs, verbose, n_rows):

@@ -21,14 +21,15 @@ def batched_newton(F3, freq, alpha, max_iter=100, tol=1e-8):
     .. math::
 
         f_b(\\theta) = -\\sum_{x, k} \\hat p_b(x, k) \\log p_\\theta(k | x)
-        + \\frac{\\alpha}{2}\\|\\theta\\|^2,\\quad
+        + \\frac{1}{2}\\theta^T R \\theta,\\quad
         p_\\theta(k | x) = \\frac{\\exp(F_{xk} \\cdot \\theta)}{\\sum_{k'} \\exp(F_{xk'} \\cdot \\theta)}
 
-    where ``x`` runs over contexts. With a single context this is the
-    auxiliary model's negative mean log-likelihood, ``log Z - theta . s``
+    where ``x`` runs over contexts and ``R = alpha I`` (a ridge on ``theta``) or a given
+    matrix. With a single context this is the auxiliary model's negative mean log-likelihood,
+    ``log Z - theta . s``
     (LAP paper, Section 3, gradient ``E[phi] - s``); with several it is a
     conditional likelihood. The gradient is ``sum_x w_x E[F | x] - s +
-    alpha theta`` and the Hessian ``sum_x w_x Cov[F | x] + alpha I``
+    R theta`` and the Hessian ``sum_x w_x Cov[F | x] + R``
     (``F^T diag(p) F - mu mu^T`` for one context), built for the whole batch by
     batched matrix products and solved by one batched ``np.linalg.solve``;
     backtracking (Armijo) makes the steps monotone.
@@ -39,8 +40,9 @@ def batched_newton(F3, freq, alpha, max_iter=100, tol=1e-8):
         Shared 0/1 features.
     freq : ndarray of shape (batch, n_contexts, n_states)
         Empirical frequencies of each problem (summing to one).
-    alpha : float
-        Ridge ``alpha / 2 * ||theta||^2``.
+    alpha : float or ndarray of shape (n_params, n_params)
+        Ridge ``alpha / 2 * ||theta||^2``, or the symmetric matrix ``R`` of ``theta . R theta / 2``
+        (the centred ridge, :class:`~skmrf._penalty.CentredRidge`).
     max_iter : int, default=100
         Newton iterations per problem.
     tol : float, default=1e-8
@@ -63,8 +65,9 @@ def batched_newton(F3, freq, alpha, max_iter=100, tol=1e-8):
     theta = np.zeros((B, P))
     n_iter = np.zeros(B, dtype=np.int64)
     converged = np.zeros(B, dtype=bool)
-    objective = _Objective(F3, alpha)
-    hessian = _Hessian(F3, alpha)
+    R = alpha * np.eye(P) if np.ndim(alpha) == 0 else np.asarray(alpha, dtype=np.float64)
+    objective = _Objective(F3, R)
+    hessian = _Hessian(F3, R)
 
     active = np.arange(B)
     f_act, logits, lse = objective(theta, freq, w_all)
@@ -73,7 +76,7 @@ def batched_newton(F3, freq, alpha, max_iter=100, tol=1e-8):
         p = np.exp(logits - lse[:, :, None])
         wp = (w[:, :, None] * p).reshape(len(active), -1)
         mu = wp @ F2
-        g = mu - s_all[active] + alpha * th
+        g = mu - s_all[active] + th @ R
         done = projected_max(th, g, axis=1) <= tol
         converged[active[done]] = True
         keep = ~done & (n_iter[active] < max_iter)
@@ -90,21 +93,21 @@ def batched_newton(F3, freq, alpha, max_iter=100, tol=1e-8):
 class _Objective:
     """``f_b`` of every problem with its logits and log-normalisers (see :func:`batched_newton`)."""
 
-    def __init__(self, F3, alpha):
+    def __init__(self, F3, R):
         self.n_ctx, self.n_k, P = F3.shape
         self.F2T = F3.reshape(-1, P).T
-        self.alpha = alpha
+        self.R = R
 
     def __call__(self, th, fr, w):
         logits = (th @ self.F2T).reshape(len(th), self.n_ctx, self.n_k)
         mx = logits.max(axis=2)
         lse = np.log(np.exp(logits - mx[:, :, None]).sum(axis=2)) + mx
-        f = -(fr * logits).sum(axis=(1, 2)) + (w * lse).sum(axis=1) + 0.5 * self.alpha * (th * th).sum(axis=1)
+        f = -(fr * logits).sum(axis=(1, 2)) + (w * lse).sum(axis=1) + 0.5 * ((th @ self.R) * th).sum(axis=1)
         return f, logits, lse
 
 
 class _Hessian:
-    """The batch's Hessians ``sum_x w_x Cov[F | x] + (alpha + jitter) I``.
+    """The batch's Hessians ``sum_x w_x Cov[F | x] + R + jitter I``.
 
     For 0/1 features, ``sum_c p_c F_c F_c^T`` is one GEMM with the products of feature
     pairs, when that table is small enough. The products are indicators of joint
@@ -113,11 +116,11 @@ class _Hessian:
     edge of a binary grid) and gathered into the full Hessian.
     """
 
-    def __init__(self, F3, alpha):
+    def __init__(self, F3, R):
         n_ctx, n_k, P = F3.shape
         self.F3 = F3
         self.F2 = F3.reshape(n_ctx * n_k, P)
-        self.ridge = (alpha + _JITTER) * np.eye(P)
+        self.ridge = R + _JITTER * np.eye(P)
         self.FF = None
         iu = np.triu_indices(P)
         if n_ctx * n_k * len(iu[0]) <= 2 * BATCH_FLOATS:

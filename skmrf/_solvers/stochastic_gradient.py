@@ -20,6 +20,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._penalty import ridge_gradient
+
 __all__ = ["StochasticGradientResult", "stochastic_gradient"]
 
 
@@ -121,8 +123,8 @@ def stochastic_gradient(
         The step ``g / lipschitz`` when no ``direction`` is given.
     direction : callable, optional
         ``direction(x, g) -> step`` (for instance a natural-gradient step).
-    ridge : float, default=0.0
-        The ridge penalty's weight.
+    ridge : float or CentredRidge, default=0.0
+        The ridge penalty's weight (or the centred ridge, :mod:`skmrf._penalty`).
     n_iter : int
         Steps at most (exactly, without ``tol``).
     min_iter : int, default=0
@@ -159,7 +161,7 @@ def stochastic_gradient(
     while k < end:
         k += 1
         mean, variance = expectation(x)
-        grad = mean - mean_stats + ridge * x
+        grad = mean - mean_stats + ridge_gradient(ridge, x)
         ratio, step_ratio = noise.push(grad, variance)
         previous = x
         x = project(x - (grad / lipschitz if direction is None else direction(x, grad)))

@@ -30,20 +30,32 @@ DOCS = {
         True or False force one type. ``standardized_precision_`` is always
         sparse and ``covariance_`` always dense (when stored).""",
     # The continuation of every discrete estimator's ``alpha`` entry (#10: one default).
-    "alpha_auto": """``"auto"`` (the default of every discrete estimator) takes
-        ``1 / n_samples``, the rows given to ``fit``: for the summed
-        log-likelihood that is a standard normal prior on each parameter
-        (scikit-learn's ``C=1``), so the penalty fades as data grow. The value
-        used is ``alpha_``. Chosen by held-out log-likelihood
-        (``benchmarks/alpha_default.py``, results in ``benchmarks/results``):
-        on 4x4 binary grids with known parameters and N = 30 to 10,000 rows,
-        the mean loss against the best constant at each N (1e-3 nats per
-        variable; exact ML / LAP / PL) was 0.5 / 0.5 / 1.4 for ``1 / N``,
-        6.0 / 6.5 / 7.9 for ``1e-3``, 8.4 / 9.1 / 10.2 for ``1e-4`` and
-        60 / 20 / 32 for ``0``; on binarised digits (5-fold) 1.4 / 0.4 / 0.0
-        for ``1 / N`` against 2.0 / 0.0 / 0.0 for ``1e-3``. ``alpha=0`` is the
-        unpenalised fit, which has no finite optimum when a clique state
-        never occurs (a ``NoFiniteEstimateWarning`` says which).""",
+    "alpha_auto": """``"auto"`` (the default of every discrete estimator) is a ridge of
+        weight ``1 / n_samples`` (the rows given to ``fit``; the value used is
+        ``alpha_``) on the *centred* parameters: the components of the
+        energy under the uniform distribution, which no relabelling of a
+        variable's states changes (for binary variables the couplings and
+        the fields ``theta_i + sum_j theta_ij / 2`` of ``x - 1/2``;
+        :ref:`alpha_score`). A number is the ridge on ``theta`` itself. For
+        the summed log-likelihood ``"auto"`` is a standard normal prior on
+        each centred parameter (scikit-learn's ``C=1``), so the penalty fades
+        as data grow. The same weight on ``theta`` tips a model without a
+        field into one phase: on the 16 x 16 Ising torus at its critical
+        coupling with 1000 rows it put the all-ones state 10.9 (PL) and 23.4
+        (LAP) nats above the all-zeros one and lost 3.9 and 9.5 nats per
+        held-out row against the truth; centred, -0.4 and -0.8 nats and a
+        loss of 0.3 and none (``benchmarks/ising_exact.py --part fit``).
+        Held-out log-likelihood against the best constant ``alpha`` of each
+        cell (``benchmarks/alpha_default.py``; 1e-3 nats per variable, exact
+        ML / LAP / PL): on binarised digits (5-fold) 0.45 / -0.21 / 0.50
+        (the ridge ``1 / N`` on ``theta``: 1.37 / 0.44 / -0.02); on R's
+        Titanic and housing tables 0.13 on average (``1 / N`` on ``theta``:
+        0.17); on random grids whose ``theta`` is drawn uniform on [-1, 1],
+        a prior on ``theta`` that favours its ridge, 1.1 / 1.1 / 2.1 (0.5 /
+        0.5 / 1.4) for two states and 6.1 / 6.2 / 10.7 (3.4 / 3.4 / 6.7) for
+        three, the gap at N <= 100 rows. ``alpha=0`` is the unpenalised fit,
+        which has no finite optimum when a clique state never occurs (a
+        ``NoFiniteEstimateWarning`` says which).""",
     "gaussian_scale_": """scale_ : ndarray of shape (n_features,)
         The unit of each column in the fit: its standard deviation (about
         ``location_``), or with ``shrinkage > 0`` the square root of its shrunk
@@ -109,7 +121,8 @@ DOCS = {
     theta_ : ndarray of shape (n_params,)
         Alias of ``model_.theta``.""",
     "alpha_": """alpha_ : float
-        The ridge used: ``alpha``, or ``1 / n_samples`` for ``"auto"``.""",
+        The ridge's weight: ``alpha``, or ``1 / n_samples`` for ``"auto"``
+        (on the centred parameters).""",
     "log_partition_ais_": """log_partition_ : float or None
         ``log Z`` when scoring is exact, its AIS estimate when it is
         ``"ais"`` (made at the first score, by

@@ -10,6 +10,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, clone
 
 from .._data import Rows, is_chunked, reduce_row_chunks, scan_states, summable_weights
+from .._penalty import CentredRidge
 from .._utils._atomic import atomic_fit
 from .._utils._memory import LBFGS_VECTORS, check_fit_memory
 from .._utils._sklearn_compat import (
@@ -239,6 +240,14 @@ class BaseDiscreteMRF(MeanScoreMixin, BaseEstimator):
         if not hasattr(self, "alpha"):
             return None
         self.alpha_ = 1.0 / n_samples if isinstance(self.alpha, str) else float(self.alpha)
+        return self.alpha_
+
+    def _ridge_penalty(self, layout=None):
+        """The ridge the kernels apply: ``alpha_`` on ``theta``, or for ``alpha="auto"`` the
+        centred ridge of weight ``alpha_`` (:class:`~skmrf._penalty.CentredRidge`, symmetric under
+        relabelling any variable's states) on ``layout`` (default ``model_.layout``)."""
+        if isinstance(self.alpha, str) and self.alpha_ > 0:
+            return CentredRidge(self.model_.layout if layout is None else layout, self.alpha_)
         return self.alpha_
 
     # -- validation ----------------------------------------------------------

@@ -18,6 +18,7 @@ import numpy as np
 from .._data import Rows
 from .._kernels.exact import fit_max_likelihood
 from .._kernels.information import incomplete_information
+from .._penalty import ridge_gradient, ridge_value
 from .._solvers import THETA_BOUND, minimize_in_box, projected_max, warn_if_not_converged
 from .._utils._budgets import EM_MIN_WORK_PER_WORKER
 from .._utils._docstrings import fill_doc
@@ -341,7 +342,8 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
         )
 
     def _penalised(self, theta, ll, grad):
-        return ll - 0.5 * self.alpha_ * theta @ theta, grad - self.alpha_ * theta
+        penalty = self._ridge_penalty()
+        return ll - ridge_value(penalty, theta), grad - ridge_gradient(penalty, theta)
 
     def _fit_em(self, evaluate, pool, log):
         model = self.model_
@@ -355,7 +357,7 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
             # gradient is enough; it still increases Q (L-BFGS descends from theta), so the
             # likelihood still never decreases, and the tolerance tightens to tol at the end.
             m_tol = max(self.tol, 0.1 * gmax)
-            fit_max_likelihood(model, stats, self.alpha_, M_STEP_MAX_ITER, m_tol, self.max_bytes)
+            fit_max_likelihood(model, stats, self._ridge_penalty(), M_STEP_MAX_ITER, m_tol, self.max_bytes)
             theta = model.theta
             ll, grad, stats = evaluate(theta, pool)
             trace.append(ll)
@@ -501,9 +503,9 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
         return self._row_scores(self._validate_score_data(X, allow_nan=True))
 
     def _information(self, Xi, weight, total):
-        """The observed information of the rows (Louis' formula) plus ``N alpha_ I``."""
+        """The observed information of the rows (Louis' formula) plus ``N`` times the ridge's Hessian."""
         data = IncompleteDataTerm(self.model_.layout, Xi, max_bytes=self.max_bytes, weight=weight)
-        return incomplete_information(self.model_, data, total, self.alpha_, self.max_bytes)
+        return incomplete_information(self.model_, data, total, self._ridge_penalty(), self.max_bytes)
 
     def _row_scores(self, Xi):
         """``log Z(d) - log Z`` of each validated row (0 for a row entirely missing)."""

@@ -157,7 +157,7 @@ class ExactMaxLikelihood(DiscreteStatisticsMixin, BaseDiscreteMRF):
                 model,
                 counts,
                 rows.total,
-                self.alpha_,
+                self._ridge_penalty(),
                 extended=bool(empty),
                 max_iter=self.max_iter,
                 tol=self.tol,
@@ -175,7 +175,7 @@ class ExactMaxLikelihood(DiscreteStatisticsMixin, BaseDiscreteMRF):
 
     def _information(self, Xi, weight, total):
         """``N (Cov(phi) + alpha_ I)``: the Hessian of the objective summed over the rows."""
-        return exact_information(self.model_, total, self.alpha_, self.max_bytes)
+        return exact_information(self.model_, total, self._ridge_penalty(), self.max_bytes)
 
     def _warn_extended(self, empty, info):
         """No finite MLE (alpha=0, empty cells): say that the extended MLE was returned, and how close."""

@@ -115,7 +115,9 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         on the package's parameters with the adaptive schedule (as every discrete estimator),
         on the paper's ``{-1, +1}`` parameters ``(h, J)`` with the theory schedule (its
         ``lambda``: ``alpha > 0`` selects the strongly convex analysis, Corollary 9,
-        ``alpha = 0`` the convex one, Theorem 5).
+        ``alpha = 0`` the convex one, Theorem 5). With the theory schedule ``"auto"`` is
+        the weight ``1 / n_samples`` on ``(h, J)``, parameters that ``x -> 1 - x`` only
+        changes in sign.
         %(alpha_auto)s
     %(score_method)s
     max_bytes : int, default=None
@@ -420,7 +422,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
             self.model_.layout,
             self.graph_,
             rows,
-            self.alpha_,
+            self._ridge_penalty(),
             max_iter=schedule.start_iter,
             tol=START_TOL,
             callback=report,
@@ -461,7 +463,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 colours,
                 rows,
                 mean_stats,
-                self.alpha_,
+                self._ridge_penalty(),
                 theta0,
                 constraint,
                 n_chains=n_chains,
@@ -541,7 +543,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 colour_classes(self.graph_),
                 rows,
                 mean_stats,
-                self.alpha_,
+                self._ridge_penalty(),
                 n_chains=n_chains,
                 n_sweeps=n_sweeps,
                 n_iter=n_iter,

@@ -14,6 +14,7 @@ from .._kernels.pseudo import (
     fit_pseudo_likelihood,
     ridge_vector,
 )
+from .._penalty import CentredRidge, ridge_matrix
 from .._solvers import THETA_BOUND, warn_if_not_converged
 from .._utils._docstrings import fill_doc
 from .._utils._progress import Progress
@@ -44,6 +45,9 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         Ridge penalty ``alpha / 2 * ||theta||^2`` added to the negative mean
         pseudo-log-likelihood.
         %(alpha_auto)s
+        With ``ridge="tables"`` ``"auto"`` is the weight ``1 / n_samples`` on
+        the full tables (symmetric as well), with ``symmetric=False`` on
+        ``theta`` (its column problems are not centred).
         A dict gives one ridge per clique order, ``{1: alpha_fields,
         2: alpha_couplings}`` (values floats >= 0 or ``"auto"``; every order of
         the graph's cliques must be given, and only those). Direct coupling
@@ -220,6 +224,10 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         self.alpha_ = dict(sorted(resolved.items()))
         return self.alpha_
 
+    def _ridge_penalty(self, layout=None):
+        """As every estimator's, with a dict ``alpha`` as one value per clique."""
+        return super()._ridge_penalty(layout) if isinstance(self.alpha, str) else self._clique_alphas()
+
     def _clique_alphas(self):
         """``alpha_`` as the kernel takes it: a float, or one value per clique of ``model_``."""
         if not isinstance(self.alpha_, dict):
@@ -285,7 +293,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
                 self.model_.layout,
                 self.graph_,
                 rows,
-                alpha,
+                self._ridge_penalty() if self.symmetric and self.ridge == "parameters" else alpha,
                 max_iter=self.max_iter,
                 tol=self.tol,
                 n_jobs=self.n_jobs,
@@ -349,6 +357,9 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
         total = float(len(Xi) if weight is None else weight.sum())
         model = self.model_
         H, J = pseudo_likelihood_information(model.layout, model.theta, Xi, weight)
-        H += total * np.diag(np.broadcast_to(ridge_vector(model.layout, self._clique_alphas(), False), len(H)))
+        penalty = self._ridge_penalty()
+        if not isinstance(penalty, CentredRidge):
+            penalty = ridge_vector(model.layout, penalty, False)
+        H += total * ridge_matrix(penalty, len(H))
         Hinv = covariance_from_information(H, lambda a: describe_parameter(model, a), type(self).__name__)
         return np.sqrt(np.maximum(np.diag(Hinv @ J @ Hinv), 0.0))

@@ -238,7 +238,10 @@ class DiscreteStatisticsMixin(LikelihoodStatisticsMixin):
         return int(self.model_.n_params)
 
     def _penalty(self):
-        return None if self.alpha_ == 0 else f"alpha={self.alpha!r} (alpha_={self.alpha_:.3g})"
+        if self.alpha_ == 0:
+            return None
+        centred = ", a ridge on the centred parameters" if isinstance(self.alpha, str) else ""
+        return f"alpha={self.alpha!r} (alpha_={self.alpha_:.3g}{centred})"
 
     def _rows(self, X, weight):
         """Validated states (``-1`` where missing), their weights, and which rows have an observed entry."""

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..._penalty import ridge_gradient, ridge_scale
 from ..._solvers.stochastic_gradient import stochastic_gradient
 from .chains import Chains, indicator_matrix, largest_covariance_eigenvalue
 
@@ -105,7 +106,7 @@ def moment_ratio(layout, colours, rows, mean_stats, alpha, theta, constraint, *,
     fresh.advance(theta, ADAPTIVE_BURN_IN, statistic=False)
     mean, variance = fresh(theta)
     variance = variance + mean_stats * (1 - mean_stats) / rows.total
-    grad = mean - mean_stats + alpha * theta
+    grad = mean - mean_stats + ridge_gradient(alpha, theta)
     free = np.ones(len(theta), dtype=bool)
     if constraint.box is not None:
         pair, bound = constraint.box
@@ -163,8 +164,8 @@ def fit_adaptive(
         The data (chains started at data rows, drawn by weight).
     mean_stats : ndarray of shape (n_params,)
         The data's mean features (weighted).
-    alpha : float
-        Ridge on the mean negative log-likelihood.
+    alpha : float or CentredRidge
+        Ridge on the mean negative log-likelihood (:mod:`skmrf._penalty`).
     theta0 : ndarray of shape (n_params,)
         The start (inside the constraint set).
     constraint : Constraint
@@ -207,12 +208,14 @@ def fit_adaptive(
         chains = None
     L, direction = lipschitz, None
     if L is None and chains is not None and (constraint.bound is None or constraint.box is not None):
-        direction = partial(_natural_direction, chains=chains, box=constraint.box, damping=NATURAL_DAMPING + alpha)
+        direction = partial(
+            _natural_direction, chains=chains, box=constraint.box, damping=NATURAL_DAMPING + ridge_scale(alpha)
+        )
     elif L is None and chains is not None:
         # Floored at a fair coin's variance: a few chains can see next to no variance.
-        L = max(largest_covariance_eigenvalue(indicator_matrix(layout, chains.states())), 0.25) + alpha
+        L = max(largest_covariance_eigenvalue(indicator_matrix(layout, chains.states())), 0.25) + ridge_scale(alpha)
     elif L is None:
-        L = 1.0 + alpha
+        L = 1.0 + ridge_scale(alpha)
     result = stochastic_gradient(
         expectation,
         mean_stats,

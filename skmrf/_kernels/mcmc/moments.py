@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..._penalty import ridge_gradient
 from ..._utils._budgets import MOMENTS_CHAIN_BLOCK
 from .chains import Chains
 
@@ -257,8 +258,8 @@ def fit_moments(
         The data (chains start at data rows, drawn by weight).
     mean_stats : ndarray of shape (n_params,)
         The data's mean features (weighted).
-    alpha : float
-        Ridge on the mean negative log-likelihood (on ``theta``).
+    alpha : float or CentredRidge
+        Ridge on the mean negative log-likelihood (:mod:`skmrf._penalty`).
     n_chains, n_iter : int
         Chains, steps at most.
     n_sweeps : int or "auto"
@@ -295,7 +296,7 @@ def fit_moments(
         mean = chains.advance(theta, sweeps) / n_chains
         q_self, q_between, decorrelated = decorrelation(before, chains.pool)
         r_pair, r_unary = connected_pearson(centred, mean, data)
-        grad = mean - mean_stats + alpha * theta
+        grad = mean - mean_stats + ridge_gradient(alpha, theta)
         now = time.perf_counter() - start
         values = (r_pair, r_unary, float(np.linalg.norm(grad)), now, sweeps, q_self, q_between, decorrelated)
         for key, value in zip(trace, values):

@@ -1,0 +1,142 @@
+"""The centred (ANOVA) components of a model's energy, a parametrisation that no labelling favours.
+
+``theta`` is normalised with respect to state 0: relabelling a variable's states changes it by
+more than a sign. The energy ``E(x) = sum_c theta_c . phi_c(x_c)`` also decomposes, under the
+uniform distribution, as ``E = const + sum_S E_S`` with ``E_S`` a function of ``x_S`` that sums
+to zero over each of its variables (the functional ANOVA). Each ``E_S`` is the same function
+after a permutation of any variable's states, so what is built on the components (the centred
+ridge of :mod:`skmrf._penalty`, LAP's centred reads) treats every labelling alike. ``E_S``
+is a sum over the cliques ``C`` containing ``S``: ``theta_C`` embedded in ``C``'s full table
+(zeros where a state is 0), averaged over ``C \\ S`` and centred along each variable of ``S``.
+For binary variables, ``E_i = +-(theta_i / 2 + sum_j theta_ij / 4)`` and
+``E_ij = +-theta_ij / 4``.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = ["Components", "component_matrix", "theta_from_own_components"]
+
+
+def component_matrix(shape, R):
+    """The map from a clique's block (``prod(K - 1)`` entries) to its component on the positions
+    ``R`` (``prod(K_R)`` entries, C order): embed in the full table, average over the other
+    positions, centre along each of ``R``."""
+    block = tuple(k - 1 for k in shape)
+    n = int(np.prod(block))
+    T = np.zeros((n, *shape))
+    T[(np.arange(n), *(i + 1 for i in np.unravel_index(np.arange(n), block)))] = 1.0
+    rest = tuple(1 + p for p in range(len(shape)) if p not in R)
+    comp = T.mean(axis=rest) if rest else T
+    for a in range(1, comp.ndim):
+        comp = comp - comp.mean(axis=a, keepdims=True)
+    return comp.reshape(n, -1).T
+
+
+class Components:
+    """The linear map from ``theta`` to the energy's components ``E_S``, vectorised by shape.
+
+    Parameters
+    ----------
+    layout : CliqueLayout
+    meeting : collection of int, optional
+        Only the sets ``S`` that meet these variables.
+
+    Attributes
+    ----------
+    sets : dict
+        ``{sub-shape: ndarray (n_sets, len(S))}``: the variable sets of each shape, whose
+        components ``__call__`` returns as the rows of one array.
+    parts : list of tuple
+        ``(cols, sub, A, rows, own)`` per (clique shape, positions ``R``): the cliques' parameter
+        columns ``(n, block)``, the sub-shape, :func:`component_matrix`, each clique's set row and
+        whether ``R`` is the whole clique.
+    """
+
+    def __init__(self, layout, meeting=None):
+        self.layout = layout
+        keep = None if meeting is None else np.array(sorted(set(meeting)), dtype=np.int64)
+        by_shape = {}
+        for k, shape in enumerate(layout.table_shapes):
+            if layout.block_sizes[k]:
+                by_shape.setdefault(shape, []).append(k)
+        found, keys = [], {}
+        for shape, members in by_shape.items():
+            members = np.array(members, dtype=np.int64)
+            var = np.array([layout.cliques[k] for k in members], dtype=np.int64).reshape(len(members), len(shape))
+            for r in range(1, len(shape) + 1):
+                for R in itertools.combinations(range(len(shape)), r):
+                    S = var[:, list(R)]
+                    mask = np.ones(len(members), dtype=bool) if keep is None else np.isin(S, keep).any(axis=1)
+                    if mask.any():
+                        sub = tuple(shape[p] for p in R)
+                        found.append((members[mask], sub, component_matrix(shape, R), r == len(shape)))
+                        keys.setdefault(sub, []).append(S[mask])
+        self.sets, set_rows = {}, {}
+        for sub, lists in keys.items():
+            self.sets[sub], inverse = np.unique(np.concatenate(lists), axis=0, return_inverse=True)
+            set_rows[sub] = np.split(inverse.ravel(), np.cumsum([len(s) for s in lists])[:-1])
+        self.parts = []
+        for members, sub, A, own in found:
+            cols = layout.block_offsets[members][:, None] + np.arange(A.shape[1])
+            self.parts.append((cols, sub, A, set_rows[sub].pop(0), own))
+
+    def _gather(self, sub, rows):
+        return sp.csr_array((np.ones(len(rows)), (rows, np.arange(len(rows)))), shape=(len(self.sets[sub]), len(rows)))
+
+    def __call__(self, theta):
+        """``{sub-shape: E}``, ``E`` of shape ``(n_sets, prod(sub))``: every ``E_S`` at ``theta``."""
+        E = {sub: np.zeros((len(S), int(np.prod(sub)))) for sub, S in self.sets.items()}
+        for cols, sub, A, rows, _ in self.parts:
+            E[sub] += self._gather(sub, rows) @ (theta[cols] @ A.T)
+        return E
+
+    def adjoint(self, E):
+        """The transpose of the map: ``theta``-shaped, from ``{sub-shape: E}``."""
+        out = np.zeros(self.layout.n_params)
+        for cols, sub, A, rows, _ in self.parts:
+            out[cols] += E[sub][rows] @ A  # a clique's columns are distinct
+        return out
+
+    def sparse(self):
+        """The map as a sparse matrix, rows ordered by sub-shape (as :attr:`sets`), then set, then
+        table entry; and ``{sub-shape: first row}``."""
+        base, offset = {}, 0
+        for sub, S in self.sets.items():
+            base[sub] = offset
+            offset += len(S) * int(np.prod(sub))
+        rows, cols, vals = [], [], []
+        for cpos, sub, A, set_rows, _ in self.parts:
+            r = base[sub] + set_rows[:, None, None] * A.shape[0] + np.arange(A.shape[0])[None, :, None]
+            r = np.broadcast_to(r, (len(set_rows), *A.shape))
+            rows.append(r.ravel())
+            cols.append(np.broadcast_to(cpos[:, None, :], r.shape).ravel())
+            vals.append(np.broadcast_to(A, r.shape).ravel())
+        if not rows:
+            return sp.csr_array((offset, self.layout.n_params)), base
+        data = (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols)))
+        return sp.csr_array(data, shape=(offset, self.layout.n_params)), base
+
+
+def theta_from_own_components(layout, own):
+    """``theta`` from each block's *own* component in the block's coordinates.
+
+    ``own`` holds, for the block of every clique ``C``, ``A_CC^-1 E_C``
+    (:func:`component_matrix` of the whole clique is invertible on the fully centred tables),
+    which for a clique with no larger clique around it is ``theta_C`` itself. Solved from the
+    largest cliques down: ``theta_C = own_C - A_CC^-1 sum_{C' > C} A_{C'C} theta_C'``. For
+    binary pairwise models, ``own_i = theta_i + sum_j theta_ij / 2`` and ``own_ij = theta_ij``.
+    """
+    comp = Components(layout)
+    theta = np.zeros(layout.n_params)
+    sizes = [len(c) for c in layout.cliques]
+    for size in sorted(set(sizes), reverse=True):
+        E = comp(theta)  # only the larger cliques are filled in
+        for cols, sub, A, rows, own_part in comp.parts:
+            if own_part and len(sub) == size:
+                theta[cols] = own[cols] - E[sub][rows] @ np.linalg.pinv(A).T
+    return theta

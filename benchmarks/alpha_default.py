@@ -5,14 +5,20 @@ and MCMCMaxLikelihood to ``alpha=0`` (issue #10, item 6). This measures, for
 alpha in {0, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1}, the held-out exact log-likelihood
 per variable (nats) of each estimator, otherwise at its defaults. Beside the
 constant grid it measures ``alpha = 1/N`` (N training rows): a fixed ridge
-``||theta||^2 / 2`` on the summed rather than the mean negative log-likelihood.
+``||theta||^2 / 2`` on the summed rather than the mean negative log-likelihood, and
+``"auto"``, the default since #39: the same weight on the centred parameters
+(``skmrf._penalty.CentredRidge``), symmetric under relabelling the states.
 
 1. **digits**: scikit-learn's ``load_digits`` binarised at ``>= 8`` on the 8x8
    grid, 5-fold held-out ``score`` (``score_method="exact"``) divided by 64,
    as in ``lap_accuracy.py``'s ``digits_node_rule``. Ten pixels are always 0,
    so every fold has empty cells: at alpha = 0 no finite MLE exists.
+   **real tables**: R's Titanic and MASS housing tables (from ``imputation.py``),
+   chain and complete graphs, 5-fold held-out log-likelihood per variable.
 2. **known models**: a 4x4 binary grid and a 3x3 grid with 3 states, new
-   parameters uniform on [-1, 1] per seed, ``N`` exact training samples. The
+   parameters per seed, ``N`` exact training samples: ``theta`` uniform on [-1, 1]
+   (a prior on ``theta``, which favours the ridge on ``theta``), or every entry of
+   the full tables uniform on [-1, 1] (a prior no relabelling changes). The
    held-out metric is exact, with no test sample:
    ``E_true[log p_fit(x)] = mu_true . theta_fit - log Z_fit`` (the features are
    linear in the clique indicators, so only the true clique marginals
@@ -37,8 +43,8 @@ Usage::
     python benchmarks/alpha_default.py [--seeds 5] [--sizes 30,100,1000,10000] [--folds 5]
         [--no-digits] [--no-synthetic] [--no-mcmc] [--out DIR]
 
-``--out benchmarks/results`` writes ``alpha_default.txt`` (the committed run: 6 minutes
-wall, 4 CPU-minutes, at load average ~3.5 on the shared 2-core machine).
+``--out benchmarks/results`` writes ``alpha_default.txt`` (the committed run: 4 minutes
+wall at load average ~1.7 on the shared 2-core machine).
 """
 
 from __future__ import annotations
@@ -73,9 +79,12 @@ ALPHAS = (0.0, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1)
 #: negative log-likelihood (MAP with a N(0, 1) prior on every parameter). Measured beside the grid;
 #: "best alpha" is always taken over the constant grid ALPHAS.
 PER_N = "1/N"
-GRID = (*ALPHAS, PER_N)
+#: The default: 1 / N on the centred parameters (skmrf._penalty.CentredRidge, #39), where PER_N is
+#: the same weight on theta (the default before #39).
+AUTO = "auto"
+GRID = (*ALPHAS, PER_N, AUTO)
 #: The defaults under consideration (issue #10 item 6), and the per-N rule for comparison.
-CANDIDATES = (0.0, 1e-4, 1e-3, 1e-2, PER_N)
+CANDIDATES = (0.0, 1e-4, 1e-3, 1e-2, PER_N, AUTO)
 
 ESTIMATORS = {
     "ExactML": lambda g, k, a, seed: ExactMaxLikelihood(g, n_states=k, alpha=a, score_method="exact"),
@@ -90,14 +99,28 @@ MCMC = (
     lambda g, k, a, seed: MCMCMaxLikelihood(g, alpha=a, random_state=seed, score_method="exact", **MCMC_PARAMS),
 )
 
+#: (graph, states, prior): "theta" draws theta (normalised to state 0) uniform on [-1, 1], a prior
+#: that favours the ridge on theta; "tables" draws every entry of every clique's full table uniform
+#: on [-1, 1] (theta by normalising them), which no relabelling of the states changes (#39).
 MODELS = {
-    "grid 4x4, 2 states": (lambda: grid_graph(4, 4), 2),
-    "grid 3x3, 3 states": (lambda: grid_graph(3, 3), 3),
+    "grid 4x4, 2 states": (lambda: grid_graph(4, 4), 2, "theta"),
+    "grid 3x3, 3 states": (lambda: grid_graph(3, 3), 3, "theta"),
+    "grid 4x4, 2 states, symmetric prior": (lambda: grid_graph(4, 4), 2, "tables"),
+    "grid 3x3, 3 states, symmetric prior": (lambda: grid_graph(3, 3), 3, "tables"),
 }
 
 
+def true_model(graph, k, prior, seed):
+    """A model with parameters drawn from ``prior`` (see :data:`MODELS`)."""
+    model = make_random_mrf(graph, k, 1.0, random_state=seed)
+    if prior == "tables":
+        lay = model.layout
+        model.theta = lay.normalise(np.random.default_rng([seed, 1]).uniform(-1, 1, lay.n_table))
+    return model
+
+
 def fmt_alpha(a):
-    return a if a == PER_N else "0" if a == 0 else f"{a:.0e}"
+    return a if isinstance(a, str) else "0" if a == 0 else f"{a:.0e}"
 
 
 def resolve(a, n_rows):
@@ -222,6 +245,40 @@ def digits(n_folds, out):
     return {("digits", e, a): v for (e, a), v in losses.items()}
 
 
+def tables(n_folds, out):
+    """R's Titanic and MASS housing tables (``benchmarks/imputation.py``): 5-fold held-out LL/var."""
+    from imputation import HOUSING_FREQ, HOUSING_LEVELS, TITANIC_FREQ, TITANIC_LEVELS, expand_table
+    from sklearn.model_selection import KFold
+
+    out(
+        f"\n== real tables: R's Titanic (4 x 2 x 2 x 2 states, 2201 people) and MASS housing (3 x 3 x 4 x 2, "
+        f"1681 people), {n_folds}-fold held-out exact LL/var (KFold shuffle, random_state=0), chain and "
+        "complete graphs =="
+    )
+    out(f"{'data':<18} {'estimator':<9} " + " ".join(f"{fmt_alpha(a):>9}" for a in GRID))
+    losses = {}
+    data_sets = {"titanic": (TITANIC_LEVELS, TITANIC_FREQ), "housing": (HOUSING_LEVELS, HOUSING_FREQ)}
+    for data, (levels, freq) in data_sets.items():
+        X = expand_table(levels, freq)
+        k = X.max(axis=0) + 1
+        folds = list(KFold(n_folds, shuffle=True, random_state=0).split(X))
+        for graph in ("chain", "complete"):
+            label = f"{data} ({graph})"
+            cells = {}
+            for name, make in ESTIMATORS.items():
+                for a in GRID:
+                    cell = cells[(name, a)] = Cell()
+                    for tr, te in folds:
+                        est, nofin, conv, _ = fit_recorded(make(graph, k, resolve(a, len(tr)), 0), X[tr])
+                        cell.add(float(np.mean(est.score_samples(X[te]))) / X.shape[1], nofin, conv)
+                out(f"{label:<18} {name:<9} " + " ".join(f"{np.mean(cells[(name, a)].v):>9.5f}" for a in GRID))
+            lines, loss = summary_lines(cells, label, +1, 1e3, "1e-3 nats/var")
+            for line in lines:
+                out(line)
+            losses.update({(label, e, a): v for (e, a), v in loss.items()})
+    return losses
+
+
 # ---------------------------------------------------------------------------
 # 2. Known models
 # ---------------------------------------------------------------------------
@@ -232,14 +289,14 @@ def expected_loglik(mu_true, est):
 
 def synthetic(sizes, seeds, mcmc, out):
     losses = {}
-    for model_name, (make_graph, k) in MODELS.items():
+    for model_name, (make_graph, k, prior) in MODELS.items():
         graph = make_graph()
         estimators = dict(ESTIMATORS)
         if mcmc and k == 2:
             estimators[MCMC[0]] = MCMC[1]
         truths = []
         for seed in range(seeds):
-            model = make_random_mrf(graph, k, 1.0, random_state=seed)
+            model = true_model(graph, k, prior, seed)
             mu = model.expected_statistics()
             log_z = model.log_partition()
             truths.append((model, mu, log_z - mu @ model.theta))
@@ -264,7 +321,8 @@ def synthetic(sizes, seeds, mcmc, out):
         test = model.sample(200_000, 8, method="exact")
         s = est.score_samples(test)
         out(
-            f"\n== {model_name}: {n_var} variables, {len(truths[0][0].theta)} parameters, theta ~ U[-1, 1] "
+            f"\n== {model_name}: {n_var} variables, {len(truths[0][0].theta)} parameters, "
+            f"{'theta' if prior == 'theta' else 'full tables'} ~ U[-1, 1] "
             f"(one model per seed, {seeds} seeds) ==\n"
             f"true entropy per variable (mean over seeds) H = {H:.5f} nats; expected held-out LL/var = -H - KL/var.\n"
             f"check of the exact formula (seed 0, ExactML alpha=1e-4, N={sizes[-1]}): E_true[log p_fit]/var = "
@@ -325,8 +383,9 @@ def overall(losses, out):
     groups = {
         "all": lambda k: True,
         "digits": lambda k: k[0] == "digits",
-        "known, N<=100": lambda k: k[0] != "digits" and n_rows(k) <= 100,
-        "known, N>=1000": lambda k: k[0] != "digits" and n_rows(k) >= 1000,
+        "real tables": lambda k: k[0].startswith(("titanic", "housing")),
+        "known, N<=100": lambda k: n_rows(k) is not None and n_rows(k) <= 100,
+        "known, N>=1000": lambda k: n_rows(k) is not None and n_rows(k) >= 1000,
     }
     for gname, keep in groups.items():
         for a in CANDIDATES:
@@ -376,6 +435,9 @@ def main():
             t = time.perf_counter()
             losses.update(digits(a.folds, out))
             out(f"digits section: {time.perf_counter() - t:.0f} s")
+            t = time.perf_counter()
+            losses.update(tables(a.folds, out))
+            out(f"real-tables section: {time.perf_counter() - t:.0f} s")
         if not a.no_synthetic:
             t = time.perf_counter()
             losses.update(synthetic([int(s) for s in a.sizes.split(",")], a.seeds, not a.no_mcmc, out))

@@ -317,7 +317,7 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
             Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar,
         ):
             fit = self._fit_em if self.method == "em" else self._fit_gradient
-            trace, gmax = fit(evaluate, pool, bar.follow(log, ("EM iteration", "Iteration")))
+            trace, gmax = fit(evaluate, self._ridge_penalty(), pool, bar.follow(log, ("EM iteration", "Iteration")))
         self.log_likelihood_trace_ = np.asarray(trace)
         self.log_likelihood_ = float(trace[-1])
         self.converged_ = bool(gmax <= self.tol)
@@ -341,38 +341,38 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
             .log_z
         )
 
-    def _penalised(self, theta, ll, grad):
-        penalty = self._ridge_penalty()
+    @staticmethod
+    def _penalised(penalty, theta, ll, grad):
         return ll - ridge_value(penalty, theta), grad - ridge_gradient(penalty, theta)
 
-    def _fit_em(self, evaluate, pool, log):
+    def _fit_em(self, evaluate, penalty, pool, log):
         model = self.model_
         theta = model.theta
         ll, grad, stats = evaluate(theta, pool)
         trace = [ll]
-        gmax = projected_max(theta, -self._penalised(theta, ll, grad)[1])
+        gmax = projected_max(theta, -self._penalised(penalty, theta, ll, grad)[1])
         self.n_iter_ = 0
         while gmax > self.tol and self.n_iter_ < self.max_iter:
             # Generalised EM: far from the optimum an M-step solved to a tenth of the current
             # gradient is enough; it still increases Q (L-BFGS descends from theta), so the
             # likelihood still never decreases, and the tolerance tightens to tol at the end.
             m_tol = max(self.tol, 0.1 * gmax)
-            fit_max_likelihood(model, stats, self._ridge_penalty(), M_STEP_MAX_ITER, m_tol, self.max_bytes)
+            fit_max_likelihood(model, stats, penalty, M_STEP_MAX_ITER, m_tol, self.max_bytes)
             theta = model.theta
             ll, grad, stats = evaluate(theta, pool)
             trace.append(ll)
-            gmax = projected_max(theta, -self._penalised(theta, ll, grad)[1])
+            gmax = projected_max(theta, -self._penalised(penalty, theta, ll, grad)[1])
             self.n_iter_ += 1
             log("EM iteration %d, mean log-likelihood = %.8f, max |grad| = %.2e", self.n_iter_, ll, gmax)
         return trace, gmax
 
-    def _fit_gradient(self, evaluate, pool, log):
+    def _fit_gradient(self, evaluate, penalty, pool, log):
         model = self.model_
         trace = []
 
         def objective(theta):
             ll, grad, _ = evaluate(theta, pool)
-            f, g = self._penalised(theta, ll, grad)
+            f, g = self._penalised(penalty, theta, ll, grad)
             objective.ll = ll
             return -f, -g
 

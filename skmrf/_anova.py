@@ -37,6 +37,31 @@ def component_matrix(shape, R):
     return comp.reshape(n, -1).T
 
 
+def _component(block, shape, R):
+    """:func:`component_matrix` applied to the rows of ``block`` (``(n, prod(K - 1))``), by table
+    operations: ``O(prod(K))`` per clique instead of the matrix's ``O(prod(K_R) prod(K - 1))``."""
+    n, m = len(block), len(shape)
+    T = np.zeros((n, *shape))
+    T[(slice(None),) + (slice(1, None),) * m] = block.reshape(n, *(k - 1 for k in shape))
+    rest = tuple(1 + p for p in range(m) if p not in R)
+    comp = T.mean(axis=rest) if rest else T
+    for a in range(1, comp.ndim):
+        comp -= comp.mean(axis=a, keepdims=True)
+    return comp.reshape(n, -1)
+
+
+def _component_adjoint(E, shape, R):
+    """The transpose of :func:`_component`: centre, spread evenly over the other positions, keep
+    the block's entries."""
+    n, m = len(E), len(shape)
+    comp = E.reshape(n, *(shape[p] for p in R))
+    for a in range(1, comp.ndim):
+        comp = comp - comp.mean(axis=a, keepdims=True)
+    spread = float(np.prod([shape[p] for p in range(m) if p not in R]))
+    T = np.broadcast_to(comp.reshape(n, *(shape[p] if p in R else 1 for p in range(m))) / spread, (n, *shape))
+    return T[(slice(None),) + (slice(1, None),) * m].reshape(n, -1)
+
+
 class Components:
     """The linear map from ``theta`` to the energy's components ``E_S``, vectorised by shape.
 
@@ -52,9 +77,10 @@ class Components:
         ``{sub-shape: ndarray (n_sets, len(S))}``: the variable sets of each shape, whose
         components ``__call__`` returns as the rows of one array.
     parts : list of tuple
-        ``(cols, sub, A, rows, own)`` per (clique shape, positions ``R``): the cliques' parameter
-        columns ``(n, block)``, the sub-shape, :func:`component_matrix`, each clique's set row and
-        whether ``R`` is the whole clique.
+        ``(cols, sub, shape, R, rows, gather, own)`` per (clique shape, positions ``R``): the
+        cliques' parameter columns ``(n, block)``, the sub-shape, the clique shape and ``R``, each
+        clique's set row, the sparse sum into the sets' rows, and whether ``R`` is the whole
+        clique.
     """
 
     def __init__(self, layout, meeting=None):
@@ -73,33 +99,34 @@ class Components:
                     S = var[:, list(R)]
                     mask = np.ones(len(members), dtype=bool) if keep is None else np.isin(S, keep).any(axis=1)
                     if mask.any():
-                        sub = tuple(shape[p] for p in R)
-                        found.append((members[mask], sub, component_matrix(shape, R), r == len(shape)))
-                        keys.setdefault(sub, []).append(S[mask])
+                        found.append((members[mask], shape, R))
+                        keys.setdefault(tuple(shape[p] for p in R), []).append(S[mask])
         self.sets, set_rows = {}, {}
         for sub, lists in keys.items():
             self.sets[sub], inverse = np.unique(np.concatenate(lists), axis=0, return_inverse=True)
             set_rows[sub] = np.split(inverse.ravel(), np.cumsum([len(s) for s in lists])[:-1])
         self.parts = []
-        for members, sub, A, own in found:
-            cols = layout.block_offsets[members][:, None] + np.arange(A.shape[1])
-            self.parts.append((cols, sub, A, set_rows[sub].pop(0), own))
-
-    def _gather(self, sub, rows):
-        return sp.csr_array((np.ones(len(rows)), (rows, np.arange(len(rows)))), shape=(len(self.sets[sub]), len(rows)))
+        for members, shape, R in found:
+            sub = tuple(shape[p] for p in R)
+            rows = set_rows[sub].pop(0)
+            cols = layout.block_offsets[members][:, None] + np.arange(int(np.prod([k - 1 for k in shape])))
+            gather = sp.csr_array(
+                (np.ones(len(rows)), (rows, np.arange(len(rows)))), shape=(len(self.sets[sub]), len(rows))
+            )
+            self.parts.append((cols, sub, shape, R, rows, gather, len(R) == len(shape)))
 
     def __call__(self, theta):
         """``{sub-shape: E}``, ``E`` of shape ``(n_sets, prod(sub))``: every ``E_S`` at ``theta``."""
         E = {sub: np.zeros((len(S), int(np.prod(sub)))) for sub, S in self.sets.items()}
-        for cols, sub, A, rows, _ in self.parts:
-            E[sub] += self._gather(sub, rows) @ (theta[cols] @ A.T)
+        for cols, sub, shape, R, _, gather, _ in self.parts:
+            E[sub] += gather @ _component(theta[cols], shape, R)
         return E
 
     def adjoint(self, E):
         """The transpose of the map: ``theta``-shaped, from ``{sub-shape: E}``."""
         out = np.zeros(self.layout.n_params)
-        for cols, sub, A, rows, _ in self.parts:
-            out[cols] += E[sub][rows] @ A  # a clique's columns are distinct
+        for cols, sub, shape, R, rows, _, _ in self.parts:
+            out[cols] += _component_adjoint(E[sub][rows], shape, R)  # a clique's columns are distinct
         return out
 
     def sparse(self):
@@ -110,7 +137,8 @@ class Components:
             base[sub] = offset
             offset += len(S) * int(np.prod(sub))
         rows, cols, vals = [], [], []
-        for cpos, sub, A, set_rows, _ in self.parts:
+        for cpos, sub, shape, R, set_rows, _, _ in self.parts:
+            A = component_matrix(shape, R)
             r = base[sub] + set_rows[:, None, None] * A.shape[0] + np.arange(A.shape[0])[None, :, None]
             r = np.broadcast_to(r, (len(set_rows), *A.shape))
             rows.append(r.ravel())
@@ -136,7 +164,7 @@ def theta_from_own_components(layout, own):
     sizes = [len(c) for c in layout.cliques]
     for size in sorted(set(sizes), reverse=True):
         E = comp(theta)  # only the larger cliques are filled in
-        for cols, sub, A, rows, own_part in comp.parts:
+        for cols, sub, shape, R, rows, _, own_part in comp.parts:
             if own_part and len(sub) == size:
-                theta[cols] = own[cols] - E[sub][rows] @ np.linalg.pinv(A).T
+                theta[cols] = own[cols] - E[sub][rows] @ np.linalg.pinv(component_matrix(shape, R)).T
     return theta

@@ -60,8 +60,13 @@ class CentredRidge:
 
     def gradient(self, theta):
         """The penalty's gradient at ``theta``."""
+        return self.value_and_gradient(theta)[1]
+
+    def value_and_gradient(self, theta):
+        """The penalty and its gradient at ``theta``, from one evaluation of the components."""
         E = self.components(np.asarray(theta, dtype=np.float64))
-        return self.alpha * self.components.adjoint({sub: self.weights[sub] * e for sub, e in E.items()})
+        value = 0.5 * self.alpha * sum(self.weights[sub] * float(np.vdot(e, e)) for sub, e in E.items())
+        return value, self.alpha * self.components.adjoint({sub: self.weights[sub] * e for sub, e in E.items()})
 
     def matrix(self):
         """The penalty's Hessian ``alpha B^T W B`` (``B`` the components' map), sparse."""

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from skmrf import DecomposedEM, ExactMaxLikelihood, LAPEstimator, PseudoLikelihoodEstimator
-from skmrf._anova import Components, theta_from_own_components
+from skmrf._anova import Components, component_matrix, theta_from_own_components
 from skmrf._parametrisation import CliqueLayout
 from skmrf._penalty import CentredRidge
 from skmrf.datasets import make_ising_torus, sample_random_mrf
@@ -102,9 +102,9 @@ def test_theta_is_solved_back_from_the_own_components():
     comp = Components(layout)
     E = comp(theta)
     own = np.zeros_like(theta)
-    for cols, sub, A, rows, is_own in comp.parts:
+    for cols, sub, shape, R, rows, _, is_own in comp.parts:
         if is_own:
-            own[cols] = E[sub][rows] @ np.linalg.pinv(A).T
+            own[cols] = E[sub][rows] @ np.linalg.pinv(component_matrix(shape, R)).T
     np.testing.assert_allclose(theta_from_own_components(layout, own), theta, atol=1e-12)
 
 

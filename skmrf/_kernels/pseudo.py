@@ -434,7 +434,8 @@ class _Penalised:
 
     def __call__(self, x, parallel=None):
         f, g = self.objective(x, parallel=parallel)
-        return f + self.ridge.value(x), g + self.ridge.gradient(x)
+        value, gradient = self.ridge.value_and_gradient(x)
+        return f + value, g + gradient
 
 
 def _fit_asymmetric(layout, X, weight, total, alpha, tables, max_iter, tol, n_jobs, verbose, n_rows):

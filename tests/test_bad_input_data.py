@@ -396,3 +396,20 @@ def test_potential_takes_the_variables_names():
         model.potential(("q1", "p2"))
     with pytest.raises(ValueError, match=r"\('p0', 'p2'\) is not a clique"):
         model.potential(("p0", "p2"))
+
+
+def test_gaussian_lap_hints_name_what_works():
+    # #40: GaussianLAP on zero-variance columns suggested shrinkage, after which the LAP estimate of
+    # scikit-learn's digits is not positive definite, and that warning suggested shrinkage again;
+    # what works is newton_steps=1 (or repair="shrink"), which both messages now name.
+    from sklearn.datasets import load_digits
+
+    from skmrf.exceptions import NotPositiveDefiniteWarning
+
+    X = load_digits().data
+    with pytest.raises(ValueError, match=r"columns 0, 32, 39 have zero variance.*VarianceThreshold.*newton_steps=1"):
+        GaussianLAP("grid:8x8").fit(X)
+    with pytest.warns(NotPositiveDefiniteWarning, match="newton_steps=1") as caught:
+        GaussianLAP("grid:8x8", shrinkage=0.1).fit(X)
+    assert "shrinkage > 0" not in str(caught[0].message)  # already set
+    assert GaussianLAP("grid:8x8", shrinkage=0.1, newton_steps=1).fit(X).is_positive_definite_

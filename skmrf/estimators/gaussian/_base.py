@@ -330,9 +330,15 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
             about = "" if self.assume_centered else (" about their mean" if many else " about its mean")
             raise ValueError(
                 f"{type(self).__name__}: column{'s' if many else ''} {which} {'have' if many else 'has'} "
-                f"zero variance{about}; remove constant columns or set shrinkage > 0."
+                f"zero variance{about}; remove constant columns (sklearn.feature_selection.VarianceThreshold "
+                "in a pipeline) or set shrinkage > 0, which gives them the shrinkage target's variance"
+                f"{self._zero_variance_note()}."
             )
         return zero
+
+    def _zero_variance_note(self):
+        """What else the zero-variance refusal should say for this estimator (none here)."""
+        return ""
 
     def _units(self, peak, rms, zero):
         """``(scale, mu, factor)`` from the columns' largest centred absolute values and the

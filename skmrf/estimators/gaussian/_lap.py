@@ -339,6 +339,12 @@ class GaussianLAP(_BaseGaussianMRF):
         self._check_enough_samples(n, plan.max_size, what, bias_correction=self._bias_dof(n) is not None)
         return plan
 
+    def _zero_variance_note(self):
+        return (
+            "; with shrinkage the LAP estimate may not be positive definite (on scikit-learn's digits it is not), "
+            "then add newton_steps=1 or repair='shrink'"
+        )
+
     def _positive_definite(self, precision, n):
         """Check (and with ``repair="shrink"`` repair) the estimate; return ``(precision, is_pd, logdet)``.
 
@@ -362,9 +368,12 @@ class GaussianLAP(_BaseGaussianMRF):
                 " (see repair_factor_)."
             )
         else:
+            more = "" if self.shrinkage else ", shrinkage > 0"
             msg += (
-                " is_positive_definite_ is False and score() will raise. Use repair='shrink', "
-                "shrinkage > 0, more samples, or GaussianMaxLikelihood."
+                " is_positive_definite_ is False and score() will raise. Use newton_steps=1 (Newton steps "
+                "from the repaired estimate towards maximum likelihood, positive definite), repair='shrink' "
+                f"(the estimate with its off-diagonal entries scaled down){more}, more samples, or "
+                "GaussianMaxLikelihood."
             )
         warnings.warn(msg, NotPositiveDefiniteWarning, stacklevel=4)  # fit's caller
         return precision, is_pd, logdet

@@ -37,20 +37,24 @@ def component_matrix(shape, R):
     return comp.reshape(n, -1).T
 
 
-def _component(block, shape, R):
-    """:func:`component_matrix` applied to the rows of ``block`` (``(n, prod(K - 1))``), by table
-    operations: ``O(prod(K))`` per clique instead of the matrix's ``O(prod(K_R) prod(K - 1))``."""
+def _component(block, shape, R, tables=False):
+    """:func:`component_matrix` applied to the rows of ``block`` (``(n, prod(K - 1))``, or with
+    ``tables`` the full tables ``(n, prod(K))``), by table operations: ``O(prod(K))`` per clique
+    instead of the matrix's ``O(prod(K_R) prod(K - 1))``."""
     n, m = len(block), len(shape)
-    T = np.zeros((n, *shape))
-    T[(slice(None),) + (slice(1, None),) * m] = block.reshape(n, *(k - 1 for k in shape))
+    if tables:
+        T = block.reshape(n, *shape)
+    else:
+        T = np.zeros((n, *shape))
+        T[(slice(None),) + (slice(1, None),) * m] = block.reshape(n, *(k - 1 for k in shape))
     rest = tuple(1 + p for p in range(m) if p not in R)
     comp = T.mean(axis=rest) if rest else T
     for a in range(1, comp.ndim):
-        comp -= comp.mean(axis=a, keepdims=True)
+        comp = comp - comp.mean(axis=a, keepdims=True)
     return comp.reshape(n, -1)
 
 
-def _component_adjoint(E, shape, R):
+def _component_adjoint(E, shape, R, tables=False):
     """The transpose of :func:`_component`: centre, spread evenly over the other positions, keep
     the block's entries."""
     n, m = len(E), len(shape)
@@ -59,7 +63,7 @@ def _component_adjoint(E, shape, R):
         comp = comp - comp.mean(axis=a, keepdims=True)
     spread = float(np.prod([shape[p] for p in range(m) if p not in R]))
     T = np.broadcast_to(comp.reshape(n, *(shape[p] if p in R else 1 for p in range(m))) / spread, (n, *shape))
-    return T[(slice(None),) + (slice(1, None),) * m].reshape(n, -1)
+    return T.reshape(n, -1) if tables else T[(slice(None),) + (slice(1, None),) * m].reshape(n, -1)
 
 
 class Components:
@@ -70,6 +74,9 @@ class Components:
     layout : CliqueLayout
     meeting : collection of int, optional
         Only the sets ``S`` that meet these variables.
+    tables : bool, default=False
+        The map's input is the flat full tables of the cliques (any entries, as
+        :meth:`~skmrf._parametrisation.CliqueLayout.normalise` takes them), not ``theta``.
 
     Attributes
     ----------
@@ -83,8 +90,8 @@ class Components:
         clique.
     """
 
-    def __init__(self, layout, meeting=None):
-        self.layout = layout
+    def __init__(self, layout, meeting=None, tables=False):
+        self.layout, self.tables = layout, tables
         keep = None if meeting is None else np.array(sorted(set(meeting)), dtype=np.int64)
         by_shape = {}
         for k, shape in enumerate(layout.table_shapes):
@@ -109,7 +116,10 @@ class Components:
         for members, shape, R in found:
             sub = tuple(shape[p] for p in R)
             rows = set_rows[sub].pop(0)
-            cols = layout.block_offsets[members][:, None] + np.arange(int(np.prod([k - 1 for k in shape])))
+            if tables:
+                cols = layout.table_offsets[members][:, None] + np.arange(int(np.prod(shape)))
+            else:
+                cols = layout.block_offsets[members][:, None] + np.arange(int(np.prod([k - 1 for k in shape])))
             gather = sp.csr_array(
                 (np.ones(len(rows)), (rows, np.arange(len(rows)))), shape=(len(self.sets[sub]), len(rows))
             )
@@ -119,14 +129,14 @@ class Components:
         """``{sub-shape: E}``, ``E`` of shape ``(n_sets, prod(sub))``: every ``E_S`` at ``theta``."""
         E = {sub: np.zeros((len(S), int(np.prod(sub)))) for sub, S in self.sets.items()}
         for cols, sub, shape, R, _, gather, _ in self.parts:
-            E[sub] += gather @ _component(theta[cols], shape, R)
+            E[sub] += gather @ _component(theta[cols], shape, R, self.tables)
         return E
 
     def adjoint(self, E):
         """The transpose of the map: ``theta``-shaped, from ``{sub-shape: E}``."""
-        out = np.zeros(self.layout.n_params)
+        out = np.zeros(self.layout.n_table if self.tables else self.layout.n_params)
         for cols, sub, shape, R, rows, _, _ in self.parts:
-            out[cols] += _component_adjoint(E[sub][rows], shape, R)  # a clique's columns are distinct
+            out[cols] += _component_adjoint(E[sub][rows], shape, R, self.tables)  # a clique's columns are distinct
         return out
 
     def sparse(self):

@@ -45,12 +45,19 @@ class CentredRidge:
         Keep only the components ``E_S`` whose ``S`` meets these variables: the penalty
         minimised over a free (unpenalised, saturated) model of the other variables, as in a
         LAP auxiliary problem fitted conditionally on them.
+    tables : bool, default=False
+        A function of the flat full tables (any gauge) rather than of ``theta``: the same
+        penalty of the same energy. Over the tables, where a solver's steps stay orthogonal to the
+        gauge (the directions that leave the energy unchanged), its curvature is at least
+        ``alpha`` for a pairwise model (the tables of least norm in a gauge class hold each
+        ``E_S`` at most once); over ``theta`` it is as small as ``0.002 alpha`` for 21 states
+        (a block of ones changes the energy of only 41 of 441 joint states).
     """
 
-    def __init__(self, layout, alpha, meeting=None):
+    def __init__(self, layout, alpha, meeting=None, tables=False):
         self.layout = layout
         self.alpha = float(alpha)
-        self.components = Components(layout, meeting)
+        self.components = Components(layout, meeting, tables)
         self.weights = {sub: _weight(sub) for sub in self.components.sets}
 
     def value(self, theta):

@@ -306,7 +306,7 @@ def fit_pseudo_likelihood(  # over 60 lines by its docstring (the code is 20)
         Ridge ``alpha / 2 * ||theta||^2`` on the mean negative pseudo-log-likelihood; an array
         gives each clique's block (or table) its own ``alpha``; a
         :class:`~skmrf._penalty.CentredRidge` (``ridge="parameters"`` and ``symmetric=True`` only)
-        penalises the energy's centred components.
+        penalises the energy's centred components, minimised over the full tables.
     max_iter, tol : int, float
         L-BFGS iterations and projected-gradient tolerance.
     n_jobs : int, optional
@@ -331,6 +331,8 @@ def fit_pseudo_likelihood(  # over 60 lines by its docstring (the code is 20)
     info : PseudoLikelihoodFit
     """
     tables = ridge == "tables"
+    if isinstance(alpha, CentredRidge):  # over the tables, where it is well conditioned (CentredRidge)
+        tables, alpha = True, CentredRidge(layout, alpha.alpha, tables=True)
     n_rows = _rows_counted(rows)
     if not symmetric:
         X, weight = one_hot_rows(rows)

@@ -265,6 +265,36 @@ def test_sample_writes_the_right_shape(tmp_path, capsys, binary, suffix):
     np.testing.assert_array_equal(drawn, load_model(model).sample(7, random_state=0))
 
 
+def test_sample_writes_csv_to_standard_output(tmp_path, capsys, binary):
+    # #40: `skmrf sample` could not write to stdout. Without --out (or with -o -) it writes CSV there.
+    np.save(tmp_path / "x.npy", binary)
+    model = tmp_path / "m.npz"
+    assert run(capsys, "fit", "-m", "exact", tmp_path / "x.npy", "-o", model)[0] == 0
+    for extra in ([], ["-o", "-"]):
+        code, out, err = run(capsys, "sample", model, "-n", 4, "--random-state", 0, *extra)
+        assert code == 0, err
+        lines = out.splitlines()
+        assert lines[0] == ",".join(str(j) for j in range(6))
+        drawn = np.array([[int(v) for v in line.split(",")] for line in lines[1:]])
+        np.testing.assert_array_equal(drawn, load_model(model).sample(4, random_state=0))
+
+
+def test_a_reader_that_stops_early_ends_the_command_quietly(tmp_path, capsys, binary):
+    # #40: `skmrf info m.npz | head -1` printed "error: Broken pipe" and exited 2.
+    np.save(tmp_path / "x.npy", binary)
+    model = tmp_path / "m.npz"
+    assert run(capsys, "fit", "-m", "exact", tmp_path / "x.npy", "-o", model)[0] == 0
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skmrf", "sample", str(model), "-n", "200000"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout.readline().startswith(b"0,1,2")
+    proc.stdout.close()  # as `head -1` does
+    assert proc.wait(timeout=120) == 0
+    assert proc.stderr.read() == b""
+
+
 def test_sample_refuses_a_gaussian_model(tmp_path, capsys, gaussian):
     np.save(tmp_path / "x.npy", gaussian)
     assert run(capsys, "fit", "-m", "gaussian-ml", tmp_path / "x.npy", "-o", tmp_path / "g.npz")[0] == 0

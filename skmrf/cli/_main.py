@@ -176,10 +176,13 @@ def _add_sample(sub):
         "sample",
         cmd_sample,
         "draw samples from a discrete model into a data file",
-        "Draw samples from the discrete MODEL and write them to --out (.npy, .csv, .tsv, .parquet).",
+        "Draw samples from the discrete MODEL and write them to --out (.npy, .csv, .tsv, .parquet), "
+        "or as CSV to standard output.",
     )
     sample.add_argument("model", metavar="MODEL.npz")
-    sample.add_argument("--out", "-o", required=True, metavar="FILE")
+    sample.add_argument(
+        "--out", "-o", default="-", metavar="FILE", help="where to write (default '-': CSV on standard output)"
+    )
     sample.add_argument(
         "--n-samples",
         "-n",
@@ -253,6 +256,16 @@ def _progress_bars(args):
     return shown()
 
 
+def _silence_stdout():
+    """Point standard output at the null device, so that the interpreter's last flush of a
+    closed pipe raises nothing (Python's documented recipe for SIGPIPE)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a file descriptor (captured by a test)
+        pass
+
+
 def main(argv=None):
     """Run the ``skmrf`` command line.
 
@@ -268,7 +281,8 @@ def main(argv=None):
         model files, data the estimator refuses, a file that cannot be written, no memory
         left), printed as one line ``skmrf: error: ...`` on stderr; 1 for an internal
         error (any other exception: a bug), printed as one line ``skmrf: internal error:
-        ...`` asking for a report; 130 when interrupted (Ctrl-C).
+        ...`` asking for a report; 130 when interrupted (Ctrl-C). A reader that closes
+        standard output early (``skmrf sample MODEL | head``) ends the command quietly with 0.
 
     Notes
     -----
@@ -288,6 +302,9 @@ def main(argv=None):
         except KeyboardInterrupt:
             print("skmrf: interrupted", file=sys.stderr)
             return 130
+        except BrokenPipeError:  # the reader stopped reading (skmrf sample ... | head): not an error
+            _silence_stdout()
+            return 0
         except Exception as exc:
             if debug:
                 raise

@@ -6,6 +6,7 @@ import contextlib
 import csv
 import math
 import os
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -17,6 +18,9 @@ from ._common import CLIError, short
 
 _DATA_SUFFIXES = (".npy", ".csv", ".tsv", ".parquet")
 _MISSING = {"", "na", "nan", "n/a", "null", "none"}
+
+#: The output path that means standard output (CSV).
+STDOUT = "-"
 
 
 @dataclass
@@ -290,7 +294,7 @@ def write_table(path, values, columns=None):
     Parameters
     ----------
     path : str
-        The file; its suffix gives the format.
+        The file; its suffix gives the format. ``"-"`` writes CSV to standard output.
     values : ndarray of shape (n_rows, n_columns) or (n_rows,)
         What to write; a 1-D array is one column. ``n_rows`` may be 0 (a header alone).
     columns : list of str, optional
@@ -301,11 +305,15 @@ def write_table(path, values, columns=None):
     CLIError
         If the file cannot be written (naming it and the reason).
     """
-    suffix = _suffix(path)
+    suffix = ".csv" if path == STDOUT else _suffix(path)
     values = np.asarray(values)
     table = values if values.ndim == 2 else values.reshape(-1, 1)
     if columns is None:
         columns = [str(j) for j in range(table.shape[1])]
+    if path == STDOUT:
+        _write_delimited(sys.stdout, table, columns, ",")
+        sys.stdout.flush()
+        return
     pd = _common.pandas() if suffix == ".parquet" else None
     if suffix == ".parquet" and pd is None:
         raise CLIError(f"{path}: writing .parquet files needs pandas (pip install pandas pyarrow).")
@@ -319,10 +327,13 @@ def write_table(path, values, columns=None):
                 raise CLIError(f"{path}: writing .parquet files needs pyarrow or fastparquet ({exc}).") from None
         else:
             with open(tmp, "w", newline="") as f:
-                w = csv.writer(f, delimiter="\t" if suffix == ".tsv" else ",")
-                w.writerow(columns)
-                rows = table.tolist() if table.dtype.kind in "iub" else ([repr(float(v)) for v in r] for r in table)
-                w.writerows(rows)
+                _write_delimited(f, table, columns, "\t" if suffix == ".tsv" else ",")
+
+
+def _write_delimited(f, table, columns, delimiter):
+    w = csv.writer(f, delimiter=delimiter, lineterminator="\n" if f is sys.stdout else "\r\n")
+    w.writerow(columns)
+    w.writerows(table.tolist() if table.dtype.kind in "iub" else ([repr(float(v)) for v in r] for r in table))
 
 
 @contextlib.contextmanager
@@ -343,7 +354,10 @@ def _same_file(a, b):
 
 def check_output(path, what, suffixes=(".npy", ".csv", ".tsv", ".parquet"), inputs=()):
     """Refuse an output file of an unknown type, a directory, in a folder that does not exist, or one
-    of the command's ``inputs`` (``(path, option)`` pairs; a path may be None), before the work."""
+    of the command's ``inputs`` (``(path, option)`` pairs; a path may be None), before the work.
+    ``"-"`` (standard output, CSV) is accepted where ``.csv`` is."""
+    if path == STDOUT and ".csv" in suffixes:
+        return
     for source, option in inputs:
         if source is not None and isinstance(source, str) and _same_file(path, source):
             raise CLIError(

@@ -85,6 +85,10 @@ class MRFGraph:
         """The user's label of variable ``i`` (its column index if none)."""
         return i if self.names is None else self.names[i]
 
+    def clique_names(self, clique) -> tuple:
+        """The user's labels of the variables of ``clique`` (its indices if the data had no names)."""
+        return tuple(self.name(v) for v in clique)
+
     def one_neighbourhood(self, clique) -> tuple:
         """The 1-neighbourhood ``A_q``: ``q`` and every variable adjacent to ``q``.
 
@@ -134,7 +138,7 @@ def _index_factors(factors, n_variables, names):
             if lookup is not None and v in lookup:
                 idx.append(lookup[v])
             elif (
-                lookup is None
+                not _by_label(names)  # positions: no names, or string names an integer cannot be
                 and isinstance(v, (int, np.integer))
                 and not isinstance(v, (bool, np.bool_))
                 and 0 <= v < n_variables
@@ -153,7 +157,8 @@ def _index_factors(factors, n_variables, names):
                         " The columns of a DataFrame are matched by label; pass X.to_numpy() to number "
                         "them by position."
                         if _by_label(names)
-                        else " Give cliques as column indices (or column names for a DataFrame)."
+                        else f" Name the variables by position (0 to {n_variables - 1})"
+                        + (" or by column name." if lookup is not None else ".")
                     )
                 )
         if len(set(idx)) != len(idx):

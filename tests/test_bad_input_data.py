@@ -413,3 +413,29 @@ def test_gaussian_lap_hints_name_what_works():
         GaussianLAP("grid:8x8", shrinkage=0.1).fit(X)
     assert "shrinkage > 0" not in str(caught[0].message)  # already set
     assert GaussianLAP("grid:8x8", shrinkage=0.1, newton_steps=1).fit(X).is_positive_definite_
+
+
+def test_a_dataframe_takes_cliques_by_position_or_name_and_warnings_use_the_names():
+    # #40: integer cliques with a DataFrame were refused with "Give cliques as column indices", and
+    # warnings named cliques by index although the data had names. Positions are accepted when the
+    # columns are named by strings (an integer cannot be one); warnings and refusals name columns.
+    import pandas as pd
+
+    from skmrf.exceptions import NoFiniteEstimateWarning
+
+    X = np.random.default_rng(0).integers(0, 2, (40, 4))
+    X[:, 3] = 0
+    df = pd.DataFrame(X, columns=["a", "b", "c", "d"])
+    by_position = ExactMaxLikelihood([(0, 1), (1, 2), (2, 3)]).fit(df)
+    by_name = ExactMaxLikelihood([("a", "b"), ("b", "c"), ("c", "d")]).fit(df)
+    np.testing.assert_array_equal(by_position.theta_, by_name.theta_)
+    with pytest.raises(ValueError, match=r"variable 7 in clique \(0, 7\).*by position \(0 to 3\) or by column name"):
+        ExactMaxLikelihood([(0, 7)]).fit(df)
+    for est in (ExactMaxLikelihood, PseudoLikelihoodEstimator, LAPEstimator):
+        with pytest.warns(NoFiniteEstimateWarning, match=r"\[\('d',\), \('c', 'd'\)\]"):
+            est("chain", alpha=0).fit(df)
+    with pytest.warns(NoFiniteEstimateWarning, match=r"\[\('d',\), \('c', 'd'\)\]"):
+        DecomposedEM("chain", alpha=0).fit(df.astype(float))
+    agree = df.assign(b=df["a"])
+    with pytest.raises(ValueError, match=r"The ends of edge \('a', 'b'\) agree in all 40 rows"):
+        MLEInducedLikelihood("chain").fit(agree)

@@ -287,7 +287,7 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
                     "(Here: no row, with its missing entries filled in any way, shows that state.) "
                     f"Their parameters diverge and are returned where the fit stopped, within +-{THETA_BOUND:g}."
                 )
-                warn_no_finite_estimate(type(self).__name__, empty, outcome, stacklevel=5)
+                warn_no_finite_estimate(type(self).__name__, empty, outcome, stacklevel=5, graph=model.graph)
         data = IncompleteDataTerm(
             model.layout, Xi, decompose=self.decompose, max_bytes=self.max_bytes, weight=rows.weight
         )

@@ -191,4 +191,4 @@ class ExactMaxLikelihood(DiscreteStatisticsMixin, BaseDiscreteMRF):
                 f"{info.gain:.2e}, and IPF can approach this limit as slowly as 1/sweeps, so the fit may be "
                 f"up to about {info.n_iter * info.gain:.2e} nats per row below its supremum. Increase max_iter."
             )
-        warn_no_finite_estimate(type(self).__name__, empty, outcome, stacklevel=5)
+        warn_no_finite_estimate(type(self).__name__, empty, outcome, stacklevel=5, graph=self.model_.graph)

@@ -35,11 +35,14 @@ def empty_cell_cliques(model, counts):
     return [model.cliques[b] for b in np.flatnonzero(empty)]
 
 
-def warn_no_finite_estimate(name, cliques, outcome, stacklevel=2):
+def warn_no_finite_estimate(name, cliques, outcome, stacklevel=2, graph=None):
     """Warn that ``name``'s objective has no finite optimum because of ``cliques``' empty cells.
 
-    ``outcome`` says what the estimator returns instead; ``stacklevel`` counts from the caller.
+    ``outcome`` says what the estimator returns instead; ``stacklevel`` counts from the caller;
+    with the model's ``graph`` the cliques are named by the data's column names.
     """
+    if graph is not None:
+        cliques = [graph.clique_names(c) for c in cliques]
     listed = f"{cliques[:10]}{'...' if len(cliques) > 10 else ''}"
     warnings.warn(
         f"The maximum-likelihood estimate does not exist: for cliques {listed} some state "
@@ -66,4 +69,5 @@ def warn_if_unbounded(estimator, rows):
             empty,
             f"Their parameters diverge and are returned where the fit stopped, within +-{THETA_BOUND:g}.",
             stacklevel=4,
+            graph=model.graph,
         )

@@ -115,10 +115,10 @@ def fit_mle_induced(owner, rows, edges, graph, mle, copula, rho):
     _check_copula(copula, rho, len(edges))
     n, n_agree = agreement_statistics(rows, edges)
     lambda_hat = n_agree / n
-    _check_interior(n_agree, n, lambda_hat, edges)
+    _check_interior(n_agree, n, lambda_hat, edges, graph)
     model, source = _mle_model(owner, mle, rows, graph, edges)
     theta_hat = _agreement_theta(model, source, edges)
-    _warn_if_on_boundary(name, rows, edges, theta_hat, lambda_hat, n)
+    _warn_if_on_boundary(name, rows, edges, theta_hat, lambda_hat, n, graph)
     likelihood = MLEInducedModel(n_agree, n, theta_hat, copula, rho)
     return MLEInducedFit(n, n_agree, lambda_hat, model, source, theta_hat, likelihood)
 
@@ -141,14 +141,14 @@ def _check_copula(copula, rho_given, p):
         )
 
 
-def _check_interior(n_agree, n, lambda_hat, edges):
+def _check_interior(n_agree, n, lambda_hat, edges, graph):
     bad = np.flatnonzero((n_agree == 0) | (n_agree == n))
     if bad.size:
         j = int(bad[0])
-        u, v = (int(x) for x in edges[j])
+        edge = _edge_name(graph, edges[j])
         always = "agree" if n_agree[j] else "disagree"
         raise ValueError(
-            f"The ends of edge ({u}, {v}) {always} in all {n:g} rows, so "
+            f"The ends of edge {edge} {always} in all {n:g} rows, so "
             f"lambda_hat = {lambda_hat[j]:g}: the agreement-model MLE is on the boundary "
             "(theta = 0 or 1) and Eq. 5 is undefined. Remove the edge or add data."
         )
@@ -179,7 +179,13 @@ def _agreement_theta(model, source, edges):
     return theta
 
 
-def _warn_if_on_boundary(name, rows, edges, theta_hat, lambda_hat, n):
+def _edge_name(graph, edge):
+    """An edge as the user named its variables: ``('p0', 'p8')``, or ``(0, 8)`` without names."""
+    names = graph.clique_names(tuple(int(x) for x in edge))
+    return f"({', '.join(str(v) if isinstance(v, (int, np.integer)) else repr(v) for v in names)})"
+
+
+def _warn_if_on_boundary(name, rows, edges, theta_hat, lambda_hat, n, graph):
     """Warn (naming the edge and an unobserved agreement pattern) when the MLE does not exist."""
     eta = logit(theta_hat)
     limit = min(np.log(BOUNDARY_ODDS * (n + 1)), (THETA_BOUND - BOX_MARGIN) / 2)
@@ -187,11 +193,11 @@ def _warn_if_on_boundary(name, rows, edges, theta_hat, lambda_hat, n):
     if not far.size:
         return
     j = int(far[np.argmax(np.abs(eta[far]))])
-    u, v = (int(x) for x in edges[j])
-    pattern = _unobserved_pattern(rows, edges, theta_hat)
+    pattern = _unobserved_pattern(rows, edges, theta_hat, graph)
     seen = f" The data never show {pattern}, which the model allows." if pattern else ""
     warnings.warn(
-        f"The agreement-model MLE does not exist: the MLE of edge ({u}, {v}) came out as theta_hat = "
+        f"The agreement-model MLE does not exist: the MLE of edge {_edge_name(graph, edges[j])} came out as "
+        f"theta_hat = "
         f"{theta_hat[j]:.7g} though its ends agree in {lambda_hat[j]:.3g} of the rows ({far.size} of "
         f"{len(eta)} edges with odds beyond {np.exp(limit):.3g}, more extreme than any agreement rate of "
         f"{n:g} rows or at the solver's box): the likelihood keeps "
@@ -203,7 +209,7 @@ def _warn_if_on_boundary(name, rows, edges, theta_hat, lambda_hat, n):
     )
 
 
-def _unobserved_pattern(rows, E, theta_hat):
+def _unobserved_pattern(rows, E, theta_hat, graph):
     """The agreement pattern the fitted MLE makes least likely among those no row shows, as text.
 
     By enumeration of the ``2 ** (d - 1)`` states up to a flip; None beyond
@@ -222,7 +228,7 @@ def _unobserved_pattern(rows, E, theta_hat):
         return None
     log_p = unseen @ np.log(theta_hat) + ~unseen @ np.log1p(-theta_hat)
     t = unseen[int(np.argmin(log_p))]
-    name = [f"({int(a)}, {int(b)})" for a, b in E]
+    name = [_edge_name(graph, e) for e in E]
     agree = ", ".join(n for n, x in zip(name, t) if x)
     disagree = ", ".join(n for n, x in zip(name, t) if not x)
     parts = ([f"the ends of edges {agree} agree"] if agree else []) + (

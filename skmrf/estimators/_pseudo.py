@@ -262,6 +262,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
                 empty,
                 f"Their parameters diverge and are returned where the fit stopped, within +-{THETA_BOUND:g}.",
                 stacklevel=4,
+                graph=self.model_.graph,
             )
 
     def _fit_theta(self, rows):

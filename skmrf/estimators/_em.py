@@ -363,7 +363,13 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
             trace.append(ll)
             gmax = projected_max(theta, -self._penalised(penalty, theta, ll, grad)[1])
             self.n_iter_ += 1
-            log("EM iteration %d, mean log-likelihood = %.8f, max |grad| = %.2e", self.n_iter_, ll, gmax)
+            log(
+                "EM iteration %d, mean log-likelihood = %.8f (penalised: %.8f, never decreases), max |grad| = %.2e",
+                self.n_iter_,
+                ll,
+                self._penalised(penalty, theta, ll, grad)[0],
+                gmax,
+            )
         return trace, gmax
 
     def _fit_gradient(self, evaluate, penalty, pool, log):

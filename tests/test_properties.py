@@ -339,3 +339,98 @@ def test_metropolis_hastings_properties_many(likelihood, problem, params):
 @given(problem=binary_pairwise_problems())
 def test_mle_induced_properties_many(copula, problem):
     test_mle_induced_properties.hypothesis.inner_test(copula=copula, problem=problem)
+
+
+# -- sample_weight: zero, tiny, huge, subnormal, float, all zero (#40) ---------------------------
+#: Discrete estimators with an explicit alpha: only the weights' ratios matter, so weights c * u must
+#: give the fit of u (or a refusal that names the weights), whatever the common factor c. The
+#: Gaussian ones must give finite estimates or such a refusal.
+WEIGHTED = {
+    "exact": lambda g: ExactMaxLikelihood(g, alpha=0.01, tol=1e-10),
+    "lap": lambda g: LAPEstimator(g, alpha=0.01, tol=1e-10),
+    "pl": lambda g: PseudoLikelihoodEstimator(g, alpha=0.01, tol=1e-10),
+    "em": lambda g: DecomposedEM(g, alpha=0.01, tol=1e-10, max_iter=500),
+    "glap": lambda g: GaussianLAP(g),
+    "gml": lambda g: GaussianMaxLikelihood(g),
+}
+WEIGHT_FACTORS = {"tiny": 1e-300, "subnormal": 1e-320, "huge": 1e300, "one": 1.0}
+
+
+@st.composite
+def weighted_problems(draw):
+    graph, X, _ = draw(discrete_problems())
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    base = draw(st.sampled_from(["integers", "floats", "with_zeros"]))
+    u = {
+        "integers": rng.integers(1, 4, len(X)).astype(float),
+        "floats": rng.uniform(0.25, 2.0, len(X)),
+        "with_zeros": rng.integers(0, 3, len(X)).astype(float),
+    }[base]
+    return graph, X, u, draw(st.sampled_from(sorted(WEIGHT_FACTORS)))
+
+
+def _fit_weighted(make, graph, X, w):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return make(graph).fit(X, sample_weight=w)
+
+
+@pytest.mark.parametrize("name", sorted(WEIGHTED))
+@FAST
+@given(problem=weighted_problems())
+def test_sample_weight_properties(name, problem):
+    graph, X, u, factor = problem
+    if name in ("glap", "gml"):  # real-valued data of the same shape
+        X = X + np.random.default_rng(len(X)).normal(scale=0.3, size=X.shape)
+        graph = "chain"
+    w = u * WEIGHT_FACTORS[factor]
+    before = w.copy()
+    try:
+        reference = _fit_weighted(WEIGHTED[name], graph, X, u)
+    except ValueError as exc:  # refused at unit scale (too few rows, a constant column...): say why
+        assert str(exc)
+        return
+    try:
+        est = _fit_weighted(WEIGHTED[name], graph, X, w)
+    except ValueError as exc:  # a refusal names the weights and gives the figures
+        assert "weight" in str(exc), str(exc)
+        return
+    finally:
+        np.testing.assert_array_equal(w, before)  # the caller's weights are never modified
+    attr = "precision_" if name in ("glap", "gml") else "theta_"
+    got, want = np.asarray(getattr(est, attr)), np.asarray(getattr(reference, attr))
+    assert np.all(np.isfinite(got))
+    if name in ("glap", "gml"):
+        # A Gaussian fit counts a row of weight w as w rows (its sample-size checks and GaussianLAP's
+        # bias correction (n - |A| - 2) / n use the sum), so the scale of the weights matters there.
+        return
+    # Weights c * u and u give the same objective up to the rounding of c * u and of their sums
+    # (relative 1e-13 for normal c; a subnormal c * u keeps ~3 significant digits, whose ratios the
+    # fit must then either reproduce within 1e-2 relative or refuse); the solvers stop at 1e-10.
+    rel = 1e-6 if factor != "subnormal" else 5e-2
+    np.testing.assert_allclose(got, want, rtol=rel, atol=rel)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            score = est.score(X, sample_weight=w)
+        except ValueError as exc:
+            assert "weight" in str(exc), str(exc)
+        else:
+            assert np.isfinite(score)
+
+
+@pytest.mark.parametrize("name", sorted(WEIGHTED))
+def test_all_zero_weights_are_refused_by_name(name):
+    X = np.random.default_rng(0).integers(0, 2, (30, 4))
+    if name in ("glap", "gml"):
+        X = X + np.random.default_rng(1).normal(scale=0.3, size=X.shape)
+    with pytest.raises(ValueError, match="weight"):
+        _fit_weighted(WEIGHTED[name], "chain", X, np.zeros(len(X)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(WEIGHTED))
+@MANY
+@given(problem=weighted_problems())
+def test_sample_weight_properties_many(name, problem):
+    test_sample_weight_properties.hypothesis.inner_test(name=name, problem=problem)

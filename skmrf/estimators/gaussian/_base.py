@@ -376,13 +376,18 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         if self.shrinkage:
             return
         dof = n if self.assume_centered else n - 1
-        centred = "" if self.assume_centered else "centred "
+        samples = f"{n:g} {'' if self.assume_centered else 'centred '}samples"
+        if n != round(n):  # a sum of weights: say so, and how to give it its meaning
+            samples += (
+                " (the sum of sample_weight: a row of weight w counts as w rows; rescale the weights "
+                "to the number of rows they stand for)"
+            )
         if max_size > dof:
             need = max_size + (0 if self.assume_centered else 1)
             raise ValueError(
                 f"{type(self).__name__} needs at least {need} samples (rows) for this graph: "
                 f"{what} has {max_size} variables, and the sample covariance of {max_size} "
-                f"variables estimated from {n} {centred}samples "
+                f"variables estimated from {samples} "
                 "is singular. Collect more samples, use a sparser graph, or set shrinkage > 0 "
                 "to fit (1 - shrinkage) * S + shrinkage * mean(diag(S)) * I instead."
             )
@@ -392,7 +397,7 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
                 f"{type(self).__name__} with bias_correction=True needs at least {need} samples "
                 f"(rows) for this graph: {what} has {max_size} variables, and the inverse-Wishart "
                 f"correction factor (n - |A| - {1 if self.assume_centered else 2}) / n is not positive "
-                f"with n = {n} {centred}samples. Collect more samples, set bias_correction=False, "
+                f"with n = {samples}. Collect more samples, set bias_correction=False, "
                 "or set shrinkage > 0 (the correction is then not applied)."
             )
 

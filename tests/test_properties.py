@@ -7,6 +7,7 @@ exactly. The default run keeps to a few examples per estimator; the slow variant
 
 import pickle
 import warnings
+from functools import partial
 
 import numpy as np
 import pytest
@@ -434,3 +435,66 @@ def test_all_zero_weights_are_refused_by_name(name):
 @given(problem=weighted_problems())
 def test_sample_weight_properties_many(name, problem):
     test_sample_weight_properties.hypothesis.inner_test(name=name, problem=problem)
+
+
+# -- the protein readers: every byte of a small file deleted or replaced (#40) -------------------
+_REPLACEMENTS = (0x3E, 0x0A, 0x0D, 0x20, 0x2D, 0x2E, 0x2A, 0x58, 0x61, 0x65, 0x39, 0x00, 0xFF)
+
+
+def _mutations(data):
+    for i in range(len(data)):
+        yield data[:i] + data[i + 1 :]
+        for b in _REPLACEMENTS:
+            yield data[:i] + bytes([b]) + data[i + 1 :]
+
+
+def _read_or_refuse(read, data):
+    """``read(file)``, or None for a ValueError with a message; any other exception fails."""
+    import io
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the foreign-letter warning is allowed
+        try:
+            return read(io.BytesIO(data))
+        except ValueError as exc:
+            assert str(exc)
+            return None
+
+
+def test_alignment_reader_parses_or_refuses_every_damaged_byte():
+    from skmrf.protein import read_alignment
+
+    text = b">s1 first\nACDE-FG\n>s2\nAC-EKFG\n>s3 third one\nWCDEYFG\n"
+    for fmt in ("auto", "fasta", "a2m"):
+        read = partial(read_alignment, format=fmt)
+        assert np.array_equal(_read_or_refuse(read, text).X, _read_or_refuse(partial(read_alignment), text).X)
+        for data in _mutations(text):
+            got = _read_or_refuse(read, data)
+            if got is not None:  # a parse: whole sequences of one length, states in the alphabet
+                assert got.X.ndim == 2 and got.X.shape[0] == len(got.names) >= 1 and got.X.shape[1] >= 1
+                assert 0 <= got.X.min() and got.X.max() < len(got.alphabet)
+
+
+def test_score_readers_parse_or_refuse_every_damaged_byte():
+    import io
+
+    from skmrf.protein import read_ccmpred_matrix, read_plmc_couplings, write_ccmpred_matrix, write_plmc_couplings
+
+    S = np.random.default_rng(0).random((4, 4))
+    S = S + S.T
+    np.fill_diagonal(S, 0.0)
+    # plmc writes 6 decimals (rounding 5e-7); CCMpred's "%.20e" keeps every bit.
+    for write, read, symmetric, atol in (
+        (write_plmc_couplings, lambda f: read_plmc_couplings(f).matrix, True, 5e-7),
+        (write_ccmpred_matrix, read_ccmpred_matrix, False, 0.0),  # "the matrix, as written"
+    ):
+        buffer = io.StringIO()
+        write(buffer, S)
+        data = buffer.getvalue().encode()
+        np.testing.assert_allclose(_read_or_refuse(read, data), S, rtol=0, atol=atol)
+        for damaged in _mutations(data):
+            M = _read_or_refuse(read, damaged)
+            if M is not None:  # a parse: square and finite; plmc's symmetric with a zero diagonal
+                assert M.ndim == 2 and M.shape[0] == M.shape[1] and np.all(np.isfinite(M))
+                if symmetric:
+                    assert np.array_equal(M, M.T) and not np.diag(M).any()

@@ -148,6 +148,10 @@ def read_plmc_couplings(path_or_file):
     cols = list(zip(*rows))
     pi, pj = np.array(cols[0], dtype=np.int64), np.array(cols[2], dtype=np.int64)
     score = np.array(cols[5], dtype=np.float64)
+    infinite = np.flatnonzero(~np.isfinite(score))
+    if infinite.size:
+        n = int(infinite[0])
+        raise ValueError(f"Line {n + 1} scores the pair ({pi[n]}, {pj[n]}) with {cols[5][n]!r}, not a finite number.")
     self_pair = np.flatnonzero(pi == pj)
     if self_pair.size:
         n = int(self_pair[0])
@@ -215,10 +219,14 @@ def read_ccmpred_matrix(path_or_file):
     Raises
     ------
     ValueError
-        If the matrix is not square.
+        If the matrix is not square, or holds a value that is not a finite number.
     """
     with _text(path_or_file, "r") as fh:
         S = np.loadtxt(fh, ndmin=2)
     if S.shape[0] != S.shape[1]:
         raise ValueError(f"The matrix is {S.shape[0]} x {S.shape[1]}, not square.")
+    infinite = np.argwhere(~np.isfinite(S))
+    if len(infinite):
+        r, c = (int(v) for v in infinite[0])
+        raise ValueError(f"Row {r + 1}, column {c + 1} of the matrix is {S[r, c]}, not a finite number.")
     return S

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import math
 import os
 import sys
 import time
@@ -21,6 +22,8 @@ __all__ = ["PLAIN_INTERVAL", "Progress", "shown", "write"]
 
 #: Seconds between two plain-text progress lines (the first and the last are always written).
 PLAIN_INTERVAL = 5.0
+#: Iterations over which the convergence measure's rate of decrease is taken (``Progress(tol=...)``).
+RATE_WINDOW = 10
 
 #: Bars drawing now: while one is, verbose lines go through ``tqdm.write`` so they do not break it.
 _ACTIVE = []
@@ -85,9 +88,17 @@ class Progress:
         The name of one unit.
     file : file-like, default=sys.stderr
         Where the bar or lines go.
+    tol : float, optional
+        The loop stops once a convergence measure (the last number of each line :meth:`follow`
+        counts: a largest gradient component) falls to ``tol``. The time left is then estimated
+        from the measure's recent rate of decrease (:data:`RATE_WINDOW` iterations, geometric)
+        rather than from ``total``, which is only the cap (#40: "4/500 iterations, about 1030 s
+        left" for a fit that ended at 6).
     """
 
-    def __init__(self, total, desc, verbose, unit="step", file=None):
+    def __init__(self, total, desc, verbose, unit="step", file=None, tol=None):
+        self.tol = tol
+        self._measures = []
         self.total = None if total is None else int(total)
         self.desc, self.unit, self.n = desc, unit, 0
         self.enabled = (bool(verbose) and verbose > 0) or _SHOWN.get()
@@ -133,9 +144,33 @@ class Progress:
             if not counted or self.verbose >= 2:
                 log(message, *args)
             if counted:
+                if self.tol is not None and isinstance(args[-1], float):
+                    self._measures.append(args[-1])
+                    self._expect()
                 self.update(int(args[0]) - self.n)
 
         return report
+
+    def remaining(self):
+        """Iterations still expected: from the convergence measure's recent geometric rate of
+        decrease when ``tol`` is given (None while it does not decrease), else ``total - n``."""
+        if self.tol is None or not self._measures:
+            return None if self.total is None else self.total - self.n
+        m = [v for v in self._measures[-RATE_WINDOW:] if v > 0 and math.isfinite(v)]
+        if len(m) < 2 or m[-1] <= self.tol:
+            return 0 if m and m[-1] <= self.tol else None
+        rate = (math.log(m[0]) - math.log(m[-1])) / (len(m) - 1)
+        if rate <= 0:
+            return None
+        left = math.ceil(math.log(m[-1] / self.tol) / rate)
+        return left if self.total is None else min(left, self.total - self.n)
+
+    def _expect(self):
+        """Give tqdm the expected end (its own time-left estimate follows)."""
+        left = self.remaining()
+        if self._bar is not None and left is not None:
+            self._bar.total = self.n + 1 + left
+            self._bar.refresh()
 
     def close(self):
         """End the bar (the last line says how many units ran, in how long)."""
@@ -157,7 +192,15 @@ class Progress:
         now = time.perf_counter()
         self._last = now
         elapsed = now - self._start
-        if self.total:
+        left = self.remaining()
+        if self.tol is not None and self.n:
+            eta = (
+                ", time left unknown (the convergence measure is not decreasing)"
+                if left is None
+                else f", about {elapsed / self.n * left:.0f} s left at the recent rate of convergence"
+            )
+            text = f"{self.desc}: {self.n} {self.unit}s (at most {self.total}), {elapsed:.0f} s{eta}"
+        elif self.total:
             eta = f", about {elapsed / self.n * (self.total - self.n):.0f} s left" if self.n else ""
             share = f"{100 * self.n / self.total:.0f} %"
             text = f"{self.desc}: {self.n}/{self.total} {self.unit}s ({share}), {elapsed:.0f} s{eta}"

@@ -314,7 +314,7 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
         n_workers = workers_for(self.n_jobs, data.work, EM_MIN_WORK_PER_WORKER)
         with (
             parallel_or_serial(n_workers, prefer="threads", verbose=max(0, self.verbose - 1)) as pool,
-            Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar,
+            Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration", tol=self.tol) as bar,
         ):
             fit = self._fit_em if self.method == "em" else self._fit_gradient
             trace, gmax = fit(evaluate, self._ridge_penalty(), pool, bar.follow(log, ("EM iteration", "Iteration")))

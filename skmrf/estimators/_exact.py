@@ -147,7 +147,7 @@ class ExactMaxLikelihood(DiscreteStatisticsMixin, BaseDiscreteMRF):
         empty = empty_cell_cliques(model, counts) if self.alpha_ == 0 else []
         log = ProgressLog(type(self).__name__, self.verbose)
 
-        with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar:
+        with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration", tol=self.tol) as bar:
             log = bar.follow(log, "Iteration")
 
             def report(it, f, g):

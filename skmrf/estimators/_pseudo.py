@@ -284,7 +284,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
                 choice.one_hot_seconds,
             )
 
-        with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar:
+        with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration", tol=self.tol) as bar:
             log = bar.follow(log, "Iteration")
 
             def report(it, f, g):

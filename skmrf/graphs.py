@@ -27,6 +27,7 @@ __all__ = [
     "chimera_graph",
     "chain_graph",
     "skip_chain_graph",
+    "subgraph",
 ]
 
 
@@ -482,6 +483,84 @@ def grid_graph(rows: int, cols: int) -> nx.Graph:
     lattice_graph : The same for any number of dimensions.
     """
     return lattice_graph((rows, cols))
+
+
+def subgraph(graph, keep, n_variables=None, drop_edges=()) -> list:
+    """The graph on the kept variables, renumbered ``0..k-1``, without the edges ``drop_edges``.
+
+    For data whose columns were selected after the graph was chosen (a
+    :class:`~sklearn.feature_selection.VarianceThreshold` that drops constant pixels from
+    ``"grid:8x8"``), and for removing edges a method cannot fit (an edge whose ends always agree,
+    which :class:`~skmrf.MLEInducedLikelihood` refuses). Every factor keeps its kept variables;
+    a factor holding both ends of a dropped edge is replaced by its two factors without one of
+    them. This is the induced subgraph: exact when the dropped variables are constant (the model
+    conditioned on them), an approximation otherwise (marginalising a variable out joins its
+    neighbours).
+
+    Parameters
+    ----------
+    graph : str, networkx.Graph, list of tuples, array-like or MRFGraph
+        Any graph :func:`resolve_graph` accepts, over the ``n_variables`` original variables
+        (numbered by position).
+    keep : array-like of bool or of int
+        Which variables remain: a mask of length ``n_variables`` (``selector.get_support()``) or
+        their indices, in increasing order.
+    n_variables : int, optional
+        Number of original variables; ``len(keep)`` for a mask (required for indices with a
+        string shorthand).
+    drop_edges : sequence of pairs of int, default=()
+        Edges ``(u, v)`` to remove, in the original numbering.
+
+    Returns
+    -------
+    list of tuple of int
+        The factors, in the new numbering (column ``j`` of the selected data is variable ``j``):
+        a graph every estimator takes for data with ``k`` columns.
+
+    Raises
+    ------
+    ValueError
+        If ``keep`` is neither a mask of length ``n_variables`` nor increasing indices below it,
+        or an edge of ``drop_edges`` is not an edge of the graph.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skmrf.graphs import subgraph
+    >>> subgraph("grid:2x3", np.array([True, True, False, True, True, True]))
+    [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)]
+    >>> subgraph("chain", [0, 1, 2, 3], n_variables=4, drop_edges=[(1, 2)])
+    [(0, 1), (2, 3)]
+    """
+    keep = np.asarray(keep)
+    if keep.dtype == bool:
+        n_variables = len(keep) if n_variables is None else int(n_variables)
+        if len(keep) != n_variables:
+            raise ValueError(f"keep is a mask of {len(keep)} entries for a graph of {n_variables} variables.")
+        kept = np.flatnonzero(keep)
+    else:
+        kept = keep.astype(np.int64).ravel()
+        if n_variables is None:
+            if isinstance(graph, str):
+                raise ValueError(
+                    f"subgraph({graph!r}, keep=indices) needs n_variables, the variables of {graph!r} before "
+                    "the selection (or give keep as a mask, whose length says it)."
+                )
+            n_variables = int(kept.max(initial=-1)) + 1
+        if kept.size and (np.any(np.diff(kept) <= 0) or kept[0] < 0 or kept[-1] >= n_variables):
+            raise ValueError(
+                f"keep must list increasing variable indices in 0..{n_variables - 1}; got {kept.tolist()}."
+            )
+    full = resolve_graph(graph, int(n_variables))
+    factors = [set(f) for f in full.factors]
+    for edge in drop_edges:
+        u, v = (int(x) for x in edge)
+        if not any({u, v} <= f for f in factors):
+            raise ValueError(f"drop_edges names ({u}, {v}), which is not an edge of the graph.")
+        factors = [g for f in factors for g in ([f - {u}, f - {v}] if {u, v} <= f else [f])]
+    new = {int(v): j for j, v in enumerate(kept)}
+    out = {tuple(sorted(new[v] for v in f if v in new)) for f in factors}
+    return sorted((f for f in out if len(f) >= 2), key=lambda f: (len(f), f))
 
 
 def torus_graph(rows: int, cols: int) -> nx.Graph:

@@ -439,3 +439,21 @@ def test_a_dataframe_takes_cliques_by_position_or_name_and_warnings_use_the_name
     agree = df.assign(b=df["a"])
     with pytest.raises(ValueError, match=r"The ends of edge \('a', 'b'\) agree in all 40 rows"):
         MLEInducedLikelihood("chain").fit(agree)
+
+
+def test_estimators_that_need_it_drop_degenerate_edges_when_asked():
+    # #40: on binarised digits MLEInducedLikelihood("grid:8x8") and MetropolisHastingsMRF raised
+    # "The ends of edge (0, 8) agree in all 1797 rows ... Remove the edge" with no way to remove an
+    # edge from a shorthand. degenerate_edges="drop" leaves such edges out, naming them.
+    import pandas as pd
+    from sklearn.datasets import load_digits
+
+    X = pd.DataFrame((load_digits().data >= 8).astype(int), columns=[f"p{i}" for i in range(64)])
+    with pytest.raises(ValueError, match=r"edge \('p0', 'p8'\) agree in all 1797 rows.*degenerate_edges='drop'"):
+        MLEInducedLikelihood("grid:8x8").fit(X)
+    with pytest.warns(UserWarning, match=r"left out 7 of 112 edges.*\('p0', 'p8'\), \('p8', 'p16'\)"):
+        est = MLEInducedLikelihood("grid:8x8", degenerate_edges="drop").fit(X)
+    assert len(est.edges_) == 105 and len(est.graph_.edges) == 105 and np.all(np.isfinite(est.theta_hat_))
+    with pytest.warns(UserWarning, match=r"left out 7 of 112 edges"):
+        mh = MetropolisHastingsMRF("grid:8x8", degenerate_edges="drop", n_steps=20, random_state=0).fit(X)
+    assert len(mh.edges_) == 105 and mh.model_.n_params == 64 + 105 and np.all(np.isfinite(mh.theta_))

@@ -184,3 +184,39 @@ def test_only_the_gaussian_resolver_accepts_unequal_mirror_values():
     np.testing.assert_array_equal(adj.toarray(), (w != 0) & ~np.eye(3, dtype=bool))
     with pytest.raises(ValueError, match=r"not symmetric: entry \(0, 1\) is 1 but \(1, 0\) is 2"):
         resolve_graph(w, 3)
+
+
+def test_subgraph_keeps_variables_and_drops_edges():
+    # #40: after VarianceThreshold dropped 3 of 64 columns, "grid:8x8" could not follow the data.
+    from skmrf.graphs import subgraph
+
+    mask = np.array([True, True, False, True, True, True])  # grid 2x3, variable 2 dropped
+    assert subgraph("grid:2x3", mask) == [(0, 1), (0, 2), (1, 3), (2, 3), (3, 4)]
+    assert subgraph("grid:2x3", [0, 1, 3, 4, 5], n_variables=6) == subgraph("grid:2x3", mask)
+    assert subgraph("chain", np.ones(4, bool), drop_edges=[(1, 2)]) == [(0, 1), (2, 3)]
+    # A factor holding both ends of a dropped edge splits into its two factors without one end.
+    assert subgraph([(0, 1, 2)], np.ones(3, bool), drop_edges=[(0, 1)]) == [(0, 2), (1, 2)]
+    with pytest.raises(ValueError, match=r"drop_edges names \(0, 2\), which is not an edge"):
+        subgraph("chain", np.ones(4, bool), drop_edges=[(0, 2)])
+    with pytest.raises(ValueError, match="needs n_variables"):
+        subgraph("grid:2x3", [0, 1])
+    with pytest.raises(ValueError, match="increasing variable indices"):
+        subgraph("chain", [2, 1], n_variables=4)
+    with pytest.raises(ValueError, match="a mask of 3 entries for a graph of 4 variables"):
+        subgraph("chain", np.ones(3, bool), n_variables=4)
+
+
+def test_subgraph_follows_a_feature_selection_on_real_data():
+    from sklearn.datasets import load_digits
+    from sklearn.feature_selection import VarianceThreshold
+
+    from skmrf import PseudoLikelihoodEstimator
+    from skmrf.graphs import subgraph
+
+    X = (load_digits().data >= 8).astype(int)
+    selector = VarianceThreshold().fit(X)
+    kept = selector.transform(X)
+    graph = subgraph("grid:8x8", selector.get_support())
+    assert kept.shape[1] == 54 and len(graph) == 112 - 21  # the 10 constant pixels' 21 grid edges go
+    est = PseudoLikelihoodEstimator(graph, score_method="pseudo").fit(kept)
+    assert est.model_.n_variables == 54 and np.isfinite(est.score(kept))

@@ -511,7 +511,7 @@ def test_sklearn_checks_that_apply(check):
 
 def test_clone_get_params_and_refit(cycle_data, cycle_fit):
     est = MLEInducedLikelihood(CYCLE, copula="gaussian", rho=0.05, mle=LAPEstimator(alpha=0.0))
-    assert set(est.get_params(deep=False)) == {"graph", "copula", "rho", "mle"}
+    assert set(est.get_params(deep=False)) == {"graph", "copula", "rho", "mle", "degenerate_edges"}
     twin = clone(est)
     assert twin.get_params(deep=False)["rho"] == 0.05 and twin.mle is not est.mle
     with pytest.raises(NotFittedError):

@@ -30,6 +30,15 @@ DOCS = {
         True or False force one type. ``standardized_precision_`` is always
         sparse and ``covariance_`` always dense (when stored).""",
     # The continuation of every discrete estimator's ``alpha`` entry (#10: one default).
+    # MLEInducedLikelihood's and MetropolisHastingsMRF's (#40: a graph that can follow the data).
+    "degenerate_edges": """degenerate_edges : {"raise", "drop"}, default="raise"
+        An edge whose ends agree (or disagree) in every row has ``lambda_hat``
+        0 or 1, where Eq. 5 of the MLE-induced likelihood is undefined:
+        ``"raise"`` refuses the data, naming the edge; ``"drop"`` leaves every
+        such edge out of the graph (``graph_``, ``edges_``) with a warning
+        that names them (binarised images have many: pixels that are 0 in
+        every image). To drop edges or variables yourself, see
+        :func:`skmrf.graphs.subgraph`.""",
     "alpha_auto": """``"auto"`` (the default of every discrete estimator) is a ridge of
         weight ``1 / n_samples`` (the rows given to ``fit``; the value used is
         ``alpha_``) on the *centred* parameters: the components of the

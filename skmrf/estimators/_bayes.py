@@ -39,9 +39,10 @@ from .._utils._sklearn_compat import Interval, StrOptions, check_is_fitted, dela
 from .._utils._verbose import ProgressLog
 from .._utils.validation import check_generator
 from ..inference._junction_tree import DEFAULT_MAX_BYTES
+from ..model import DiscreteMRF
 from ..model._agreement import agreement_matrix, check_agreement_parameters
 from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
-from ._mle_induced_fit import fit_mle_induced, parameter_edges
+from ._mle_induced_fit import fit_mle_induced, parameter_edges, without_degenerate_edges
 from ._protocol import Trace
 
 __all__ = ["MetropolisHastingsMRF"]
@@ -313,6 +314,7 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
     n_sweeps : int, default=1
         Gibbs sweeps per step of ``"persistent_mc"`` (the paper's ``k``); for
         ``"exchange"`` without the junction tree, 100 times this.
+    %(degenerate_edges)s
     %(score_method)s
     %(max_bytes_scoring)s
     random_state : int, RandomState instance or None, default=None
@@ -382,6 +384,7 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         "mle": [None, BaseDiscreteMRF, FrozenEstimator],
         "n_particles": [Interval(Integral, 1, None, closed="left")],
         "n_sweeps": [Interval(Integral, 1, None, closed="left")],
+        "degenerate_edges": [StrOptions({"raise", "drop"})],
         "random_state": ["random_state"],
         "n_jobs": N_JOBS_CONSTRAINT,
         "verbose": ["verbose"],
@@ -410,6 +413,7 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         mle=None,
         n_particles=1000,
         n_sweeps=1,
+        degenerate_edges="raise",
         score_method="auto",
         max_bytes=None,
         random_state=None,
@@ -430,6 +434,7 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         self.mle = mle
         self.n_particles = n_particles
         self.n_sweeps = n_sweeps
+        self.degenerate_edges = degenerate_edges
         self.score_method = score_method
         self.max_bytes = max_bytes
         self.random_state = random_state
@@ -561,6 +566,9 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
     def _fit_theta(self, rows):
         self._mle_fit = None
         self.edges_ = parameter_edges(self.graph, self.graph_, type(self).__name__)
+        graph, self.edges_ = without_degenerate_edges(self, rows, self.graph_, self.edges_, stacklevel=5)
+        if graph is not self.graph_:  # edges left out: the model on the rest
+            self.graph_, self.model_ = graph, DiscreteMRF(graph, self.model_.n_states)
         p = len(self.edges_)
         burn_in = self._burn_in(p)
         rng = check_generator(self.random_state)

@@ -18,18 +18,20 @@ from sklearn.frozen import FrozenEstimator
 from .._data import is_chunked
 from .._kernels.mle_induced import agreement_counts, induced_eta
 from .._utils._atomic import atomic_fit
+from .._utils._docstrings import fill_doc
 from .._utils._sklearn_compat import StrOptions, _fit_context, check_is_fitted
 from .._utils.validation import column_names
 from ..graphs import resolve_graph
 from ..model._agreement import check_agreement_parameters
 from ._base import BaseDiscreteMRF, validate_row_chunks, validate_rows
-from ._mle_induced_fit import fit_mle_induced, parameter_edges
+from ._mle_induced_fit import fit_mle_induced, parameter_edges, without_degenerate_edges
 
 __all__ = ["MLEInducedLikelihood", "agreement_counts", "induced_eta", "parameter_edges"]  # the kernels re-exported
 
 _MIN = np.minimum.reduce  # the ufunc's own reduce: ndarray.min adds a Python-level wrapper
 
 
+@fill_doc
 class MLEInducedLikelihood(BaseEstimator):
     """MLE-induced likelihood of the agreement model of a binary pairwise MRF (Liu and Zheng).
 
@@ -67,12 +69,14 @@ class MLEInducedLikelihood(BaseEstimator):
         the flip-symmetrised data ``[X; 1 - X]`` (nothing validated again, no ``log Z``). An
         unfitted skmrf discrete estimator: its method's kernel, with its own parameters, on the
         same rows and this estimator's ``graph_`` (its own ``alpha`` is kept; a ridge is not
-        flip-invariant, so with ``alpha > 0`` its node potentials are small but not zero and only its couplings are
-        used). A fitted estimator (or a :class:`sklearn.frozen.FrozenEstimator` of one): used
-        as it is, through its couplings ``theta_j = expit(J_j / 2)``; ``fit`` warns if its
-        unary parameters are not those of an agreement model. :func:`sklearn.base.clone`
+        flip-invariant when it is a number, so its node potentials are then small but not zero
+        and only its couplings are used; the default ``"auto"``, centred, is flip-invariant). A
+        fitted estimator (or a :class:`sklearn.frozen.FrozenEstimator` of one): used as it is,
+        through its couplings ``theta_j = expit(J_j / 2)``; ``fit`` warns if its unary
+        parameters are not those of an agreement model. :func:`sklearn.base.clone`
         un-fits a plain fitted estimator (it clones parameters), a ``FrozenEstimator`` stays
         fitted.
+    %(degenerate_edges)s
 
     Attributes
     ----------
@@ -191,13 +195,15 @@ class MLEInducedLikelihood(BaseEstimator):
         "copula": [StrOptions({"independent", "gaussian"})],
         "rho": [Real],
         "mle": [None, BaseDiscreteMRF, FrozenEstimator],
+        "degenerate_edges": [StrOptions({"raise", "drop"})],
     }
 
-    def __init__(self, graph="chain", copula="independent", rho=0.0, mle=None):
+    def __init__(self, graph="chain", copula="independent", rho=0.0, mle=None, degenerate_edges="raise"):
         self.graph = graph
         self.copula = copula
         self.rho = rho
         self.mle = mle
+        self.degenerate_edges = degenerate_edges
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -230,6 +236,7 @@ class MLEInducedLikelihood(BaseEstimator):
         """
         rows = self._validate_binary(X, sample_weight)
         self.edges_ = self._parameter_edges(rows.n_columns)
+        self.graph_, self.edges_ = without_degenerate_edges(self, rows, self.graph_, self.edges_, stacklevel=4)
         fit = fit_mle_induced(self, rows, self.edges_, self.graph_, self.mle, self.copula, self.rho)
         self.n_samples_, self.n_agree_, self.lambda_hat_ = fit.n_samples, fit.n_agree, fit.lambda_hat
         self.mle_, self.mle_source_, self.theta_hat_ = fit.mle, fit.mle_source, fit.theta_hat

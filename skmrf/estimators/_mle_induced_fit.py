@@ -141,6 +141,28 @@ def _check_copula(copula, rho_given, p):
         )
 
 
+def without_degenerate_edges(owner, rows, graph, edges, stacklevel):
+    """``(graph, edges)`` without the edges whose ends agree or disagree in every row, with a
+    warning naming them (``degenerate_edges="drop"``); unchanged otherwise."""
+    if owner.degenerate_edges != "drop":
+        return graph, edges
+    n, n_agree = agreement_statistics(rows, edges)
+    bad = (n_agree == 0) | (n_agree == n)
+    if not bad.any():
+        return graph, edges
+    named = [_edge_name(graph, e) for e in edges[bad]]
+    warnings.warn(
+        f"{type(owner).__name__} left out {int(bad.sum())} of {len(edges)} edges whose ends agree (or "
+        f"disagree) in every one of the {n:g} rows (degenerate_edges='drop'): {', '.join(named[:10])}"
+        f"{', ...' if len(named) > 10 else ''}. graph_ and edges_ hold the rest.",
+        UserWarning,
+        stacklevel=stacklevel + 1,
+    )
+    gone = {tuple(sorted(int(v) for v in e)) for e in edges[bad]}
+    factors = tuple(f for f in graph.factors if f not in gone)
+    return MRFGraph(graph.n_variables, factors, graph.names), edges[~bad]
+
+
 def _check_interior(n_agree, n, lambda_hat, edges, graph):
     bad = np.flatnonzero((n_agree == 0) | (n_agree == n))
     if bad.size:
@@ -150,7 +172,8 @@ def _check_interior(n_agree, n, lambda_hat, edges, graph):
         raise ValueError(
             f"The ends of edge {edge} {always} in all {n:g} rows, so "
             f"lambda_hat = {lambda_hat[j]:g}: the agreement-model MLE is on the boundary "
-            "(theta = 0 or 1) and Eq. 5 is undefined. Remove the edge or add data."
+            "(theta = 0 or 1) and Eq. 5 is undefined. Set degenerate_edges='drop' to leave such edges out, "
+            "remove the edge (skmrf.graphs.subgraph), or add data."
         )
 
 

@@ -490,6 +490,34 @@ def test_fit_an_alignment_writes_the_model_and_the_ranked_couplings(tmp_path, ca
     assert len(ranked) == 15 and ranked == sorted(ranked, reverse=True)  # every pair, highest first
 
 
+def test_an_alignment_gets_the_direct_coupling_defaults(tmp_path, capsys):
+    # #40: the README's command ran an AIS estimate of log Z at save (163 of 204 CPU s) and its
+    # default alpha overlapped plmc's top-L/2 at 0.67. With --alignment, PL defaults to plmc's
+    # objective (per-order ridge on the tables, as the protein guide derives) and a pseudo score;
+    # what the user gives wins, and --set takes a JSON object with integer keys.
+    from skmrf import PseudoLikelihoodEstimator
+    from skmrf.io import load_model
+    from skmrf.protein import read_alignment, sequence_weights
+
+    fasta = tmp_path / "family.a2m"
+    fasta.write_text(ALIGNMENT)
+    out = tmp_path / "m.npz"
+    code, _, err = run(capsys, "fit", "--method", "pl", "--alignment", fasta, "--weights", 0.8, "-o", out)
+    assert code == 0, err
+    est = load_model(out)
+    X = read_alignment(fasta).X
+    m_eff, length = sequence_weights(X, identity=0.8).sum(), X.shape[1]
+    assert est.ridge == "tables" and est.score_method_ == "pseudo"
+    assert est.alpha == pytest.approx({1: 0.02 / m_eff, 2: 0.02 * 20 * (length - 1) / m_eff}, rel=1e-12)
+    ref = PseudoLikelihoodEstimator("complete", n_states=21, alpha=est.alpha, ridge="tables")
+    np.testing.assert_array_equal(est.theta_, ref.fit(X, sample_weight=sequence_weights(X, identity=0.8)).theta_)
+    given = ["--set", 'alpha={"1": 0.001, "2": 0.01}', "--score-method", "bound"]
+    code, _, err = run(capsys, "fit", "--method", "pl", "--alignment", fasta, "-o", out, *given)
+    assert code == 0, err
+    est = load_model(out)
+    assert est.alpha == {1: 0.001, 2: 0.01} and est.ridge == "parameters" and est.score_method_ == "bound"
+
+
 def test_alignment_options_are_refused_where_they_mean_nothing(tmp_path, capsys, npy):
     fasta = tmp_path / "family.fasta"
     fasta.write_text(ALIGNMENT.replace("c", ""))

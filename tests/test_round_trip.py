@@ -14,6 +14,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import clone
 from sklearn.utils._param_validation import StrOptions
 
 import skmrf
@@ -113,3 +114,17 @@ def test_every_string_option_round_trips(name, param, option, data, tmp_path):
     for key in fitted:
         if hasattr(loaded, key):
             _same(getattr(est, key), getattr(loaded, key), f"{name}({param}={option!r}).{key}")
+
+
+def test_a_per_order_alpha_round_trips(tmp_path):
+    # #40 (found here): a dict alpha (one ridge per clique order, the DCA setting) was listed in
+    # params_not_saved and loaded back as alpha="auto", and its alpha_ was dropped.
+    from skmrf import PseudoLikelihoodEstimator
+
+    X = np.random.default_rng(0).integers(0, 3, (60, 4))
+    est = PseudoLikelihoodEstimator("chain", alpha={1: 1e-3, 2: "auto"}, score_method="pseudo").fit(X)
+    save_model(est, tmp_path / "m.npz")
+    back = load_model(tmp_path / "m.npz")
+    assert back.alpha == {1: 1e-3, 2: "auto"} and back.alpha_ == est.alpha_ == {1: 1e-3, 2: 1 / 60}
+    np.testing.assert_array_equal(clone(back).fit(X).theta_, est.theta_)
+    np.testing.assert_array_equal(back.standard_errors(X), est.standard_errors(X))

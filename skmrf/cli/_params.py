@@ -27,11 +27,17 @@ ALIASES = {"pl": "pseudo"}
 
 
 def _param_value(text):
-    """A ``--set`` value: JSON (numbers, true/false/null, lists) or else the string itself."""
+    """A ``--set`` value: JSON (numbers, true/false/null, lists, objects) or else the string itself.
+
+    JSON's object keys are strings; those that are integers become ints, so that
+    ``--set 'alpha={"1": 1e-4, "2": 0.01}'`` gives the ``{1: ..., 2: ...}`` of the Python API."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except ValueError:
         return text
+    if isinstance(value, dict):
+        value = {int(k) if k.lstrip("-").isdigit() else k: v for k, v in value.items()}
+    return value
 
 
 def number_or_auto(text):

@@ -25,7 +25,8 @@ File format, version 2
     a ``graph`` that JSON cannot hold (a networkx graph, a matrix) is replaced by its
     resolved list of factors (discrete) or edges (Gaussian), as column names when the
     estimator has ``feature_names_in_``, else as column indices.
-    A parameter object (MCMC's ``schedule``) is ``{"object": class name, "params": {...}}``.
+    A parameter object (MCMC's ``schedule``) is ``{"object": class name, "params": {...}}``;
+    a dict (a per-order ``alpha``) is ``{"object": "dict", "items": [[key, value], ...]}``.
 ``params_not_saved``
     Names of other parameters JSON cannot hold (an ``init`` estimator, a
     ``RandomState``); the loaded estimator has their default values.
@@ -38,7 +39,8 @@ File format, version 2
     (the pattern is in the arrays).
 ``fitted``
     Every other fitted attribute (name ending in ``_``) whose value is a number,
-    a string, a boolean or null, such as ``n_iter_``, ``alpha_``, ``score_method_``.
+    a string, a boolean or null, such as ``n_iter_``, ``alpha_``, ``score_method_`` (a per-order
+    ``alpha_`` as a dict, in the form of ``params``).
 ``fitted_labels``
     Fitted attributes that are lists, tuples or 1-D object arrays of labels (strings
     or integers), such as column labels: ``{name: {"type": "list" | "tuple" |

@@ -64,6 +64,8 @@ FITTED_COUNTS = {
 }
 #: Fitted attributes that are flags (a JSON boolean).
 FITTED_FLAGS = {"converged_"}
+#: Fitted attributes that may be a dict (saved by :func:`dict_entry`): a per-order ``alpha_``.
+FITTED_DICTS = {"alpha_"}
 #: Fitted attributes that are real numbers (a JSON number, never a boolean).
 FITTED_REALS = {
     "alpha_",
@@ -112,6 +114,29 @@ def to_json(value):
     raise TypeError(type(value).__name__)
 
 
+def dict_entry(value):
+    """``{"object": "dict", "items": [[key, value], ...]}`` of a dict of integer or string keys and
+    JSON values (PseudoLikelihoodEstimator's per-order ``alpha``: JSON object keys would be strings)."""
+    if type(value) is not dict or not all(isinstance(k, (str, int, np.integer)) for k in value):
+        raise TypeError(type(value).__name__)
+    return {"object": "dict", "items": [[to_json(k), to_json(v)] for k, v in value.items()]}
+
+
+def restore_dict(field, entry):
+    """The dict saved by :func:`dict_entry`."""
+    items = entry.get("items")
+    if (
+        set(entry) != {"object", "items"}
+        or type(items) is not list
+        or not all(
+            type(p) is list and len(p) == 2 and type(p[0]) in (int, str) and type(p[1]) in (int, float, str)
+            for p in items
+        )
+    ):
+        raise Bad(field, f"is {entry!r}, not {{'object': 'dict', 'items': [[key, number or string], ...]}}")
+    return {k: v for k, v in items}
+
+
 def parameter_object(value):
     """``{"object": class name, "params": {...}}`` of a parameter object (TypeError if one is not JSON)."""
     return {"object": type(value).__name__, "params": {k: to_json(v) for k, v in value.get_params().items()}}
@@ -120,6 +145,8 @@ def parameter_object(value):
 def restore_parameter_object(key, entry):
     """The parameter object saved by :func:`parameter_object`, its class and parameters checked."""
     field = f"params.{key}"
+    if entry.get("object") == "dict":
+        return restore_dict(field, entry)
     if set(entry) != {"object", "params"} or entry["object"] not in PARAMETER_OBJECTS:
         raise Bad(field, f"is {entry!r}, not {{'object': one of {sorted(PARAMETER_OBJECTS)}, 'params': {{...}}}}")
     cls = PARAMETER_OBJECTS[entry["object"]]

@@ -26,6 +26,7 @@ from ._format import (
     CLASSES,
     FITTED_CHOICES,
     FITTED_COUNTS,
+    FITTED_DICTS,
     FITTED_FLAGS,
     FITTED_REALS,
     FORMAT_NAME,
@@ -34,6 +35,7 @@ from ._format import (
     OWN,
     Bad,
     digest,
+    restore_dict,
     restore_parameter_object,
 )
 
@@ -323,7 +325,8 @@ def _restore_fitted(est, header, arrays, kind):
         if type(key) is not str or not key.endswith("_") or key.startswith("_") or key in OWN[kind]:
             raise Bad("fitted", f"names {key!r}, not a fitted attribute this file may set")
     for key, value in fitted.items():
-        setattr(est, key, _check_scalar(key, value))
+        dict_value = key in FITTED_DICTS and type(value) is dict
+        setattr(est, key, restore_dict(f"fitted.{key}", value) if dict_value else _check_scalar(key, value))
     for key, entry in fitted_labels.items():
         setattr(est, key, _label_attribute(key, entry))
     for key in arrays_named:

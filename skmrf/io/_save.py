@@ -13,10 +13,12 @@ from .._utils._atomic import replacing
 from .._utils._sklearn_compat import check_is_fitted
 from ._format import (
     CLASSES,
+    FITTED_DICTS,
     FORMAT_NAME,
     FORMAT_VERSION,
     OWN,
     PARAMETER_OBJECTS,
+    dict_entry,
     digest,
     is_numeric_array,
     labels_entry,
@@ -123,7 +125,10 @@ def _params(estimator, kind, state):
     params, not_saved = {}, []
     for key, value in estimator.get_params(deep=False).items():
         try:
-            params[key] = parameter_object(value) if type(value) in PARAMETER_OBJECTS.values() else to_json(value)
+            if type(value) in PARAMETER_OBJECTS.values():
+                params[key] = parameter_object(value)
+            else:
+                params[key] = dict_entry(value) if type(value) is dict else to_json(value)
         except TypeError:
             if key == "graph":
                 params[key] = _resolved_graph_param(estimator, kind, state)
@@ -193,6 +198,8 @@ def _fitted(estimator, kind, arrays):
             fitted_arrays.append(key)
         elif value is None or isinstance(value, (bool, str, int, float, np.generic)):
             fitted[key] = to_json(value)
+        elif key in FITTED_DICTS and type(value) is dict:
+            fitted[key] = dict_entry(value)
         elif (entry := labels_entry(value)) is not None:
             labels[key] = entry
         else:

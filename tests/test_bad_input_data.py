@@ -457,3 +457,22 @@ def test_estimators_that_need_it_drop_degenerate_edges_when_asked():
     with pytest.warns(UserWarning, match=r"left out 7 of 112 edges"):
         mh = MetropolisHastingsMRF("grid:8x8", degenerate_edges="drop", n_steps=20, random_state=0).fit(X)
     assert len(mh.edges_) == 105 and mh.model_.n_params == 64 + 105 and np.all(np.isfinite(mh.theta_))
+
+
+def test_a_constant_column_gets_no_coupling_scores():
+    # #40: with the user guide's recipe, a constant column's pairs ranked 10, 13 and 17 of 66 after
+    # APC: its couplings are set by the penalty alone. Given the alignment, coupling_scores scores
+    # them 0, leaves them out of the APC and of the ranked pairs, and names the column.
+    from skmrf.protein import coupling_scores, make_synthetic_alignment
+
+    X = make_synthetic_alignment(n_sequences=300, n_columns=8, n_contacts=4, random_state=1).X.copy()
+    X[:, 5] = 3
+    est = PseudoLikelihoodEstimator("complete", n_states=21, score_method="pseudo").fit(X)
+    plain = coupling_scores(est)
+    assert len(plain.pairs) == 28 and plain.matrix[5].max() > 0  # what the recipe gave
+    with pytest.warns(UserWarning, match=r"Columns \[5\] of the alignment hold one state"):
+        scores = coupling_scores(est, alignment=X)
+    assert len(scores.pairs) == 21 and not scores.matrix[5].any() and not scores.matrix[:, 5].any()
+    assert not np.isin([5], np.r_[scores.pairs["i"], scores.pairs["j"]]).any()
+    with pytest.raises(ValueError, match="alignment must hold the model's 8 columns"):
+        coupling_scores(est, alignment=X[:, :7])

@@ -484,10 +484,13 @@ def test_fit_an_alignment_writes_the_model_and_the_ranked_couplings(tmp_path, ca
     est = load_model(out)
     np.testing.assert_array_equal(est.theta_, ref.theta_)  # the same computation
     path = tmp_path / "m_couplings.txt"
+    with pytest.warns(UserWarning, match=r"Columns \[1\] of the alignment hold one state"):
+        expected = coupling_scores(ref, alignment=X)  # column 1 (C) never varies: no pairs
     # plmc's format has six decimals: half a unit of the last one.
-    np.testing.assert_allclose(read_plmc_couplings(path).matrix, coupling_scores(ref).matrix, atol=5e-7)
+    np.testing.assert_allclose(read_plmc_couplings(path).matrix, expected.matrix, atol=5e-7)
     ranked = [float(line.split()[-1]) for line in path.read_text().splitlines()]
     assert len(ranked) == 15 and ranked == sorted(ranked, reverse=True)  # every pair, highest first
+    assert not expected.matrix[1].any()  # column 1's pairs score 0
 
 
 def test_an_alignment_gets_the_direct_coupling_defaults(tmp_path, capsys):

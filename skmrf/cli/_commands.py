@@ -146,7 +146,7 @@ def _fit_alignment(args):
     label = f"fitting {type(est).__name__} on {args.alignment} ({n} sequences{effective}, {length} columns)"
     _fit_and_save(est, args, X, weight, label)
     with _user_errors(couplings):
-        write_plmc_couplings(couplings, coupling_scores(est), ranked=True)
+        write_plmc_couplings(couplings, coupling_scores(est, alignment=X), ranked=True)
     if args.verbose:
         print(f"skmrf: wrote the ranked coupling scores to {couplings}", file=sys.stderr)
     return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -173,6 +174,27 @@ def zero_sum_gauge(model):
     return PottsParameters(fields, couplings, edges_all)
 
 
+def _constant_columns(alignment, n_variables):
+    """The columns of ``alignment`` with one observed state (warned by index), or none."""
+    if alignment is None:
+        return np.zeros(0, dtype=np.int64)
+    A = np.asarray(alignment)
+    if A.ndim != 2 or A.shape[1] != n_variables:
+        raise ValueError(
+            f"alignment must hold the model's {n_variables} columns, one row per sequence; got shape {A.shape}."
+        )
+    constant = np.flatnonzero((A == A[:1]).all(axis=0)) if len(A) else np.zeros(0, dtype=np.int64)
+    if constant.size:
+        warnings.warn(
+            f"Columns {constant.tolist()[:20]}{' ...' if constant.size > 20 else ''} of the alignment hold one state "
+            "in every sequence: no evidence of coupling, so their pairs score 0 and are left out of the APC and "
+            "of the ranked pairs.",
+            UserWarning,
+            stacklevel=3,
+        )
+    return constant
+
+
 def average_product_correction(S):
     """Apply the average-product correction (APC) to a symmetric score matrix.
 
@@ -228,7 +250,7 @@ def average_product_correction(S):
     return out
 
 
-def coupling_scores(model, gauge="zero-sum", apc=True, exclude_state=None, min_separation=1):
+def coupling_scores(model, gauge="zero-sum", apc=True, exclude_state=None, min_separation=1, alignment=None):
     """Score every pair by the Frobenius norm of its coupling block, with APC.
 
     The direct coupling analysis (DCA) score of a pair of alignment columns, whose
@@ -256,6 +278,12 @@ def coupling_scores(model, gauge="zero-sum", apc=True, exclude_state=None, min_s
     min_separation : int, default=1
         Only pairs with ``j - i >= min_separation`` enter the ranked list (contacts are
         usually scored at 5 or more); the matrix holds every pair.
+    alignment : array-like of shape (n_sequences, n_variables), optional
+        The states the model was fitted to. A column with one observed state carries no
+        evidence of coupling: its couplings are set by the penalty alone, and after APC
+        they ranked 10th to 17th of 66 pairs on an alignment of 12 columns (#40). Its pairs
+        then score 0, are left out of the APC means and of ``pairs``, and a warning names
+        the columns.
 
     Returns
     -------
@@ -311,10 +339,13 @@ def coupling_scores(model, gauge="zero-sum", apc=True, exclude_state=None, min_s
         norms = np.sqrt(np.einsum("eab,eab->e", B, B))
         S[edges[:, 0], edges[:, 1]] = S[edges[:, 1], edges[:, 0]] = norms
         edge_list.append(edges)
-    if apc and L >= 2:
-        S = average_product_correction(S)
+    constant = _constant_columns(alignment, L)
+    informative = np.setdiff1d(np.arange(L), constant)
+    S[constant, :] = S[:, constant] = 0.0
+    if apc and len(informative) >= 2:
+        S[np.ix_(informative, informative)] = average_product_correction(S[np.ix_(informative, informative)])
     edges = np.concatenate(edge_list) if edge_list else np.zeros((0, 2), dtype=np.int64)
-    edges = edges[edges[:, 1] - edges[:, 0] >= min_separation]
+    edges = edges[(edges[:, 1] - edges[:, 0] >= min_separation) & ~np.isin(edges, constant).any(axis=1)]
     pairs = np.empty(len(edges), dtype=PAIR_DTYPE)
     pairs["i"], pairs["j"] = edges[:, 0], edges[:, 1]
     pairs["score"] = S[edges[:, 0], edges[:, 1]]

@@ -476,3 +476,19 @@ def test_a_constant_column_gets_no_coupling_scores():
     assert not np.isin([5], np.r_[scores.pairs["i"], scores.pairs["j"]]).any()
     with pytest.raises(ValueError, match="alignment must hold the model's 8 columns"):
         coupling_scores(est, alignment=X[:, :7])
+
+
+def test_a_guessed_a2m_says_why_it_was_guessed(tmp_path):
+    # #40: a '.' gap in a file without a FASTA extension made the reader guess A2M and blame the
+    # column counts without saying why.
+    from skmrf.protein import read_alignment
+
+    path = tmp_path / "family.txt"
+    path.write_text(">a\nAC.DE\n>b\nACKDE\n")
+    with pytest.raises(ValueError, match=r"read as A2M because its sequences hold '\.'.*format='fasta'"):
+        read_alignment(path)
+    assert read_alignment(path, format="fasta").X.shape == (2, 5)
+    (tmp_path / "family.a2m").write_text(">a\nAC.DE\n>b\nACKDE\n")
+    with pytest.raises(ValueError, match="not aligned") as info:  # named A2M: nothing was guessed
+        read_alignment(tmp_path / "family.a2m")
+    assert "was read as A2M because" not in str(info.value)

@@ -83,16 +83,19 @@ def _open_text(path_or_file):
     return data, (name if isinstance(name, str) else None)
 
 
+def _extension(name):
+    """The file name's extension, lower case, without a ``.gz``."""
+    stem = name[:-3] if name.endswith(".gz") else name
+    return os.path.splitext(stem)[1].lower()
+
+
 def _format_of(format, name, text):
     if format not in _FORMATS:
         raise ValueError(f"format must be one of {_FORMATS}; got {format!r}.")
     if format != "auto":
         return format
-    if name is not None:
-        stem = name[:-3] if name.endswith(".gz") else name
-        ext = os.path.splitext(stem)[1].lower()
-        if ext in _EXTENSIONS:
-            return _EXTENSIONS[ext]
+    if name is not None and _extension(name) in _EXTENSIONS:
+        return _EXTENSIONS[_extension(name)]
     # No telling extension: an insert (lower case or '.') means A2M / A3M, else plain FASTA
     # (the two read the same when there is none).
     body = "".join(line for line in text.splitlines() if not line.startswith((">", "#", ";")))
@@ -232,10 +235,21 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
     if differs.size:
         s = differs[0]
         what = "match columns (upper case and '-')" if fmt != "fasta" else "columns"
+        guessed = format == "auto" and fmt == "a2m" and (name is None or _extension(name) not in _EXTENSIONS)
+        why = (
+            " The file was read as A2M because its sequences hold '.' or lower-case letters and its name has no "
+            "FASTA extension (format='auto'): A2M drops them as insertions."
+            if guessed
+            else ""
+        )
         raise ValueError(
             f"Sequence {s} ({names[s]!r}) has {n_match[s]} {what}, the first sequence ({names[0]!r}) has "
-            f"{n_match[0]}: the sequences are not aligned."
-            + (" If lower case letters are aligned columns, read with format='fasta'." if fmt != "fasta" else "")
+            f"{n_match[0]}: the sequences are not aligned.{why}"
+            + (
+                " If '.' or lower-case letters are aligned columns (a '.' gap), read with format='fasta'."
+                if fmt != "fasta"
+                else ""
+            )
         )
     if n_match[0] == 0:
         raise ValueError(

@@ -492,3 +492,21 @@ def test_a_guessed_a2m_says_why_it_was_guessed(tmp_path):
     with pytest.raises(ValueError, match="not aligned") as info:  # named A2M: nothing was guessed
         read_alignment(tmp_path / "family.a2m")
     assert "was read as A2M because" not in str(info.value)
+
+
+def test_an_alignment_of_another_kind_is_refused():
+    # #40 (detect the alphabet or refuse): amino acids read with a nucleotide alphabet were turned
+    # into gaps with a warning. Letters outside the alphabet that make up most of the residues are
+    # refused, naming the alphabet to read them with; a frequent one is still warned about.
+    import io
+
+    from skmrf.protein import ALPHABET, RNA_ALPHABET, make_synthetic_alignment, read_alignment, write_fasta
+
+    buffer = io.StringIO()
+    write_fasta(buffer, make_synthetic_alignment(n_sequences=20, n_columns=15, random_state=0).X)
+    with pytest.raises(ValueError, match=r"of the residues are letters outside.*alphabet='-ACDEFGHIKLMNPQRSTVWY'"):
+        read_alignment(io.StringIO(buffer.getvalue()), alphabet=RNA_ALPHABET)
+    rna = ">r1\nACGU-AUGC\n>r2\nACGUUAUGC\n>r3\nACG--AUGA\n"
+    with pytest.warns(UserWarning, match=r"'U'.*alphabet='-ACGU'"):
+        read_alignment(io.StringIO(rna), alphabet=ALPHABET)
+    assert read_alignment(io.StringIO(rna), alphabet=RNA_ALPHABET).X.shape == (3, 9)

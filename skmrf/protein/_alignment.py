@@ -28,6 +28,9 @@ DNA_ALPHABET = "-ACGT"
 #: (#40: an RNA family read with the protein alphabet turned every U, 29 % of its residues, into a
 #: gap without a word; ``X``, a protein's unknown residue, is typically far below 1 %).
 FOREIGN_LETTER_WARN = 0.01
+#: Above this share of the residues, letters outside the alphabet are refused, not warned about:
+#: the alignment is of another kind (a protein family read with ``"-ACGU"`` has about 75 %).
+FOREIGN_LETTERS_REFUSE = 0.5
 
 _GAP = "-"
 #: Characters read as the gap besides ``-``: ``.`` (A2M's insert padding, read as a gap in a
@@ -257,7 +260,7 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
         )
     X = codes[keep].reshape(len(seqs), n_match[0]).astype(np.int64)
     outside = X == -2
-    _warn_if_foreign(raw[keep][outside.ravel()], int((X != gap).sum()), alphabet, nonstandard)
+    _check_foreign(raw[keep][outside.ravel()], int((X != gap).sum()), alphabet, nonstandard)
     if nonstandard == "drop":
         rows = ~outside.any(axis=1)
         if not rows.any():
@@ -275,9 +278,10 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
     return Alignment(X, names, alphabet)
 
 
-def _warn_if_foreign(letters, n_residues, alphabet, nonstandard):
-    """Warn when a letter outside ``alphabet`` is frequent: the alignment is probably of another
-    kind (nucleotides read as amino acids, DNA read as RNA), naming the letter and the alphabet."""
+def _check_foreign(letters, n_residues, alphabet, nonstandard):
+    """Warn when a letter outside ``alphabet`` is frequent, refuse when such letters are most of
+    the residues: the alignment is of another kind (nucleotides read as amino acids, DNA read as
+    RNA, amino acids read as nucleotides), naming the letter and the alphabet to read it with."""
     if letters.size == 0 or n_residues == 0:
         return
     counts = np.bincount(np.char.upper(letters.view("S1")).view(np.uint8), minlength=256)
@@ -290,7 +294,16 @@ def _warn_if_foreign(letters, n_residues, alphabet, nonstandard):
     suggest = {"U": RNA_ALPHABET, "T": DNA_ALPHABET}.get(letter)
     if suggest is None and seen <= set("ACGTUN"):
         suggest = RNA_ALPHABET
-    hint = f" Is this a nucleotide alignment? Read it with alphabet={suggest!r}." if suggest else ""
+    if suggest is None and alphabet != ALPHABET:
+        suggest = ALPHABET  # amino acids read with a nucleotide alphabet
+    kind = "a nucleotide" if suggest in (RNA_ALPHABET, DNA_ALPHABET) else "a protein"
+    hint = f" Is this {kind} alignment? Read it with alphabet={suggest!r}." if suggest else ""
+    total = letters.size / n_residues
+    if total > FOREIGN_LETTERS_REFUSE:
+        raise ValueError(
+            f"{total:.0%} of the residues are letters outside the alphabet {alphabet!r} "
+            f"({''.join(sorted(seen))}): the alignment is not of this kind.{hint}"
+        )
     what = "a gap" if nonstandard == "gap" else "the reason to drop its sequence"
     warnings.warn(
         f"The letter {letter!r}, not in the alphabet {alphabet!r}, makes up {share:.1%} of the residues and is "

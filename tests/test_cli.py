@@ -521,6 +521,14 @@ def test_an_alignment_gets_the_direct_coupling_defaults(tmp_path, capsys):
     assert est.alpha == {1: 0.001, 2: 0.01} and est.ridge == "parameters" and est.score_method_ == "bound"
 
 
+def test_an_alignment_with_a_gaussian_method_is_refused_for_what_it_is(tmp_path, capsys):
+    # #40: the CLI blamed --n-states, which the user never gave (it is set from the alphabet).
+    fasta = tmp_path / "family.a2m"
+    fasta.write_text(ALIGNMENT)
+    argv = ["fit", "--method", "gaussian-lap", "--alignment", fasta, "-o", tmp_path / "m.npz"]
+    check_error(capsys, argv, "--alignment fits a Potts model", "--method gaussian-lap is a Gaussian model")
+
+
 def test_alignment_options_are_refused_where_they_mean_nothing(tmp_path, capsys, npy):
     fasta = tmp_path / "family.fasta"
     fasta.write_text(ALIGNMENT.replace("c", ""))

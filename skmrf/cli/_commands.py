@@ -24,7 +24,7 @@ from ..protein import (
 from ..protein._alignment import _check_alphabet as check_alphabet
 from ._common import CLIError, short
 from ._graph import read_graph
-from ._params import ALIASES, build_estimator, fit_input, score_input
+from ._params import ALIASES, METHODS, build_estimator, fit_input, score_input
 from ._tables import Table, check_exists, check_output, read_table, write_table
 
 
@@ -122,6 +122,11 @@ def _fit_alignment(args):
     """``fit --alignment``: a Potts model of a protein family, and its ranked coupling scores."""
     if args.data is not None:
         raise CLIError(f"give a data file ({args.data}) or --alignment, not both.")
+    if METHODS[ALIASES.get(args.method, args.method)].startswith("Gaussian"):
+        raise CLIError(
+            f"--alignment fits a Potts model of states (--method pl, pseudo, lap, exact, mcmc, em); --method "
+            f"{args.method} is a Gaussian model of real values."
+        )
     check_exists(args.alignment, "alignment file")
     couplings = args.couplings or os.path.splitext(args.out)[0] + "_couplings.txt"
     check_output(couplings, "--couplings", (".txt", ".csv", ".tsv", ""), inputs=_inputs(args) + [(args.out, "--out")])

@@ -8,6 +8,7 @@ cycle even when today's import order happens to hide it.
 import ast
 import importlib.util
 import pkgutil
+import re
 import subprocess
 import sys
 import warnings
@@ -178,10 +179,54 @@ def test_no_lazy_imports_of_skmrf_modules():
     assert not lazy, "imports of skmrf modules inside functions (hide cycles):\n" + "\n".join(lazy)
 
 
+def _layers(text):
+    """The layers of CONTRIBUTING.md's table, top first: lists of module names relative to skmrf
+    (``_utils/`` -> ``_utils``). Modules in no row (the package, ``datasets``, ``metrics``, the
+    entry points) form a last layer of facades, which no layered module may import."""
+    rows = [line.split("|")[1] for line in text.splitlines() if line.startswith("| `")]
+    return [[name.rstrip("/").replace("/", ".") for name in re.findall(r"`([^`]+)`", row)] for row in rows]
+
+
+def _layer(module, layers):
+    relative = module.partition(".")[2]
+    for k, names in enumerate(layers):
+        if any(relative == n or relative.startswith(n + ".") for n in names):
+            return k
+    return len(layers)
+
+
+def _layer_violations(graph, layers):
+    """``module (layer) imports target (layer)`` for every import up the table."""
+    return [
+        f"{module} (layer {_layer(module, layers)}) imports {target} (layer {_layer(target, layers)})"
+        for module, targets in sorted(graph.items())
+        if _layer(module, layers) < len(layers)
+        for target in targets
+        if target != PACKAGE and _layer(target, layers) > _layer(module, layers)
+    ]
+
+
+def test_imports_follow_the_layers_of_contributing():
+    # #41 item 6: the layer order written in CONTRIBUTING.md, checked (the graph is the top-level one).
+    layers = _layers((ROOT.parent / "CONTRIBUTING.md").read_text(encoding="utf-8"))
+    assert len(layers) >= 8 and ["_utils"] in [[n for n in row if n == "_utils"] for row in layers]
+    violations = _layer_violations(_graph(), layers)
+    assert not violations, "imports against the layer order of CONTRIBUTING.md:\n" + "\n".join(violations)
+    unplaced = [m for m in MODULES if _layer(m, layers) == len(layers) and m.count(".") == 1]
+    facades = {"skmrf.__main__", "skmrf._renamed_modules", "skmrf.datasets", "skmrf.metrics"}
+    assert set(unplaced) <= facades, f"modules in no layer of CONTRIBUTING.md: {sorted(set(unplaced) - facades)}"
+
+
 def test_the_static_checks_can_fail():
     assert _find_cycle({"a": ["b"], "b": ["c"], "c": ["a"]}) == ["a", "b", "c", "a"]
     assert _find_cycle({"a": ["b"], "b": [], "c": ["a", "b"]}) is None
     assert "skmrf.graphs" in _graph()["skmrf"]  # the package imports its modules
+    layers = [["exceptions"], ["graphs"], ["model"]]
+    assert _layer_violations({"skmrf.graphs": ["skmrf.model"]}, layers) == [
+        "skmrf.graphs (layer 1) imports skmrf.model (layer 2)"
+    ]
+    assert _layer_violations({"skmrf.model": ["skmrf.graphs", "skmrf.exceptions"]}, layers) == []
+    assert _layer_violations({"skmrf.graphs": ["skmrf.metrics"]}, layers)  # a facade, below every layer
 
 
 @pytest.mark.parametrize(

@@ -24,12 +24,14 @@ and :func:`ridge_matrix`.
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 import scipy.sparse as sp
 
 from ._anova import Components
 
-__all__ = ["CentredRidge", "ridge_gradient", "ridge_matrix", "ridge_scale", "ridge_value"]
+__all__ = ["CentredRidge", "ridge_gradient", "ridge_matrix", "ridge_scale", "ridge_value", "ridge_value_and_gradient"]
 
 
 class CentredRidge:
@@ -57,8 +59,17 @@ class CentredRidge:
     def __init__(self, layout, alpha, meeting=None, tables=False):
         self.layout = layout
         self.alpha = float(alpha)
-        self.components = Components(layout, meeting, tables)
-        self.weights = {sub: _weight(sub) for sub in self.components.sets}
+        self.meeting, self.tables = meeting, tables
+
+    @cached_property
+    def components(self):
+        """The map to the components, built on first use (a kernel may rebuild the ridge over
+        the tables: :func:`~skmrf._kernels.pseudo.fit_pseudo_likelihood`)."""
+        return Components(self.layout, self.meeting, self.tables)
+
+    @cached_property
+    def weights(self):
+        return {sub: _weight(sub) for sub in self.components.sets}
 
     def value(self, theta):
         """The penalty at ``theta``."""
@@ -94,6 +105,13 @@ def ridge_value(alpha, theta):
     if isinstance(alpha, CentredRidge):
         return alpha.value(theta)
     return 0.5 * float(np.sum(alpha * theta * theta))
+
+
+def ridge_value_and_gradient(alpha, theta):
+    """The ridge and its gradient at ``theta`` (one evaluation of the centred components)."""
+    if isinstance(alpha, CentredRidge):
+        return alpha.value_and_gradient(theta)
+    return ridge_value(alpha, theta), ridge_gradient(alpha, theta)
 
 
 def ridge_gradient(alpha, theta):

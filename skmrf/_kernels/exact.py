@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._penalty import ridge_gradient, ridge_matrix, ridge_value
+from .._penalty import ridge_matrix, ridge_value_and_gradient
 from .._solvers import THETA_BOUND, minimize_in_box, projected_max
 from .._solvers.ipf import extended_max_likelihood
 
@@ -66,8 +66,9 @@ def fit_max_likelihood(model, mean_stats, alpha, max_iter, tol, max_bytes=None, 
     def objective(theta):
         cal = tree.calibrate(layout.full_tables(theta), layout, max_bytes=max_bytes)
         mu = cal.clique_marginals()[layout.theta_pos]
-        f = cal.log_z - theta @ mean_stats + ridge_value(alpha, theta)
-        g = mu - mean_stats + ridge_gradient(alpha, theta)
+        ridge, ridge_g = ridge_value_and_gradient(alpha, theta)
+        f = cal.log_z - theta @ mean_stats + ridge
+        g = mu - mean_stats + ridge_g
         return f, g
 
     theta, _, g, n_iter = minimize_in_box(objective, model.theta, max_iter, tol, callback)

@@ -18,7 +18,7 @@ import numpy as np
 from .._data import Rows
 from .._kernels.exact import fit_max_likelihood
 from .._kernels.information import incomplete_information
-from .._penalty import ridge_gradient, ridge_value
+from .._penalty import ridge_value_and_gradient
 from .._solvers import THETA_BOUND, minimize_in_box, projected_max, warn_if_not_converged
 from .._utils._budgets import EM_MIN_WORK_PER_WORKER
 from .._utils._docstrings import fill_doc
@@ -343,7 +343,8 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
 
     @staticmethod
     def _penalised(penalty, theta, ll, grad):
-        return ll - ridge_value(penalty, theta), grad - ridge_gradient(penalty, theta)
+        ridge, ridge_g = ridge_value_and_gradient(penalty, theta)
+        return ll - ridge, grad - ridge_g
 
     def _fit_em(self, evaluate, penalty, pool, log):
         model = self.model_
@@ -361,13 +362,14 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
             theta = model.theta
             ll, grad, stats = evaluate(theta, pool)
             trace.append(ll)
-            gmax = projected_max(theta, -self._penalised(penalty, theta, ll, grad)[1])
+            penalised, penalised_grad = self._penalised(penalty, theta, ll, grad)
+            gmax = projected_max(theta, -penalised_grad)
             self.n_iter_ += 1
             log(
                 "EM iteration %d, mean log-likelihood = %.8f (penalised: %.8f, never decreases), max |grad| = %.2e",
                 self.n_iter_,
                 ll,
-                self._penalised(penalty, theta, ll, grad)[0],
+                penalised,
                 gmax,
             )
         return trace, gmax

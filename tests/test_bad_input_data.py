@@ -457,6 +457,11 @@ def test_estimators_that_need_it_drop_degenerate_edges_when_asked():
     with pytest.warns(UserWarning, match=r"left out 7 of 112 edges"):
         mh = MetropolisHastingsMRF("grid:8x8", degenerate_edges="drop", n_steps=20, random_state=0).fit(X)
     assert len(mh.edges_) == 105 and mh.model_.n_params == 64 + 105 and np.all(np.isfinite(mh.theta_))
+    constant = np.zeros((20, 3), dtype=int)
+    constant[::2] = 1  # every edge agrees in every row: nothing would be left to fit
+    for cls in (MLEInducedLikelihood, MetropolisHastingsMRF):
+        with pytest.raises(ValueError, match=r"every one of the 2 edges agree.*\(0, 1\), \(1, 2\).*leaves no edge"):
+            cls("chain", degenerate_edges="drop").fit(constant)
 
 
 def test_a_constant_column_gets_no_coupling_scores():

@@ -151,6 +151,12 @@ def without_degenerate_edges(owner, rows, graph, edges, stacklevel):
     if not bad.any():
         return graph, edges
     named = [_edge_name(graph, e) for e in edges[bad]]
+    if bad.all():
+        raise ValueError(
+            f"{type(owner).__name__}: the ends of every one of the {len(edges)} edges agree (or disagree) in all "
+            f"{n:g} rows ({', '.join(named[:10])}{', ...' if len(named) > 10 else ''}), so degenerate_edges='drop' "
+            "leaves no edge to fit. The data hold no evidence on the couplings: add rows that vary."
+        )
     warnings.warn(
         f"{type(owner).__name__} left out {int(bad.sum())} of {len(edges)} edges whose ends agree (or "
         f"disagree) in every one of the {n:g} rows (degenerate_edges='drop'): {', '.join(named[:10])}"

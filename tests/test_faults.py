@@ -167,7 +167,9 @@ def test_keyboard_interrupt_between_pool_calls_kills_process_workers(data, monke
 #: "survive", catches the KeyboardInterrupt as an interactive session would, prints
 #: "interrupted" and waits for its standard input to close.
 CHILD = """
-import importlib, sys
+import importlib, signal, sys
+# A test run started in the background (``nohup ... &``) passes SIGINT on ignored; Ctrl-C is the point here.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 import numpy as np
 from joblib import Parallel, delayed, parallel_config
 from skmrf import GaussianLAP, LAPEstimator, MCMCMaxLikelihood, PseudoLikelihoodEstimator

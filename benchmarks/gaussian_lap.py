@@ -669,7 +669,7 @@ def _sml_worker(pattern, p, method, n, n_test, blas_threads, verbose):
     """One fit in this (fresh) process; prints READY after the data, then one JSON line."""
     from sklearn.exceptions import ConvergenceWarning
 
-    from skmrf.estimators.gaussian._chordal import ChordalPattern
+    from skmrf._kernels.gaussian.chordal import ChordalPattern
     from skmrf.exceptions import NotPositiveDefiniteWarning
 
     _limit_blas(int(blas_threads))
@@ -952,10 +952,10 @@ def part_ml_peers(args):
 
 def part_precond(args):
     """Spectrum of the Newton system at the ML solution: no, Jacobi, chordal and torus preconditioners."""
+    from skmrf._kernels.gaussian.chordal import ChordalPattern
+    from skmrf._kernels.gaussian.lattice import detect_lattice
+    from skmrf._kernels.gaussian.newton_cg import _preconditioner
     from skmrf.estimators.gaussian import GaussianMaxLikelihood
-    from skmrf.estimators.gaussian._chordal import ChordalPattern
-    from skmrf.estimators.gaussian._lattice import detect_lattice
-    from skmrf.estimators.gaussian._newton_cg import _preconditioner
 
     out = _results("gaussian_lap_precond", args)
     n = 1000
@@ -1127,8 +1127,8 @@ def part_peers28(args):
 
 def _research_problem(pattern, p, n=1000, seed=0):
     """Standardised data (one row per variable), the chordal pattern, s on the embedding and the pattern."""
-    from skmrf.estimators.gaussian._chordal import ChordalPattern, covariance_on_embedding
-    from skmrf.estimators.gaussian._lattice import detect_lattice
+    from skmrf._kernels.gaussian.chordal import ChordalPattern, covariance_on_embedding
+    from skmrf._kernels.gaussian.lattice import detect_lattice
 
     Q, X = make_problem(pattern, p, n, seed)
     Z = X - X.mean(axis=0)
@@ -1144,8 +1144,8 @@ def _research_problem(pattern, p, n=1000, seed=0):
 
 def _research_newton(cp, s, x0, lattice, variant, n, budget):
     """Newton-CG to statistical precision with one preconditioner variant; (steps, CG list, cpu s, f)."""
-    from skmrf.estimators.gaussian import _newton_cg as newton_cg
-    from skmrf.estimators.gaussian._lattice import TorusPreconditioner
+    from skmrf._kernels.gaussian import newton_cg
+    from skmrf._kernels.gaussian.lattice import TorusPreconditioner
 
     original = newton_cg._preconditioner
     if variant == "torus-dirichlet":
@@ -1168,9 +1168,9 @@ def _research_newton(cp, s, x0, lattice, variant, n, budget):
 
 def part_research28(args):
     """CG iterations per Newton step against the grid width for each preconditioner, and starts for L L^T."""
-    from skmrf.estimators.gaussian._chordal import embedding_start, likelihood_start, objective
-    from skmrf.estimators.gaussian._lattice import stationary_fit
-    from skmrf.estimators.gaussian._sparse_ml import choose_start, rescale
+    from skmrf._kernels.gaussian.chordal import embedding_start, likelihood_start, objective
+    from skmrf._kernels.gaussian.lattice import stationary_fit
+    from skmrf._kernels.gaussian.sparse_ml import choose_start, rescale
 
     out = _results("gaussian_lap_research28", args)
     n = 1000

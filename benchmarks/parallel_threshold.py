@@ -147,7 +147,7 @@ def glap_cases():
         X = gaussian_grid_data(J, n)
         yield (
             f"{J}x{J} n={n}",
-            "skmrf.estimators.gaussian._lap_kernel",
+            "skmrf._kernels.gaussian.lap",
             lambda nj, X=X, J=J: GaussianLAP(f"grid:{J}x{J}", store_covariance=False, n_jobs=nj).fit(X),
         )
 
@@ -225,7 +225,7 @@ def run(path, repeat, budget):
     print(f"\n{path}: {machine_state()}")
     head = ("size", "work units", "workers", "t(1 job) s", "t(2 jobs) s", "ratio", "best of")
     print("".join(f"{h:>{w}}" for h, w in zip(head, (20, 13, 8, 12, 12, 7, 8))))
-    ctx = mock.patch("skmrf.estimators.gaussian._lap_kernel._DENSE_GRAM_MAX_FEATURES", 0) if path == "glap" else None
+    ctx = mock.patch("skmrf._kernels.gaussian.lap._DENSE_GRAM_MAX_FEATURES", 0) if path == "glap" else None
     if ctx is not None:
         ctx.start()
     try:

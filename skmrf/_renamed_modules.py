@@ -24,18 +24,33 @@ PACKAGES = {
 }
 
 #: Modules of the public packages renamed with a leading underscore.
-MODULES = {"skmrf.parametrisation": "skmrf._parametrisation"} | {
-    f"{package}.{name}": f"{package}._{name}"
-    for package, names in {
-        "skmrf.estimators": "bayes em exact lap mcmc mle_induced pseudo",
-        "skmrf.estimators.gaussian": (
-            "chordal covariance_selection lap lap_kernel lattice max_likelihood newton_cg sparse_ml spd"
-        ),
-        "skmrf.inference": "adaptive_ais ais annealing conditionals enumerate evidence gibbs junction_tree tree_bound",
-        "skmrf.model": "agreement discrete ising",
-    }.items()
-    for name in names.split()
-}
+MODULES = (
+    {"skmrf.parametrisation": "skmrf._parametrisation"}
+    | {
+        f"{package}.{name}": f"{package}._{name}"
+        for package, names in {
+            "skmrf.estimators": "bayes em exact lap mcmc mle_induced pseudo",
+            "skmrf.estimators.gaussian": "lap max_likelihood",
+            "skmrf.inference": (
+                "adaptive_ais ais annealing conditionals enumerate evidence gibbs junction_tree tree_bound"
+            ),
+            "skmrf.model": "agreement discrete ising",
+        }.items()
+        for name in names.split()
+    }
+    | {  # the Gaussian kernels, moved to the kernel layer after 0.1 (#41)
+        f"skmrf.estimators.gaussian.{old}": new
+        for old, new in {
+            "chordal": "skmrf._kernels.gaussian.chordal",
+            "covariance_selection": "skmrf._kernels.gaussian.covariance_selection",
+            "lap_kernel": "skmrf._kernels.gaussian.lap",
+            "lattice": "skmrf._kernels.gaussian.lattice",
+            "newton_cg": "skmrf._kernels.gaussian.newton_cg",
+            "sparse_ml": "skmrf._kernels.gaussian.sparse_ml",
+            "spd": "skmrf._solvers.spd",
+        }.items()
+    }
+)
 
 
 def renamed(fullname):

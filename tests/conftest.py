@@ -21,7 +21,7 @@ SERIAL_FALLBACK_THRESHOLDS = [
     "skmrf._kernels.pseudo.PL_MIN_WORK_PER_WORKER",
     "skmrf._kernels.lap.LAP_MIN_WORK_PER_WORKER",
     "skmrf._kernels.mcmc.chains.MCMC_MIN_WORK_PER_WORKER",
-    "skmrf.estimators.gaussian._lap_kernel.GLAP_MIN_WORK_PER_WORKER",
+    "skmrf._kernels.gaussian.lap.GLAP_MIN_WORK_PER_WORKER",
     "skmrf.estimators._em.EM_MIN_WORK_PER_WORKER",
 ]
 

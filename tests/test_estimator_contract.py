@@ -196,7 +196,7 @@ def test_refit_is_identical_and_score_is_the_mean(cls):
 @pytest.mark.parametrize("path", ["dense-covariance", "cluster-gram"])
 def test_gaussian_lap_n_jobs_does_not_change_the_result(path, monkeypatch, parallel_always):
     from skmrf import GaussianLAP
-    from skmrf.estimators.gaussian import _lap_kernel as lap_kernel
+    from skmrf._kernels.gaussian import lap as lap_kernel
 
     if path == "cluster-gram":
         monkeypatch.setattr(lap_kernel, "_DENSE_GRAM_MAX_FEATURES", 0)

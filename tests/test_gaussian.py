@@ -22,9 +22,9 @@ from sklearn.base import clone
 from sklearn.covariance import EmpiricalCovariance, empirical_covariance, log_likelihood
 from sklearn.exceptions import ConvergenceWarning
 
+from skmrf._kernels.gaussian import lap as lap_kernel
+from skmrf._solvers import spd
 from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood, _base
-from skmrf.estimators.gaussian import _lap_kernel as lap_kernel
-from skmrf.estimators.gaussian import _spd as spd
 from skmrf.exceptions import NotPositiveDefiniteWarning
 from skmrf.graphs import grid_graph, resolve_adjacency
 

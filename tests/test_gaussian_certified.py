@@ -14,11 +14,11 @@ import pytest
 import scipy.sparse as sp
 
 from skmrf import GaussianLAP, GaussianMaxLikelihood
+from skmrf._kernels.gaussian.chordal import ChordalPattern, covariance_on_embedding, dual_bound, embedding_start
+from skmrf._kernels.gaussian.covariance_selection import _PatternObjective, newton_covsel
+from skmrf._kernels.gaussian.lattice import TorusPreconditioner, detect_lattice
+from skmrf._kernels.gaussian.newton_cg import CONFIRM_RTOL, _preconditioner, newton_cg_covsel
 from skmrf._solvers.cg import conjugate_gradient
-from skmrf.estimators.gaussian._chordal import ChordalPattern, covariance_on_embedding, dual_bound, embedding_start
-from skmrf.estimators.gaussian._covariance_selection import _PatternObjective, newton_covsel
-from skmrf.estimators.gaussian._lattice import TorusPreconditioner, detect_lattice
-from skmrf.estimators.gaussian._newton_cg import CONFIRM_RTOL, _preconditioner, newton_cg_covsel
 from skmrf.exceptions import NotPositiveDefiniteWarning
 
 from .test_gaussian import laplacian_precision, sample
@@ -483,7 +483,7 @@ def test_bad_weights_are_refused_with_the_problem_named(Est, weights, match):
 def test_ml_reads_x_by_row_chunks_without_a_transposed_copy(monkeypatch):
     import tracemalloc
 
-    from skmrf.estimators.gaussian import _data
+    from skmrf._data import gaussian as _data
 
     monkeypatch.setattr(_data, "CHUNK_BYTES", 1 << 18)  # chunks of 256 KB
     Q = five_point(40, 40, ridge=0.1)

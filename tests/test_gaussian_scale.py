@@ -24,8 +24,8 @@ import warnings
 import numpy as np
 import pytest
 
+from skmrf._kernels.gaussian import lap as lap_kernel
 from skmrf.estimators.gaussian import GaussianLAP, GaussianMaxLikelihood
-from skmrf.estimators.gaussian import _lap_kernel as lap_kernel
 from skmrf.exceptions import NotPositiveDefiniteWarning, ScaleWarning
 
 P = 6

@@ -15,7 +15,7 @@ import pytest
 import scipy.sparse as sp
 
 from skmrf import GaussianLAP, GaussianMaxLikelihood
-from skmrf.estimators.gaussian._chordal import ChordalPattern, likelihood_start, pattern_covariance
+from skmrf._kernels.gaussian.chordal import ChordalPattern, likelihood_start, pattern_covariance
 from skmrf.exceptions import NotPositiveDefiniteWarning
 from skmrf.graphs import grid_graph
 
@@ -139,7 +139,7 @@ def test_pattern_gram_takes_banded_offsets_as_gathered_entries():
     # entries given as (row, col) and others as (col, row), shuffled, plus 40 random far entries
     # (gathered), in chunks of 7 rows: every entry equal to the gathered dot product. Both paths
     # take one einsum of the same two length-m rows, so the values are equal bit for bit.
-    from skmrf.estimators.gaussian._data import _MIN_BAND, pattern_gram
+    from skmrf._data.gaussian import _MIN_BAND, pattern_gram
 
     rng = np.random.default_rng(1)
     r, m = 30, 50

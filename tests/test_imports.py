@@ -325,3 +325,16 @@ def test_an_old_path_that_never_existed_is_the_usual_module_not_found_error():
     with warnings.catch_warnings(), pytest.raises(ModuleNotFoundError, match="skmrf.kernels.nothing"):
         warnings.simplefilter("ignore", FutureWarning)  # the old parent package's warning
         importlib.import_module("skmrf.kernels.nothing")
+
+
+def test_import_skmrf_loads_no_optional_solver():
+    # #41 item 4: cvxopt and chompack (the chordal Gaussian solvers) load on first use only.
+    code = "import sys, skmrf; print(sorted(m for m in sys.modules if m.split('.')[0] in ('cvxopt', 'chompack')))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
+    code = (
+        "import sys, numpy as np, skmrf; skmrf.GaussianMaxLikelihood('chain', solver='sparse')"
+        ".fit(np.random.default_rng(0).standard_normal((50, 4))); print('chompack' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True", out  # the solver is there when a fit needs it

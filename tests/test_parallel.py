@@ -84,7 +84,7 @@ PATHS = ["pseudo", "lap", "mcmc", "gaussian-lap"]
 
 @pytest.fixture
 def small_fit(request, monkeypatch):
-    from skmrf.estimators.gaussian import _lap_kernel as lap_kernel
+    from skmrf._kernels.gaussian import lap as lap_kernel
 
     monkeypatch.setattr(lap_kernel, "_DENSE_GRAM_MAX_FEATURES", 0)
     threshold, fit = _small_fits()[PATHS.index(request.param)]

@@ -30,7 +30,7 @@ EM_CHUNK_FLOATS = 1 << 20
 #: temporaries of this size, 16 MiB each.
 SCORE_CHUNK_ENTRIES = 1 << 21
 
-# Used by skmrf/estimators/gaussian/_lap_kernel.py.
+# Used by skmrf/_kernels/gaussian/lap.py.
 #: Entries (float64) of the Gram buffer, of the gathered blocks and of the
 #: gathered data in one work chunk of the LAP kernel (each about 32 MB).
 GLAP_CHUNK_ENTRIES = 1 << 22
@@ -187,7 +187,7 @@ MOMENTS_MIN_WORK_PER_THREAD = 1e5
 #: threads start at 2e6.
 EM_MIN_WORK_PER_WORKER = 1e6
 
-# Used by skmrf/estimators/gaussian/_lap_kernel.py.
+# Used by skmrf/_kernels/gaussian/lap.py.
 #: Work (:meth:`LapPlan.cost`) each thread needs before the chunks of the plan are solved
 #: in parallel. Measured (benchmarks/results/parallel_threshold.txt): t(2 jobs) / t(1 job)
 #: was 4.7 at 3e4, 1.24 at 8.4e7, 0.97 at 2.2e8, 0.90 at 5.4e8, so two threads start at 3e8.

@@ -11,9 +11,9 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
+from .._solvers.spd import logdet_spd
 from .._utils.validation import MAX_STATES
 from ..estimators._base import MAX_TABLE_SIZE
-from ..estimators.gaussian._spd import logdet_spd
 from ..exceptions import TreewidthError
 from ..graphs import MRFGraph, _maximal
 from ._format import Bad

@@ -17,16 +17,12 @@ as ``graph`` and return a precision with zeros outside it.
   the accuracy baseline.
 
 Layering follows ``sklearn/covariance``: kernels on plain arrays, then the
-estimators, which validate and store. The modules, each importing only those
-above it:
-
-* :mod:`.covariance_selection`: the dense sample covariance and the Newton and
-  regression solvers of covariance selection;
-* :mod:`.spd`: positive definiteness, log-determinant, shrink-to-PD repair;
-* :mod:`.lap_kernel`: the LAP plan of a graph and the batched block solves;
-* :mod:`._base`: ``_BaseGaussianMRF`` (validation, storage, scoring) and
-  :class:`NotPositiveDefiniteWarning`;
-* :mod:`.lap` and :mod:`.max_likelihood`: the two estimators.
+estimators, which validate and store. The kernels live in
+:mod:`skmrf._kernels.gaussian` (the LAP plan and block solves, the dense Newton
+and regression solvers, the chordal closed form, sparse Newton-CG and the
+lattice preconditioner); the row statistics in :mod:`skmrf._data.gaussian`; the
+positive-definiteness checks in :mod:`skmrf._solvers.spd`. This package holds
+``_BaseGaussianMRF`` (validation, storage, scoring) and the estimators.
 
 The graph is resolved by :func:`skmrf.graphs.resolve_adjacency`.
 Large problems stay sparse: no ``p x p`` dense matrix is formed by

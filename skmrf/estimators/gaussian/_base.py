@@ -21,6 +21,16 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from ..._data import is_chunked
+from ..._data.gaussian import (
+    NON_FINITE_ADVICE,
+    StandardisedRows,
+    centred_peak,
+    centred_squares,
+    column_sums,
+    reduce_rows,
+)
+from ..._kernels.gaussian.lap import CHUNK_ENTRIES
+from ..._solvers.spd import min_eigenvalue
 from ..._utils._atomic import atomic_fit
 from ..._utils._sklearn_compat import (
     Interval,
@@ -42,9 +52,6 @@ from ..._utils.validation import (
 from ...exceptions import DiscreteDataWarning, NotPositiveDefiniteWarning, ScaleWarning
 from ...graphs import MRFGraph, resolve_adjacency
 from .._score import MeanScoreMixin
-from ._data import NON_FINITE_ADVICE, StandardisedRows, centred_peak, centred_squares, column_sums, reduce_rows
-from ._lap_kernel import CHUNK_ENTRIES
-from ._spd import min_eigenvalue
 
 __all__ = ["DENSE_MAX_FEATURES", "DENSE_PRECISION_MAX_FEATURES", "NotPositiveDefiniteWarning", "ScaleWarning"]
 

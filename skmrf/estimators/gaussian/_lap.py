@@ -3,7 +3,7 @@
 Every entry of the precision comes from the inverse sample covariance of its
 1-neighbourhood (LAP paper, Section 6.1, equations (12)-(14)): no iteration,
 one small inversion per entry, linear in the number of variables for bounded
-degree (Section 6.2). The kernel is in :mod:`.lap_kernel`.
+degree (Section 6.2). The kernel is in :mod:`skmrf._kernels.gaussian.lap`.
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ from numbers import Integral
 
 import numpy as np
 
+from ..._data.gaussian import covariance_on_pattern
+from ..._kernels.gaussian.chordal import ChordalPattern, likelihood_start
+from ..._kernels.gaussian.lap import LapPlan, assemble_symmetric, lap_from_data
+from ..._kernels.gaussian.lattice import detect_lattice, stationary_fit
+from ..._kernels.gaussian.newton_cg import DECREMENT_TOL, newton_cg_covsel
+from ..._kernels.gaussian.sparse_ml import choose_start, rescale
+from ..._solvers.spd import logdet_spd, shrink_to_pd
 from ..._utils._docstrings import fill_doc
 from ..._utils._sklearn_compat import Interval, StrOptions
 from .._base import N_JOBS_CONSTRAINT
 from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF
-from ._chordal import ChordalPattern, likelihood_start
-from ._data import covariance_on_pattern
-from ._lap_kernel import LapPlan, assemble_symmetric, lap_from_data
-from ._lattice import detect_lattice, stationary_fit
-from ._newton_cg import DECREMENT_TOL, newton_cg_covsel
-from ._sparse_ml import choose_start, rescale
-from ._spd import logdet_spd, shrink_to_pd
 
 __all__ = ["GaussianLAP"]
 

@@ -1,7 +1,7 @@
 """GaussianMaxLikelihood: covariance selection, the maximum-likelihood precision with a known pattern.
 
 The accuracy baseline for :class:`~skmrf.estimators.gaussian.GaussianLAP`
-(Dempster, 1972); the solvers are in :mod:`.covariance_selection`.
+(Dempster, 1972); the solvers are in :mod:`skmrf._kernels.gaussian`.
 """
 
 from __future__ import annotations
@@ -13,17 +13,17 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
+from ..._data.gaussian import covariance_on_pattern, dense_covariance_rows
+from ..._kernels.gaussian.chordal import ChordalPattern, chordal_max_likelihood, dual_bound
+from ..._kernels.gaussian.covariance_selection import newton_covsel, regression_covsel
+from ..._kernels.gaussian.lap import LapPlan, assemble_symmetric, lap_from_covariance
+from ..._kernels.gaussian.sparse_ml import sparse_max_likelihood
+from ..._solvers.spd import logdet_spd, logdet_spd_dense
 from ..._utils._docstrings import fill_doc
 from ..._utils._progress import Progress
 from ..._utils._sklearn_compat import Interval, StrOptions
 from ._base import _BaseGaussianMRF
-from ._chordal import ChordalPattern, chordal_max_likelihood, dual_bound
-from ._covariance_selection import newton_covsel, regression_covsel
-from ._data import covariance_on_pattern, dense_covariance_rows
-from ._lap_kernel import LapPlan, assemble_symmetric, lap_from_covariance
 from ._ml_checks import _MaxLikelihoodChecks
-from ._sparse_ml import sparse_max_likelihood
-from ._spd import logdet_spd, logdet_spd_dense
 from ._statistics import GaussianStatisticsMixin
 
 __all__ = ["GaussianMaxLikelihood"]
@@ -226,7 +226,7 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _MaxLikelihoodChecks, _Base
     by chunk); the closed-form ML on ``E`` gives ``embedding_bound_`` and,
     with its fill zeroed, a candidate start. On a lattice pattern (a stencil
     on a grid, variables in row-major order: see
-    :func:`~skmrf.estimators.gaussian._lattice.detect_lattice`) a second
+    :func:`~skmrf._kernels.gaussian.lattice.detect_lattice`) a second
     candidate is the stationary stencil of highest likelihood on the torus,
     rescaled so that its inverse has the sample variances on its diagonal. The
     start is the positive definite candidate of lowest objective, else

@@ -11,10 +11,10 @@ import warnings
 
 import numpy as np
 
+from ..._kernels.gaussian.lap import _SINGULAR_RTOL, LapPlan, lap_from_covariance, lap_from_data
 from ..._solvers import warn_not_converged
+from ..._solvers.spd import logdet_spd_dense
 from ._base import NotPositiveDefiniteWarning, _column_name
-from ._lap_kernel import _SINGULAR_RTOL, LapPlan, lap_from_covariance, lap_from_data
-from ._spd import logdet_spd_dense
 
 __all__ = []
 

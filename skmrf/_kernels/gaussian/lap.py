@@ -15,13 +15,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..._data.gaussian import StandardisedRows
 from ..._utils._budgets import GLAP_CHUNK_ENTRIES as CHUNK_ENTRIES
 from ..._utils._budgets import GLAP_MIN_WORK_PER_WORKER
 from ..._utils._parallel import parallel_or_serial, workers_for
 from ..._utils._sklearn_compat import delayed
 from ..._utils._threads import single_blas_thread
-from ._covariance_selection import dense_covariance
-from ._data import StandardisedRows
+from .covariance_selection import dense_covariance
 
 __all__ = ["CHUNK_ENTRIES", "LapPlan", "StandardisedRows", "assemble_symmetric", "lap_from_covariance", "lap_from_data"]
 

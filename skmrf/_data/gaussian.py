@@ -16,9 +16,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils import check_array
 
-from ..._data import is_chunked, reduce_row_chunks
-from ..._data.chunks import CHUNK_BYTES, shift_rows
-from ..._utils.validation import check_real
+from .._utils.validation import check_real
+from . import is_chunked, reduce_row_chunks
+from .chunks import CHUNK_BYTES, shift_rows
 
 __all__ = ["StandardisedRows", "reduce_rows"]
 

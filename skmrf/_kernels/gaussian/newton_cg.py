@@ -30,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._solvers.cg import conjugate_gradient
-from ._lattice import TorusPreconditioner
+from .lattice import TorusPreconditioner
 
 __all__ = ["DECREMENT_TOL", "NewtonResult", "newton_cg_covsel"]
 

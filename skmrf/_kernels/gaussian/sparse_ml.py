@@ -27,9 +27,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._chordal import covariance_on_embedding, dual_bound, embedding_start, objective
-from ._lattice import detect_lattice, stationary_fit
-from ._newton_cg import newton_cg_covsel
+from .chordal import covariance_on_embedding, dual_bound, embedding_start, objective
+from .lattice import detect_lattice, stationary_fit
+from .newton_cg import newton_cg_covsel
 
 __all__ = ["SparseFit", "choose_start", "rescale", "sparse_max_likelihood"]
 

@@ -11,7 +11,7 @@ same start (zeros), in the same run:
   variables, each one's projected data compressed (``t_d-grad``);
 - ``decompose="auto"`` (the default): the cheapest of those two and of the row-wise split
   (each row cut at its own observed entries into the components of its missing ones) by the
-  cost model of ``skmrf.estimators._incomplete`` (``t_auto``; ``plan`` is its choice,
+  cost model of ``skmrf._kernels.incomplete.term`` (``t_auto``; ``plan`` is its choice,
   ``decompose_``).
 
 All three maximise the same objective; the tables show the largest parameter difference.
@@ -70,9 +70,9 @@ import warnings
 import numpy as np
 
 from skmrf import DecomposedEM, grid_graph
+from skmrf._kernels.incomplete import batch as _incomplete_batch
+from skmrf._kernels.incomplete.term import COST_MODEL, IncompleteDataTerm, ModelTerm, cost_features
 from skmrf.datasets import sample_random_mrf
-from skmrf.estimators import _incomplete_batch
-from skmrf.estimators._incomplete import COST_MODEL, IncompleteDataTerm, ModelTerm, cost_features
 from skmrf.model import DiscreteMRF
 
 #: Ridge of every fit (the paper gives none). Keeps the alarm/win95pts fits finite where a

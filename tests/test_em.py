@@ -9,12 +9,14 @@ from scipy.special import logsumexp
 
 from skmrf import DecomposedEM, ExactMaxLikelihood, grid_graph
 from skmrf._data.decompose import missing_components
+from skmrf._kernels.incomplete import batch as _incomplete_batch
+from skmrf._kernels.incomplete import cost as _incomplete_cost
+from skmrf._kernels.incomplete import em as em_kernel
+from skmrf._kernels.incomplete import term as _incomplete
+from skmrf._kernels.incomplete.term import IncompleteDataTerm, ModelTerm
 from skmrf._solvers.lbfgs import GRADIENT_FLOOR
 from skmrf.datasets import make_random_mrf, sample_random_mrf
-from skmrf.estimators import _em as em_module
-from skmrf.estimators import _incomplete, _incomplete_batch, _incomplete_cost
 from skmrf.estimators._existence import NoFiniteEstimateWarning
-from skmrf.estimators._incomplete import IncompleteDataTerm, ModelTerm
 from skmrf.exceptions import TreewidthError
 from skmrf.inference._evidence import BatchedJunctionTree
 from skmrf.model import DiscreteMRF
@@ -320,7 +322,7 @@ def force_components(monkeypatch):
     def term(*args, decompose=None, **kwargs):
         return IncompleteDataTerm(*args, decompose="components", **kwargs)
 
-    monkeypatch.setattr(em_module, "IncompleteDataTerm", term)
+    monkeypatch.setattr(em_kernel, "IncompleteDataTerm", term)
 
 
 @pytest.mark.parametrize("name, graph, n_states, Xf", CASES, ids=IDS)

@@ -41,7 +41,7 @@ def exact_information(model, total, alpha, max_bytes=None):
 def incomplete_information(model, data_term, total, alpha, max_bytes=None):
     """The observed information of incomplete rows (Louis' formula, module docstring).
 
-    ``data_term`` is the :class:`~skmrf.estimators._incomplete.IncompleteDataTerm` of the rows
+    ``data_term`` is the :class:`~skmrf._kernels.incomplete.term.IncompleteDataTerm` of the rows
     (their weights included); ``total`` the summed weight of the rows with an observed entry.
     """
     lay = model.layout

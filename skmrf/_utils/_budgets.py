@@ -21,7 +21,7 @@ COUNT_CHUNK = 1 << 24
 #: ``8 * CHUNK_ENTRIES`` bytes per array).
 LAYOUT_CHUNK_ENTRIES = 1 << 22
 
-# Used by skmrf/estimators/_incomplete_cost.py.
+# Used by skmrf/_kernels/incomplete/cost.py.
 #: Floats (pattern x table entries) per batched calibration: one task of the E-step.
 EM_CHUNK_FLOATS = 1 << 20
 

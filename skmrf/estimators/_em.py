@@ -4,7 +4,7 @@ Refaat and Darwiche, "Data Compression for Learning MRF Parameters": the log-lik
 rows with missing entries is ``sum_i log Z(d_i) - N log Z`` (Eq. 1). Its data term needs an
 inference conditioned on every distinct row; decomposing the factors on the always-observed
 variables and compressing the data of each sub-network (Eq. 2, Theorem 1) makes that far
-fewer inferences, with no change to the result (:mod:`._incomplete`); ``decompose="auto"``
+fewer inferences, with no change to the result (:mod:`skmrf._kernels.incomplete`); ``decompose="auto"``
 prices that, the undecomposed data and a finer row-wise split by a measured cost model and
 takes the cheapest. The model term is one junction-tree calibration per iteration.
 """
@@ -17,12 +17,11 @@ import numpy as np
 
 from .._data import Rows
 from .._kernels.exact import fit_max_likelihood
+from .._kernels.incomplete.em import M_STEP_MAX_ITER, fit_incomplete
+from .._kernels.incomplete.term import IncompleteDataTerm, compatible_counts
 from .._kernels.information import incomplete_information
-from .._penalty import ridge_value_and_gradient
-from .._solvers import THETA_BOUND, minimize_in_box, projected_max, warn_if_not_converged
-from .._utils._budgets import EM_MIN_WORK_PER_WORKER
+from .._solvers import THETA_BOUND, warn_if_not_converged
 from .._utils._docstrings import fill_doc
-from .._utils._parallel import parallel_or_serial, workers_for
 from .._utils._progress import Progress
 from .._utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from .._utils._verbose import ProgressLog
@@ -30,14 +29,11 @@ from .._utils.validation import check_generator, check_mean_weights
 from ..model import DiscreteMRF
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF, model_of
 from ._existence import empty_cell_cliques, warn_no_finite_estimate
-from ._incomplete import IncompleteDataTerm, ModelTerm, compatible_counts
 from ._protocol import Trace
 from ._statistics import DiscreteStatisticsMixin
 
 __all__ = ["DecomposedEM"]
 
-#: L-BFGS iterations of one M-step (warm-started, so usually a handful).
-M_STEP_MAX_ITER = 200
 #: Ridge of the ``init="complete_rows"`` fit, at least: a starting point must be finite and
 #: moderate even when the complete rows leave some clique state unseen.
 COMPLETE_ROWS_MIN_ALPHA = 1e-2
@@ -279,7 +275,7 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
         Xi = rows.X
         self._ridge(rows.total)  # so alpha="auto" counts the rows with an observed entry only
         model = self.model_
-        tree = model.get_junction_tree(self.max_bytes)
+        model.get_junction_tree(self.max_bytes)  # a treewidth too large is refused before any work
         if self.alpha_ == 0:
             empty = empty_cell_cliques(model, compatible_counts(model.layout, Xi))
             if empty:
@@ -288,41 +284,47 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
                     f"Their parameters diverge and are returned where the fit stopped, within +-{THETA_BOUND:g}."
                 )
                 warn_no_finite_estimate(type(self).__name__, empty, outcome, stacklevel=5, graph=model.graph)
-        data = IncompleteDataTerm(
-            model.layout, Xi, decompose=self.decompose, max_bytes=self.max_bytes, weight=rows.weight
-        )
-        self.decompose_ = data.plan
-        self.n_subnetworks_ = len(data.networks)
-        self.n_distinct_rows_ = data.n_patterns
-        self.inferences_per_iteration_ = data.n_calibrations + 1
         model.theta = self._initial_theta(rows)
         log = ProgressLog(type(self).__name__, self.verbose)
-        n_rows = rows.total
-        lay = model.layout
+        with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration", tol=self.tol) as bar:
+            log = bar.follow(log, ("EM iteration", "Iteration"))
 
-        model_term = ModelTerm(lay, tree, self.max_bytes)
+            def report(it, ll, penalised, gmax):
+                if penalised is None:
+                    log("Iteration %d, mean log-likelihood = %.8f, max |grad| = %.2e", it, ll, gmax)
+                else:
+                    log(
+                        "EM iteration %d, mean log-likelihood = %.8f (penalised: %.8f, never decreases), "
+                        "max |grad| = %.2e",
+                        it,
+                        ll,
+                        penalised,
+                        gmax,
+                    )
 
-        def evaluate(theta, parallel):
-            """Mean log-likelihood, its gradient and the expected mean statistics at theta."""
-            full = lay.full_tables(theta)
-            value, expected = data.evaluate(full, parallel)
-            log_z, marginals = model_term(full)
-            stats = expected[lay.theta_pos] / n_rows
-            grad = stats - marginals[lay.theta_pos]
-            return value / n_rows - log_z, grad, stats
-
-        n_workers = workers_for(self.n_jobs, data.work, EM_MIN_WORK_PER_WORKER)
-        with (
-            parallel_or_serial(n_workers, prefer="threads", verbose=max(0, self.verbose - 1)) as pool,
-            Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration", tol=self.tol) as bar,
-        ):
-            fit = self._fit_em if self.method == "em" else self._fit_gradient
-            trace, gmax = fit(evaluate, self._ridge_penalty(), pool, bar.follow(log, ("EM iteration", "Iteration")))
-        self.log_likelihood_trace_ = np.asarray(trace)
-        self.log_likelihood_ = float(trace[-1])
-        self.converged_ = bool(gmax <= self.tol)
-        warn_if_not_converged(type(self).__name__, self.n_iter_, gmax, self.tol, self.max_iter, stacklevel=5)
-        return model.theta
+            theta, info = fit_incomplete(
+                model,
+                rows,
+                self._ridge_penalty(),
+                method=self.method,
+                decompose=self.decompose,
+                max_iter=self.max_iter,
+                tol=self.tol,
+                max_bytes=self.max_bytes,
+                n_jobs=self.n_jobs,
+                verbose=max(0, self.verbose - 1),
+                callback=report,
+            )
+        self.decompose_ = info.plan
+        self.n_subnetworks_ = info.n_subnetworks
+        self.n_distinct_rows_ = info.n_distinct_rows
+        self.inferences_per_iteration_ = info.inferences_per_iteration
+        self.n_iter_ = info.n_iter
+        self.log_likelihood_trace_ = info.trace
+        self.log_likelihood_ = float(info.trace[-1])
+        self.converged_ = bool(info.grad_max <= self.tol)
+        warn_if_not_converged(type(self).__name__, info.n_iter, info.grad_max, self.tol, self.max_iter, stacklevel=5)
+        return theta
 
     def __skmrf_trace__(self):
         """``log_likelihood_trace_`` for :func:`~skmrf.plotting.plot_trace`: the mean log-likelihood
@@ -340,60 +342,6 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
             .calibrate(model.layout.full_tables(model.theta), model.layout, max_bytes=self.max_bytes)
             .log_z
         )
-
-    @staticmethod
-    def _penalised(penalty, theta, ll, grad):
-        ridge, ridge_g = ridge_value_and_gradient(penalty, theta)
-        return ll - ridge, grad - ridge_g
-
-    def _fit_em(self, evaluate, penalty, pool, log):
-        model = self.model_
-        theta = model.theta
-        ll, grad, stats = evaluate(theta, pool)
-        trace = [ll]
-        gmax = projected_max(theta, -self._penalised(penalty, theta, ll, grad)[1])
-        self.n_iter_ = 0
-        while gmax > self.tol and self.n_iter_ < self.max_iter:
-            # Generalised EM: far from the optimum an M-step solved to a tenth of the current
-            # gradient is enough; it still increases Q (L-BFGS descends from theta), so the
-            # likelihood still never decreases, and the tolerance tightens to tol at the end.
-            m_tol = max(self.tol, 0.1 * gmax)
-            fit_max_likelihood(model, stats, penalty, M_STEP_MAX_ITER, m_tol, self.max_bytes)
-            theta = model.theta
-            ll, grad, stats = evaluate(theta, pool)
-            trace.append(ll)
-            penalised, penalised_grad = self._penalised(penalty, theta, ll, grad)
-            gmax = projected_max(theta, -penalised_grad)
-            self.n_iter_ += 1
-            log(
-                "EM iteration %d, mean log-likelihood = %.8f (penalised: %.8f, never decreases), max |grad| = %.2e",
-                self.n_iter_,
-                ll,
-                penalised,
-                gmax,
-            )
-        return trace, gmax
-
-    def _fit_gradient(self, evaluate, penalty, pool, log):
-        model = self.model_
-        trace = []
-
-        def objective(theta):
-            ll, grad, _ = evaluate(theta, pool)
-            f, g = self._penalised(penalty, theta, ll, grad)
-            objective.ll = ll
-            return -f, -g
-
-        def report(it, f, gmax):
-            trace.append(objective.ll)
-            log("Iteration %d, mean log-likelihood = %.8f, max |grad| = %.2e", it, objective.ll, gmax)
-
-        objective(model.theta)
-        trace.append(objective.ll)
-        theta, _, g, self.n_iter_ = minimize_in_box(objective, model.theta, self.max_iter, self.tol, report)
-        model.theta = theta
-        trace[-1] = objective.ll  # minimize_in_box evaluates the returned point last
-        return trace, projected_max(theta, g)
 
     # -- validation and initialisation -------------------------------------
     def _check_missing(self, Xi):

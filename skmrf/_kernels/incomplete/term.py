@@ -39,34 +39,34 @@ Three plans compute the same sum (``plan``):
   tree with the other cliques' tables set to zero and the other variables clamped.
 
 Whatever the plan, the patterns of a shape whose joint states are few are not calibrated on a
-tree but enumerated, all shapes in one batch (:class:`~._incomplete_batch.FlatGroup`): a
+tree but enumerated, all shapes in one batch (:class:`~.batch.FlatGroup`): a
 pattern's ``log Z(d)`` is a log-sum-exp over the joint states of its missing variables of the
 tables of the cliques that hold one of them, and the cliques that hold none come out of it
 and are counted once, like complete data. A tree's fixed cost per shape and chunk (some
 ten numpy calls per node) outweighs the arithmetic of a few hundred small patterns; the cost
-model (:data:`~._incomplete_cost.FLAT_COST_MODEL`) chooses per shape.
+model (:data:`~.cost.FLAT_COST_MODEL`) chooses per shape.
 
 ``decompose="auto"`` prices each plan with a cost model of one evaluation
 (:func:`evaluation_cost`: patterns times the floats of a calibration, plus a fixed cost per
 batched call, both measured) and keeps the cheapest, per sub-network for the row-wise split.
 
 Modules: this one plans and evaluates (:class:`IncompleteDataTerm`); the cost model is in
-:mod:`._incomplete_cost`, the batches (units of patterns, their trees and gather matrices,
-the E-step of one chunk) in :mod:`._incomplete_batch`, the row-wise split in
-:mod:`._incomplete_split`, the maximal cliques' tables and the model term in
-:mod:`._incomplete_model`.
+:mod:`.cost`, the batches (units of patterns, their trees and gather matrices,
+the E-step of one chunk) in :mod:`.batch`, the row-wise split in
+:mod:`.split`, the maximal cliques' tables and the model term in
+:mod:`.model`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from .._data import c_order_strides, count_joint_states, distinct_projections, subnetworks, transposed_states
-from .._utils._sklearn_compat import delayed
-from ._incomplete_batch import FlatGroup, Group, TreeCache, Unit, distinct_tuples, e_step_chunk, fold_rows
-from ._incomplete_cost import COST_MODEL, SPLIT_MIN_COST, cost_features, evaluation_cost, union_cost
-from ._incomplete_model import ModelTerm, factor_tables
-from ._incomplete_split import plan_split
+from ..._data import c_order_strides, count_joint_states, distinct_projections, subnetworks, transposed_states
+from ..._utils._sklearn_compat import delayed
+from .batch import FlatGroup, Group, TreeCache, Unit, distinct_tuples, e_step_chunk, fold_rows
+from .cost import COST_MODEL, SPLIT_MIN_COST, cost_features, evaluation_cost, union_cost
+from .model import ModelTerm, factor_tables
+from .split import plan_split
 
 __all__ = [
     "COST_MODEL",

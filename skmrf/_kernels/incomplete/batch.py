@@ -16,9 +16,9 @@ import math
 import numpy as np
 from scipy.sparse import csr_matrix, vstack
 
-from .._data import c_order_strides
-from ..inference._evidence import BatchedJunctionTree
-from ._incomplete_cost import CHUNK_FLOATS, FLAT_MAX_MEMORY_RATIO, evaluation_cost, flat_cost
+from ..._data import c_order_strides
+from ...inference._evidence import BatchedJunctionTree
+from .cost import CHUNK_FLOATS, FLAT_MAX_MEMORY_RATIO, evaluation_cost, flat_cost
 
 __all__ = [
     "FlatGroup",
@@ -277,7 +277,7 @@ class TreeCache:
         Units of one shape share a tree (:func:`evaluation_cost`), unless enumerating their
         patterns' joint states in the one :class:`FlatGroup` of all enumerated units is
         cheaper (:func:`flat_cost`, its fixed cost paid once) and takes at most
-        :data:`~._incomplete_cost.FLAT_MAX_MEMORY_RATIO` times the trees' floats.
+        :data:`~.cost.FLAT_MAX_MEMORY_RATIO` times the trees' floats.
 
         Returns
         -------
@@ -359,7 +359,7 @@ class FlatGroup:
     takes back to expected table counts are a few vectorised calls for the whole batch,
     whatever the shapes: a tree per shape and per chunk costs more in fixed numpy calls than
     the arithmetic of a few hundred small patterns. Exact; chosen where
-    :func:`~._incomplete_cost.flat_cost` is below the trees'.
+    :func:`~.cost.flat_cost` is below the trees'.
 
     Parameters
     ----------
@@ -421,7 +421,7 @@ class FlatGroup:
 
     @property
     def cost(self):
-        """Predicted cost of one evaluation (:func:`~._incomplete_cost.flat_cost`)."""
+        """Predicted cost of one evaluation (:func:`~.cost.flat_cost`)."""
         return flat_cost(self.n_gather, self.n_rows, self.n_segments, len(self.bounds))
 
     def chunks(self):

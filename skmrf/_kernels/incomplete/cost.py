@@ -1,6 +1,6 @@
 """The cost model of ``decompose="auto"``: predicted seconds of one evaluation of a data term.
 
-:class:`~skmrf.estimators._incomplete.IncompleteDataTerm` prices each plan (undecomposed,
+:class:`~skmrf._kernels.incomplete.term.IncompleteDataTerm` prices each plan (undecomposed,
 sub-networks, row-wise split) by the sum over its batches of :func:`evaluation_cost`, a
 linear model in the sizes of the batch (patterns, table entries of its tree, gather indices,
 scopes, chunks), and builds the cheapest. Only the ratios between plans matter for the choice.
@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-from .._utils._budgets import EM_CHUNK_FLOATS as CHUNK_FLOATS
+from ..._utils._budgets import EM_CHUNK_FLOATS as CHUNK_FLOATS
 
 __all__ = [
     "CHUNK_FLOATS",
@@ -59,7 +59,7 @@ COST_MODEL = {
 }
 
 
-#: Cost model of the enumerated batch (:class:`~._incomplete_batch.FlatGroup`), seconds: per
+#: Cost model of the enumerated batch (:class:`~.batch.FlatGroup`), seconds: per
 #: chunk (a sparse product each way, two ``reduceat`` and a few vectorised calls), per gather
 #: entry (the two products), per row (a pattern's joint state: exponential, subtraction,
 #: product) and per segment (a pattern: its log and weight). Fitted like :data:`COST_MODEL`

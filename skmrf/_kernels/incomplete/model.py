@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from .._data import c_order_strides
-from .._parametrisation import CliqueLayout
-from ..inference import JunctionTree
+from ..._data import c_order_strides
+from ..._parametrisation import CliqueLayout
+from ...inference import JunctionTree
 
 __all__ = ["ModelTerm", "factor_tables"]
 

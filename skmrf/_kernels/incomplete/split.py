@@ -15,10 +15,10 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse import csr_matrix
 
-from .._data import c_order_strides
-from .._data.decompose import missing_components
-from ._incomplete_batch import Unit, distinct_tuples, tree_shape
-from ._incomplete_cost import evaluation_cost, min_fixed_cost, per_pattern_cost
+from ..._data import c_order_strides
+from ..._data.decompose import missing_components
+from .batch import Unit, distinct_tuples, tree_shape
+from .cost import evaluation_cost, min_fixed_cost, per_pattern_cost
 
 __all__ = ["canonical_order", "component_patterns", "filled_counts", "plan_split"]
 
@@ -29,7 +29,7 @@ def canonical_order(layout, cliques, variables):
     Breadth-first from the variable of fewest neighbours (then fewest states, then index),
     neighbours visited in the same order: a path is numbered from one end along the path, a
     square around it, whatever the variables' indices, so that such components share one
-    batch (:func:`~._incomplete_batch.tree_shape`). Not a canonical form of every graph: two orders of one shape
+    batch (:func:`~.batch.tree_shape`). Not a canonical form of every graph: two orders of one shape
     only cost an extra batch.
     """
     variables = [int(v) for v in variables]

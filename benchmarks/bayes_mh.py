@@ -195,7 +195,7 @@ def speed(out):
     """10^6 MLE-L steps on the 8x8 grid: evaluated ahead (the default) and one step at a time."""
     graph, theta, X = grid_problem(8, 1000)
     lines = [f"== speed: MLE-L(rho=0), 8x8 grid, n = 1000, proposal {SCALE!r}, load {load()} =="]
-    sequential = mock.patch.object(bayes, "_run_chains_speculative", bayes._run_chains)
+    sequential = mock.patch.object(bayes, "run_chains_speculative", bayes.run_chains)
     for label, chains, steps in (
         ("ahead", 1, 10**6),
         ("ahead", 8, 125_000),

@@ -22,8 +22,10 @@ from skmrf._kernels.likelihoods import (
     PersistentMCLikelihood,
     PseudoLikelihood,
 )
+from skmrf._kernels.metropolis import run_chains as _run_chains
+from skmrf._kernels.metropolis import run_chains_speculative as _run_chains_speculative
+from skmrf._kernels.metropolis import uniform_log_prior as _uniform_log_prior
 from skmrf._utils._mcmc_diagnostics import effective_sample_size, split_rhat
-from skmrf.estimators._bayes import _run_chains, _run_chains_speculative, _uniform_log_prior
 from skmrf.graphs import resolve_graph
 from skmrf.model import agreement_to_mrf
 

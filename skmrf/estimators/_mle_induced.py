@@ -147,7 +147,7 @@ class MLEInducedLikelihood(BaseEstimator):
 
     ``F_j`` is computed in ``z = logit(theta)``, where the density of the normalised
     ``L_j`` is log-concave and analytic in a strip of half-width ``pi`` whatever ``eta0_j``
-    (:mod:`skmrf.estimators._coin_tossing`). At fit it is integrated by 8-point
+    (:mod:`skmrf._kernels.coin_tossing`). At fit it is integrated by 8-point
     Gauss-Legendre on 1600 panels per edge, uniform in the signed root
     ``y = sign(z - z*) sqrt(2 (l(z*) - l(z)))`` (at most 2 nats of change per panel), with
     the panel masses accumulated in log form from both ends, so that ``F`` below the mode

@@ -101,7 +101,7 @@ def _hessian(L, Y, U, adj, inv):
 def pattern_covariance(XT, rows, cols, n_div, shrinkage=0.0, mu=1.0):
     """Sample covariance on the pattern only, ``S[rows, cols]``, from standardised data.
 
-    See :func:`._data.covariance_on_pattern` (``XT`` in memory or read by row chunks).
+    See :func:`skmrf._data.gaussian.covariance_on_pattern` (``XT`` in memory or read by row chunks).
     """
     return covariance_on_pattern(XT, rows, cols, n_div, shrinkage, mu)
 
@@ -423,7 +423,7 @@ def covariance_on_embedding(data, pattern, n_div, shrinkage=0.0, mu=1.0):
     """The (shrunk) sample covariance on the whole chordal embedding, in its block storage.
 
     ``data`` is standardised data, one row per variable (in memory) or read by
-    row chunks (:class:`._data.StandardisedRows`). Costs ``n`` times the
+    row chunks (:class:`skmrf._data.gaussian.StandardisedRows`). Costs ``n`` times the
     storage of the embedding in multiply-adds, one dense product per supernode.
     """
     if isinstance(data, StandardisedRows):

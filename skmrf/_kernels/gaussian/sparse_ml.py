@@ -1,7 +1,7 @@
 """The sparse maximum-likelihood kernel: statistics, start, Newton-CG, certified bounds.
 
 :func:`sparse_max_likelihood` runs the whole non-chordal fit on plain arrays
-(and a :class:`~._data.StandardisedRows` for the data), for
+(and a :class:`~skmrf._data.gaussian.StandardisedRows` for the data), for
 :class:`~skmrf.estimators.gaussian.GaussianMaxLikelihood`:
 
 1. the sample covariance on the chordal embedding ``E`` of the pattern ``V``
@@ -139,7 +139,7 @@ def sparse_max_likelihood(
     n_div : float
         The number of samples (the sum of the weights).
     shrinkage, mu
-        As in :func:`._data.covariance_on_pattern`.
+        As in :func:`skmrf._data.gaussian.covariance_on_pattern`.
     tol, max_iter
         As in :func:`.newton_cg.newton_cg_covsel`.
     decrement_tol : float, optional

@@ -304,7 +304,7 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
     def _prepare_rows(self, X, weights, names):
         """:meth:`_prepare` by row chunks: ``(StandardisedRows, n_div, mu)``.
 
-        Three passes of :func:`~._data.reduce_rows` (each chunk validated as X
+        Three passes of :func:`~skmrf._data.gaussian.reduce_rows` (each chunk validated as X
         would be): column sums and ranges (the location), the largest centred
         absolute values, and the sums of squares (the scale); the statistics of
         the fit are accumulated by further passes (:meth:`StandardisedRows.reduce`).

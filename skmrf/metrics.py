@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 from scipy.stats import chi2
 
 from ._utils._sklearn_compat import check_is_fitted
+from ._utils._warnings import warn
 from .estimators._statistics import warn_if_penalised
 
 __all__ = ["LikelihoodRatioTest", "likelihood_ratio_test", "mean_parameter_variance", "relative_error"]
@@ -147,10 +147,9 @@ def likelihood_ratio_test(small, big, X, sample_weight=None):
     ll_small, ll_big = _log_likelihood(small, X, sample_weight), _log_likelihood(big, X, sample_weight)
     statistic = 2.0 * (ll_big - ll_small)
     if statistic < -1e-6 * max(1.0, abs(ll_big)):
-        warnings.warn(
+        warn(
             f"The bigger model fits worse than the smaller one (log-likelihoods {ll_big:.6g} and {ll_small:.6g}): "
             "one of the fits is not at its maximum (not converged, or penalised), so the test is not valid.",
             UserWarning,
-            stacklevel=2,
         )
     return LikelihoodRatioTest(statistic, int(df), float(chi2.sf(max(statistic, 0.0), df)))

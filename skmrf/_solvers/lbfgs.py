@@ -206,7 +206,7 @@ def _saxpy(a, v, q):
         q[...] = out
 
 
-def warn_if_not_converged(name, n_iter, grad_max, tol, max_iter, diverges=False, stacklevel=2):
+def warn_if_not_converged(name, n_iter, grad_max, tol, max_iter, diverges=False):
     """The one non-convergence rule of the bounded fits.
 
     Warn when the largest projected-gradient component ``grad_max`` exceeds ``tol`` and the
@@ -220,5 +220,4 @@ def warn_if_not_converged(name, n_iter, grad_max, tol, max_iter, diverges=False,
             name,
             f"in {n_iter} iterations: the largest gradient component is {grad_max:.2e} > tol={tol:g}",
             "Increase max_iter or tol.",
-            stacklevel=stacklevel + 1,
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 
 import networkx as nx
@@ -21,6 +20,7 @@ from .._utils._sklearn_compat import (
     check_is_fitted,
     validate_data,
 )
+from .._utils._warnings import warn
 from .._utils.validation import (
     MAX_STATES,
     check_column_labels,
@@ -180,13 +180,12 @@ def _warn_if_counts(estimator, states, n_rows, names):
     if wide.size:
         j = int(wide[0])
         label = repr(names[j]) if names is not None else str(j)
-        warnings.warn(
+        warn(
             f"{type(estimator).__name__}: column {label} takes values up to {int(states[j]) - 1}, so n_states='auto' "
             f"gives it {int(states[j])} states over {n_rows} rows: most of its states never occur. If it holds "
             "counts of the rows (a contingency table's Freq), pass it as sample_weight and drop it from X; if it "
             "is a measurement or an identifier, drop it or bin it.",
             UserWarning,
-            stacklevel=4,
         )
 
 

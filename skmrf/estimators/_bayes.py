@@ -398,12 +398,12 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
             )
         if problems:
             unique = list(dict.fromkeys(advice))
-            warn_not_converged(type(self).__name__, "(" + "; ".join(problems) + ")", " ".join(unique), stacklevel=4)
+            warn_not_converged(type(self).__name__, "(" + "; ".join(problems) + ")", " ".join(unique))
 
     def _fit_theta(self, rows):
         self._mle_fit = None
         self.edges_ = parameter_edges(self.graph, self.graph_, type(self).__name__)
-        graph, self.edges_ = without_degenerate_edges(self, rows, self.graph_, self.edges_, stacklevel=5)
+        graph, self.edges_ = without_degenerate_edges(self, rows, self.graph_, self.edges_)
         if graph is not self.graph_:  # edges left out: the model on the rest
             self.graph_, self.model_ = graph, DiscreteMRF(graph, self.model_.n_states)
         p = len(self.edges_)

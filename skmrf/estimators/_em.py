@@ -283,7 +283,7 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
                     "(Here: no row, with its missing entries filled in any way, shows that state.) "
                     f"Their parameters diverge and are returned where the fit stopped, within +-{THETA_BOUND:g}."
                 )
-                warn_no_finite_estimate(type(self).__name__, empty, outcome, stacklevel=5, graph=model.graph)
+                warn_no_finite_estimate(type(self).__name__, empty, outcome, graph=model.graph)
         model.theta = self._initial_theta(rows)
         log = ProgressLog(type(self).__name__, self.verbose)
         with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration", tol=self.tol) as bar:
@@ -323,7 +323,7 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
         self.log_likelihood_trace_ = info.trace
         self.log_likelihood_ = float(info.trace[-1])
         self.converged_ = bool(info.grad_max <= self.tol)
-        warn_if_not_converged(type(self).__name__, info.n_iter, info.grad_max, self.tol, self.max_iter, stacklevel=5)
+        warn_if_not_converged(type(self).__name__, info.n_iter, info.grad_max, self.tol, self.max_iter)
         return theta
 
     def __skmrf_trace__(self):

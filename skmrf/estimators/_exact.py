@@ -168,9 +168,7 @@ class ExactMaxLikelihood(DiscreteStatisticsMixin, BaseDiscreteMRF):
         if empty:
             self._warn_extended(empty, info)
         else:
-            warn_if_not_converged(
-                type(self).__name__, info.n_iter, info.grad_max, self.tol, self.max_iter, stacklevel=5
-            )
+            warn_if_not_converged(type(self).__name__, info.n_iter, info.grad_max, self.tol, self.max_iter)
         return theta
 
     def _information(self, Xi, weight, total):
@@ -191,4 +189,4 @@ class ExactMaxLikelihood(DiscreteStatisticsMixin, BaseDiscreteMRF):
                 f"{info.gain:.2e}, and IPF can approach this limit as slowly as 1/sweeps, so the fit may be "
                 f"up to about {info.n_iter * info.gain:.2e} nats per row below its supremum. Increase max_iter."
             )
-        warn_no_finite_estimate(type(self).__name__, empty, outcome, stacklevel=5, graph=self.model_.graph)
+        warn_no_finite_estimate(type(self).__name__, empty, outcome, graph=self.model_.graph)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from .._solvers.box import THETA_BOUND
+from .._utils._warnings import warn
 from ..exceptions import NoFiniteEstimateWarning
 
 __all__ = [
@@ -35,22 +34,21 @@ def empty_cell_cliques(model, counts):
     return [model.cliques[b] for b in np.flatnonzero(empty)]
 
 
-def warn_no_finite_estimate(name, cliques, outcome, stacklevel=2, graph=None):
+def warn_no_finite_estimate(name, cliques, outcome, graph=None):
     """Warn that ``name``'s objective has no finite optimum because of ``cliques``' empty cells.
 
-    ``outcome`` says what the estimator returns instead; ``stacklevel`` counts from the caller;
+    ``outcome`` says what the estimator returns instead;
     with the model's ``graph`` the cliques are named by the data's column names.
     """
     if graph is not None:
         cliques = [graph.clique_names(c) for c in cliques]
     listed = f"{cliques[:10]}{'...' if len(cliques) > 10 else ''}"
-    warnings.warn(
+    warn(
         f"The maximum-likelihood estimate does not exist: for cliques {listed} some state "
         f"(combination) never occurs in the data (e.g. a constant column), so with alpha=0 the "
         f"objective of {name} has no finite optimum. {outcome} Set alpha > 0 for a finite "
         "regularised estimate.",
         NoFiniteEstimateWarning,
-        stacklevel=stacklevel + 1,
     )
 
 
@@ -68,6 +66,5 @@ def warn_if_unbounded(estimator, rows):
             type(estimator).__name__,
             empty,
             f"Their parameters diverge and are returned where the fit stopped, within +-{THETA_BOUND:g}.",
-            stacklevel=4,
             graph=model.graph,
         )

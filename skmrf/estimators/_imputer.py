@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral
 
 import numpy as np
@@ -12,6 +11,7 @@ from sklearn.utils._param_validation import HasMethods
 from .._utils._atomic import atomic_fit
 from .._utils._docstrings import fill_doc
 from .._utils._sklearn_compat import Interval, StrOptions, _fit_context, check_is_fitted, validate_data
+from .._utils._warnings import warn
 from .._utils.validation import check_states, column_names, fit_column_labels
 from ..model._queries import IMPUTE_METHODS
 from ._base import BaseDiscreteMRF, _masked_to_nan
@@ -160,11 +160,10 @@ class MRFImputer(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
                     "has none. Use estimator=DecomposedEM(), which fits the incomplete rows."
                 )
             if len(complete) < len(Xi):
-                warnings.warn(
+                warn(
                     f"{type(est).__name__} refuses missing entries, so MRFImputer fitted it on the {len(complete)} "
                     f"rows of {len(Xi)} without any. DecomposedEM fits every row.",
                     UserWarning,
-                    stacklevel=2,
                 )
             weight = None if sample_weight is None else np.asarray(sample_weight)[complete]
             est.fit(_rows(X, complete), sample_weight=weight)

@@ -287,7 +287,6 @@ class LAPEstimator(BaseDiscreteMRF):
                 f"{'...' if len(bad) > 10 else ''}",
                 "Their estimates may be inaccurate: increase alpha (a state or combination never "
                 "observed has no finite estimate at alpha=0) or max_iter.",
-                stacklevel=5,
             )
 
     def standard_errors(self, X, sample_weight=None):

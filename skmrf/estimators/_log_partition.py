@@ -8,10 +8,9 @@ It holds no estimator state: the estimator stores what :func:`estimate_log_parti
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
+from .._utils._warnings import warn
 from ..exceptions import EstimatedLikelihoodWarning, ImpossibleLikelihoodError
 from ..inference._adaptive_ais import AIS_BUDGET, INTERVAL_SIGMAS, adaptive_annealed_importance_sampling, budget_message
 from ..inference._gibbs import is_pairwise
@@ -115,7 +114,7 @@ def announce_estimate(name, score_method, d, estimate, std):
         low = estimate - INTERVAL_SIGMAS * std
     interval = _interval_sentence(low, upper)
     if score_method == "auto":
-        warnings.warn(
+        warn(
             f"{name}(score_method='auto') scores with log Z estimated by annealed importance sampling "
             f"(adaptive: {AIS_CHAINS} chains from {AIS_STEPS} steps, doubled until two runs agree, within "
             f"{AIS_BUDGET:,} chain sweeps): log Z = {estimate:.6g} with standard error {std:.3g} "
@@ -123,17 +122,16 @@ def announce_estimate(name, score_method, d, estimate, std):
             f"max_bytes; {interval}. The scores are log-likelihood estimates; set score_method='ais' to "
             "silence this warning.",
             EstimatedLikelihoodWarning,
-            stacklevel=4,
         )
     if d.get("_ais_budget_message"):
-        warnings.warn(f"{name}: {d['_ais_budget_message']}", EstimatedLikelihoodWarning, stacklevel=4)
+        warn(f"{name}: {d['_ais_budget_message']}", EstimatedLikelihoodWarning)
     noise = (
         f"The estimate's own standard error is {std:.3g} nats (log_partition_std_, the bias seen between its runs "
         f"included), so score differences below {2 * std:.3g} nats per row between this model and another are "
         "within it. "
     )
     if upper is not None and upper - low > LOG_Z_INTERVAL_MAX:
-        warnings.warn(
+        warn(
             f"{name}: {interval}. The interval is wider than {LOG_Z_INTERVAL_MAX:g} nat per row, so these "
             "scores cannot rank models (AIS underestimates log Z when its chains do not follow the model; "
             "the tree bound is loose on strongly coupled models: 0.075 to 0.114 nats per variable above the "
@@ -141,13 +139,11 @@ def announce_estimate(name, score_method, d, estimate, std):
             "comparison use score_method='bound' (scores with the upper end: a guaranteed lower bound on the mean "
             "log-likelihood).",
             EstimatedLikelihoodWarning,
-            stacklevel=4,
         )
     elif 2 * std > LOG_Z_INTERVAL_MAX:
-        warnings.warn(
+        warn(
             f"{name}: {noise}These scores cannot rank models whose scores differ by less.",
             EstimatedLikelihoodWarning,
-            stacklevel=4,
         )
 
 

@@ -8,7 +8,6 @@ estimate) or :func:`~skmrf._kernels.mcmc.theory.fit_theory`.
 
 from __future__ import annotations
 
-import warnings
 from functools import partial
 from numbers import Real
 
@@ -29,6 +28,7 @@ from .._utils._parallel import parallel_or_serial, workers_for
 from .._utils._progress import Progress
 from .._utils._sklearn_compat import Interval, StrOptions, check_is_fitted
 from .._utils._verbose import ProgressLog
+from .._utils._warnings import warn
 from .._utils.validation import check_generator
 from ..exceptions import MixingBoundWarning
 from ..inference._gibbs import colour_classes, is_binary_pairwise
@@ -442,7 +442,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         self.schedule_ = MCMCSchedule("adaptive", n_iter, n_chains, n_sweeps, constraint.fast_mixing)
         self.sweep_autocorrelation_ = plan.sweep_autocorrelation
         if plan.mc_fraction is not None and plan.mc_fraction > ADAPTIVE_MC_FRACTION * (1 + 1e-9):
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}: the adaptive schedule's auto chains were cut to {n_chains} chains x "
                 f"{plan.n_average} averaged steps of {n_sweeps} sweeps, the work of about "
                 f"{ADAPTIVE_MAX_WORK:.3g} single-site updates (ADAPTIVE_MAX_WORK, about 50 s on one core), so the "
@@ -451,7 +451,6 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 "Give the schedule's n_chains and n_iter to spend more, or weights that sum to the number of rows "
                 "they stand for.",
                 UserWarning,
-                stacklevel=5,
             )
         mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
         with (
@@ -497,7 +496,6 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 "chains estimate the natural step's Fisher matrix better: on the 32 x 32 Ising torus with 1000 rows, "
                 "1063 chains oscillated and 4000 converged) and n_iter, or compare with PseudoLikelihoodEstimator, "
                 "whose estimate is consistent and needs no chains.",
-                stacklevel=6,
             )
         elif not self.converged_:
             ratio = info.trace["noise_ratio"][max(ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW) - 1 : n_iter // 2]
@@ -507,7 +505,6 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 f"steps stayed at least {ratio.min(initial=np.inf):.3g} times its Monte-Carlo variance (the rule "
                 f"needs below {1 + schedule.tol:g}); the estimate averages the last half of the steps",
                 "Raise the schedule's n_iter, or n_chains for less noise.",
-                stacklevel=6,
             )
         return theta
 
@@ -567,7 +564,6 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 "whose own equilibrium may not reproduce the data's correlations",
                 "Use the schedule's n_sweeps='auto', which adds sweeps until the chains decorrelate and stops "
                 "only on such chains, or check samples of the model run to equilibrium.",
-                stacklevel=6,
             )
         if not self.converged_:
             warn_not_converged(
@@ -577,7 +573,6 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
                 f"{info.trace['pearson_frequencies'].max():.4f} (target {schedule.target_frequencies:g}); the estimate "
                 "is the last iterate",
                 "Raise the schedule's n_iter, or its n_chains for less noise in the measured r.",
-                stacklevel=6,
             )
         return theta
 

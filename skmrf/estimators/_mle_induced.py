@@ -236,7 +236,7 @@ class MLEInducedLikelihood(BaseEstimator):
         """
         rows = self._validate_binary(X, sample_weight)
         self.edges_ = self._parameter_edges(rows.n_columns)
-        self.graph_, self.edges_ = without_degenerate_edges(self, rows, self.graph_, self.edges_, stacklevel=4)
+        self.graph_, self.edges_ = without_degenerate_edges(self, rows, self.graph_, self.edges_)
         fit = fit_mle_induced(self, rows, self.edges_, self.graph_, self.mle, self.copula, self.rho)
         self.n_samples_, self.n_agree_, self.lambda_hat_ = fit.n_samples, fit.n_agree, fit.lambda_hat
         self.mle_, self.mle_source_, self.theta_hat_ = fit.mle, fit.mle_source, fit.theta_hat

@@ -5,7 +5,6 @@ MLE (exact or LAP kernel, or a given estimator's model) and the checks that it e
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import networkx as nx
@@ -15,6 +14,7 @@ from sklearn.frozen import FrozenEstimator
 
 from .._kernels.mle_induced import MLEInducedModel, agreement_mle, agreement_statistics, symmetrised
 from .._solvers import THETA_BOUND
+from .._utils._warnings import warn
 from .._utils.validation import column_names
 from ..exceptions import NoFiniteEstimateWarning
 from ..graphs import MRFGraph
@@ -141,7 +141,7 @@ def _check_copula(copula, rho_given, p):
         )
 
 
-def without_degenerate_edges(owner, rows, graph, edges, stacklevel):
+def without_degenerate_edges(owner, rows, graph, edges):
     """``(graph, edges)`` without the edges whose ends agree or disagree in every row, with a
     warning naming them (``degenerate_edges="drop"``); unchanged otherwise."""
     if owner.degenerate_edges != "drop":
@@ -157,12 +157,11 @@ def without_degenerate_edges(owner, rows, graph, edges, stacklevel):
             f"{n:g} rows ({', '.join(named[:10])}{', ...' if len(named) > 10 else ''}), so degenerate_edges='drop' "
             "leaves no edge to fit. The data hold no evidence on the couplings: add rows that vary."
         )
-    warnings.warn(
+    warn(
         f"{type(owner).__name__} left out {int(bad.sum())} of {len(edges)} edges whose ends agree (or "
         f"disagree) in every one of the {n:g} rows (degenerate_edges='drop'): {', '.join(named[:10])}"
         f"{', ...' if len(named) > 10 else ''}. graph_ and edges_ hold the rest.",
         UserWarning,
-        stacklevel=stacklevel + 1,
     )
     gone = {tuple(sorted(int(v) for v in e)) for e in edges[bad]}
     factors = tuple(f for f in graph.factors if f not in gone)
@@ -189,13 +188,12 @@ def _agreement_theta(model, source, edges):
     if source == "fitted":
         gap = float(np.max(np.abs(model.theta - agreement_matrix(model, edges) @ eta)))
         if gap > UNARY_ATOL:
-            warnings.warn(
+            warn(
                 f"The fitted mle's model has node potentials, which the agreement model lacks: its "
                 f"unary parameters differ from those its couplings imply by up to {gap:.3g} (more "
                 f"than {UNARY_ATOL:g}). Only its couplings are used (theta_j = expit(J_j / 2)). An "
                 "unfitted estimator would be fitted exactly, on the flip-symmetrised data [X; 1 - X].",
                 UserWarning,
-                stacklevel=5,
             )
     theta = expit(eta)
     bad = np.flatnonzero((theta <= 0) | (theta >= 1))
@@ -224,7 +222,7 @@ def _warn_if_on_boundary(name, rows, edges, theta_hat, lambda_hat, n, graph):
     j = int(far[np.argmax(np.abs(eta[far]))])
     pattern = _unobserved_pattern(rows, edges, theta_hat, graph)
     seen = f" The data never show {pattern}, which the model allows." if pattern else ""
-    warnings.warn(
+    warn(
         f"The agreement-model MLE does not exist: the MLE of edge {_edge_name(graph, edges[j])} came out as "
         f"theta_hat = "
         f"{theta_hat[j]:.7g} though its ends agree in {lambda_hat[j]:.3g} of the rows ({far.size} of "
@@ -234,7 +232,6 @@ def _warn_if_on_boundary(name, rows, edges, theta_hat, lambda_hat, n, graph):
         "MLE-induced likelihood is centred on it. Pass an mle with a ridge (e.g. "
         "mle=ExactMaxLikelihood(alpha=0.01)) for a finite estimate, or add data.",
         NoFiniteEstimateWarning,
-        stacklevel=5,
     )
 
 

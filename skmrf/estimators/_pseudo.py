@@ -261,7 +261,6 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
                 type(self).__name__,
                 empty,
                 f"Their parameters diverge and are returned where the fit stopped, within +-{THETA_BOUND:g}.",
-                stacklevel=4,
                 graph=self.model_.graph,
             )
 
@@ -305,7 +304,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
             )
         self.n_iter_, self.n_records_ = info.n_iter, info.n_records
         self.pseudo_log_likelihood_ = info.pseudo_log_likelihood
-        warn_if_not_converged(type(self).__name__, info.n_iter, info.grad_max, self.tol, self.max_iter, stacklevel=5)
+        warn_if_not_converged(type(self).__name__, info.n_iter, info.grad_max, self.tol, self.max_iter)
         return theta
 
     def standard_errors(self, X, sample_weight=None):

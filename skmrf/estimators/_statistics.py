@@ -11,11 +11,10 @@ penalised, since it is then not maximum likelihood.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from .._utils._sklearn_compat import check_is_fitted
+from .._utils._warnings import warn
 from .._utils.validation import check_count_weights
 from ..exceptions import PenalisedFitWarning
 
@@ -48,17 +47,16 @@ def saturated_log_likelihood(Xi, weight):
     return float(np.sum(counts[seen] * np.log(counts[seen] / totals[pattern[seen]])))
 
 
-def warn_if_penalised(name, penalty, what, stacklevel):
+def warn_if_penalised(name, penalty, what):
     """Warn that ``what`` of a fit penalised by ``penalty`` (None: not penalised) is not maximum likelihood."""
     if penalty is None:
         return
     knob = "shrinkage" if "shrinkage" in penalty else "alpha"
-    warnings.warn(
+    warn(
         f"{name} was fitted with {penalty}: a penalised fit, not maximum likelihood, so its {what} "
         f"are not the maximum-likelihood ones (nor are tests built on them). Refit with {knob}=0 for "
         "maximum-likelihood statistics.",
         PenalisedFitWarning,
-        stacklevel=stacklevel,
     )
 
 
@@ -91,7 +89,7 @@ class LikelihoodStatisticsMixin:
     """
 
     def _warn_if_penalised(self, what):
-        warn_if_penalised(type(self).__name__, self._penalty(), what, stacklevel=4)
+        warn_if_penalised(type(self).__name__, self._penalty(), what)
 
     def _log_likelihood(self, X, sample_weight):
         """``sum_i w_i log p(x_i)``, the weights and the per-row scores."""

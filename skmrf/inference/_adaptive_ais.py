@@ -13,7 +13,6 @@ tree-reweighted bound (deterministic, any pairwise model) and reverse AIS from e
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -235,7 +234,7 @@ def adaptive_annealed_importance_sampling(
             model, budget, int(n_chains), int(n_steps), tol, z, min_ess, path, rng, bar, cluster_moves
         )
     if result.budget_exhausted and warn:
-        warnings.warn(budget_message(result), ConvergenceWarning, stacklevel=2)
+        warn(budget_message(result), ConvergenceWarning)
     return result
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import numbers
-import warnings
 from functools import cached_property
 
 import networkx as nx
@@ -12,6 +11,7 @@ import numpy as np
 from .._parametrisation import CliqueLayout
 from .._utils._docstrings import fill_doc
 from .._utils._mcmc_diagnostics import RHAT_MAX, split_rhat
+from .._utils._warnings import warn
 from .._utils.validation import check_generator, check_n_samples
 from ..exceptions import SamplingWarning
 from ..graphs import MRFGraph, resolve_graph
@@ -500,14 +500,13 @@ class DiscreteMRF:
         worst = np.where(np.isinf(rhat) & ~differ, 1.0, rhat)
         if np.nanmax(worst) > RHAT_MAX:
             what = ["energy", "fraction of non-zero states"][int(np.nanargmax(worst))]
-            warnings.warn(
+            warn(
                 f"The {len(states)} Gibbs chains of DiscreteMRF.sample did not mix in {n_sweeps} sweeps: the "
                 f"split R-hat of their {what} over the last {segment * MIX_CHECKS} sweeps is "
                 f"{np.nanmax(worst):.3g} > {RHAT_MAX} (chains from different starts still disagree), so the "
                 "samples are not draws from the model. Raise n_sweeps, or sample with method='exact' where "
                 "the junction tree fits.",
                 SamplingWarning,
-                stacklevel=3,
             )
         return states
 

@@ -8,11 +8,10 @@ chooses, warns, and shapes the answers.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from .._utils._budgets import QUERY_MAX_BYTES, QUERY_SE_WARN
+from .._utils._warnings import warn
 from .._utils.validation import check_generator, check_states
 from ..exceptions import ApproximateInferenceWarning
 from ..inference._conditional_gibbs import clamped_gibbs, iterated_conditional_modes
@@ -63,7 +62,7 @@ def _gibbs_rows(model, query, n_chains, n_sweeps, rng):
     return rows, mean, std, states, colours
 
 
-def _announce(query, gibbs, n_chains, n_sweeps, max_bytes, stacklevel):
+def _announce(query, gibbs, n_chains, n_sweeps, max_bytes):
     """Name the approximation: how many entries came from Gibbs chains, and their largest error."""
     rows, _, std, _, _ = gibbs
     wide = query.wide[rows]
@@ -85,7 +84,7 @@ def _announce(query, gibbs, n_chains, n_sweeps, max_bytes, stacklevel):
             f" That is above {QUERY_SE_WARN}: raise n_sweeps or n_chains (the error falls as one over "
             "the square root of either)."
         )
-    warnings.warn(message, ApproximateInferenceWarning, stacklevel=stacklevel)
+    warn(message, ApproximateInferenceWarning)
 
 
 def conditional_marginals(model, X, return_std=False, max_bytes=None, n_chains=20, n_sweeps=400, random_state=None):
@@ -102,7 +101,7 @@ def conditional_marginals(model, X, return_std=False, max_bytes=None, n_chains=2
         r, v = np.nonzero(wide)
         out[rows[r], v] = mean[r, v]
         std[rows[r], v] = err[r, v]
-        _announce(query, gibbs, n_chains, n_sweeps, max_bytes, stacklevel=4)
+        _announce(query, gibbs, n_chains, n_sweeps, max_bytes)
     out, std = out[query.inverse], std[query.inverse]
     return (out, std) if return_std else out
 
@@ -137,14 +136,13 @@ def impute(model, X, method="marginal", random_state=None, max_bytes=None, n_cha
             best = states[np.arange(len(rows)), energy.argmax(axis=1)]
             fill = iterated_conditional_modes(model.layout, model.theta, colours, best, wide)
         out[rows] = np.where(wide, fill, out[rows])
-        _announce(query, gibbs, n_chains, n_sweeps, max_bytes, stacklevel=4)
+        _announce(query, gibbs, n_chains, n_sweeps, max_bytes)
         if method == "map":
-            warnings.warn(
+            warn(
                 "impute(method='map') on those rows is approximate: the most probable of the Gibbs chains' "
                 "last states, raised to a local maximum by iterated conditional modes (no better completion "
                 "differs from it in one entry, but one differing in several may exist).",
                 ApproximateInferenceWarning,
-                stacklevel=3,
             )
     out = out[query.inverse]
     columns = getattr(X, "columns", None)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import gzip
 import math
 import os
-import warnings
 from typing import NamedTuple
 
 import numpy as np
+
+from .._utils._warnings import warn
 
 __all__ = ["ALPHABET", "PYDCA_ALPHABET", "Alignment", "read_alignment", "sequence_weights"]
 
@@ -305,11 +306,10 @@ def _check_foreign(letters, n_residues, alphabet, nonstandard):
             f"({''.join(sorted(seen))}): the alignment is not of this kind.{hint}"
         )
     what = "a gap" if nonstandard == "gap" else "the reason to drop its sequence"
-    warnings.warn(
+    warn(
         f"The letter {letter!r}, not in the alphabet {alphabet!r}, makes up {share:.1%} of the residues and is "
         f"read as {what}.{hint} Letters outside the alphabet here: {''.join(sorted(seen))}.",
         UserWarning,
-        stacklevel=3,
     )
 
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import NamedTuple
 
 import numpy as np
 
 from .._utils._budgets import SCORE_CHUNK_ENTRIES as _CHUNK_ENTRIES
+from .._utils._warnings import warn
 from ..model import DiscreteMRF
 
 __all__ = ["CouplingScores", "PottsParameters", "average_product_correction", "coupling_scores", "zero_sum_gauge"]
@@ -185,12 +185,11 @@ def _constant_columns(alignment, n_variables):
         )
     constant = np.flatnonzero((A == A[:1]).all(axis=0)) if len(A) else np.zeros(0, dtype=np.int64)
     if constant.size:
-        warnings.warn(
+        warn(
             f"Columns {constant.tolist()[:20]}{' ...' if constant.size > 20 else ''} of the alignment hold one state "
             "in every sequence: no evidence of coupling, so their pairs score 0 and are left out of the APC and "
             "of the ranked pairs.",
             UserWarning,
-            stacklevel=3,
         )
     return constant
 

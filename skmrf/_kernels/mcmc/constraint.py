@@ -10,12 +10,12 @@ schedule) and on the Ising couplings ``J`` (Domke's Algorithm 1).
 from __future__ import annotations
 
 import math
-import warnings
 from functools import partial
 from typing import NamedTuple
 
 import numpy as np
 
+from ..._utils._warnings import warn
 from ...exceptions import MixingBoundWarning
 from .fast_mixing import FastMixingSet, fast_mixing_set, project_box
 from .spectral import project_spectral
@@ -94,11 +94,10 @@ def constraint_set(projection, max_coupling, layout, positions, max_degree, *, b
     except ValueError as err:
         if required:
             raise
-        warnings.warn(
+        warn(
             f"{err} Used as given: a constraint, not a guarantee; the mixing bound does not hold "
             "(schedule_.fast_mixing is False).",
             MixingBoundWarning,
-            stacklevel=6,
         )
         bound = float(max_coupling)
         project = (

@@ -11,7 +11,6 @@ centring, the sample-size checks and the scikit-learn covariance-estimator API
 
 from __future__ import annotations
 
-import warnings
 from numbers import Real
 
 import networkx as nx
@@ -41,6 +40,7 @@ from ..._utils._sklearn_compat import (
     validate_data,
 )
 from ..._utils._verbose import ProgressLog
+from ..._utils._warnings import warn
 from ..._utils.validation import (
     check_column_labels,
     check_data_array,
@@ -228,14 +228,13 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         else:
             prepared = self._prepare_rows(X, weights, names)  # a memmap or dask array is validated here
         if not _is_dask(X) and _few_integer_values(X):
-            warnings.warn(
+            warn(
                 f"{type(self).__name__} was fitted to integer data spanning at most {DISCRETE_MAX_VALUES} values "
                 "per column: its score is a Gaussian log-density (per unit of x), not a log-probability of the "
                 "observed values, so it cannot be ranked against the score of a discrete model (a density can "
                 "exceed 1: on 0/1 data it often scores above any discrete model). Compare models of one family, "
                 "or fit a discrete MRF (ExactMaxLikelihood, PseudoLikelihoodEstimator, ...) to categorical data.",
                 DiscreteDataWarning,
-                stacklevel=4,
             )
         return prepared
 
@@ -462,12 +461,11 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
             else:
                 notes.append("covariance_ overflows float64 and is not stored")
         if notes:
-            warnings.warn(
+            warn(
                 f"{name}: at the scale of X ({span}), " + " and ".join(notes) + ". score, "
                 "score_samples and mahalanobis work in standardised units and are exact; "
                 "precision_ = standardized_precision_ / outer(scale_, scale_).",
                 ScaleWarning,
-                stacklevel=4,  # fit's caller
             )
 
     # -- the state protocol of skmrf.io (skmrf/estimators/_protocol.py) -------

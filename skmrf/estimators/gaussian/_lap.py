@@ -8,7 +8,6 @@ degree (Section 6.2). The kernel is in :mod:`skmrf._kernels.gaussian.lap`.
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral
 
 import numpy as np
@@ -22,6 +21,7 @@ from ..._kernels.gaussian.sparse_ml import choose_start, rescale
 from ..._solvers.spd import logdet_spd, shrink_to_pd
 from ..._utils._docstrings import fill_doc
 from ..._utils._sklearn_compat import Interval, StrOptions
+from ..._utils._warnings import warn
 from .._base import N_JOBS_CONSTRAINT
 from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF
 
@@ -375,7 +375,7 @@ class GaussianLAP(_BaseGaussianMRF):
                 f"(the estimate with its off-diagonal entries scaled down){more}, more samples, or "
                 "GaussianMaxLikelihood."
             )
-        warnings.warn(msg, NotPositiveDefiniteWarning, stacklevel=4)  # fit's caller
+        warn(msg, NotPositiveDefiniteWarning)  # fit's caller
         return precision, is_pd, logdet
 
     def _newton_refine(self, data, n_div, mu, precision, log):

@@ -7,13 +7,12 @@ estimator's module holds its parameters, its solvers' calls and its docstring.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 
 from ..._kernels.gaussian.lap import _SINGULAR_RTOL, LapPlan, lap_from_covariance, lap_from_data
 from ..._solvers import warn_not_converged
 from ..._solvers.spd import logdet_spd_dense
+from ..._utils._warnings import warn
 from ._base import NotPositiveDefiniteWarning, _column_name
 
 __all__ = []
@@ -124,7 +123,6 @@ class _MaxLikelihoodChecks:
             f"in {self.n_iter_} iterations: {measure} {resid:.3g} > tol={self.tol:g}{gap}",
             "Increase max_iter, loosen tol, or add samples or shrinkage (the maximum-likelihood "
             "estimate may not exist when n is small).",
-            stacklevel=4,  # fit's caller
         )
 
     @staticmethod
@@ -132,11 +130,10 @@ class _MaxLikelihoodChecks:
         """``(is_pd, logdet)`` of the dense solution; warn when it is not positive definite."""
         is_pd, logdet = logdet_spd_dense(Theta)
         if not is_pd:
-            warnings.warn(
+            warn(
                 "The maximum-likelihood iterations ended at a precision that is not positive "
                 "definite; is_positive_definite_ is False.",
                 NotPositiveDefiniteWarning,
-                stacklevel=4,  # fit's caller
             )
         return is_pd, logdet
 

@@ -38,11 +38,12 @@ MODULES = (
         }.items()
         for name in names.split()
     }
-    | {  # the Gaussian kernels, moved to the kernel layer after 0.1 (#41)
+    | {  # the Gaussian kernels, moved to the kernel layer after 0.1 (#41). Not covariance_selection:
+        # importing a module under that path made skmrf.estimators.gaussian.covariance_selection,
+        # the public function, that module.
         f"skmrf.estimators.gaussian.{old}": new
         for old, new in {
             "chordal": "skmrf._kernels.gaussian.chordal",
-            "covariance_selection": "skmrf._kernels.gaussian.covariance_selection",
             "lap_kernel": "skmrf._kernels.gaussian.lap",
             "lattice": "skmrf._kernels.gaussian.lattice",
             "newton_cg": "skmrf._kernels.gaussian.newton_cg",

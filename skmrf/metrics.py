@@ -137,7 +137,7 @@ def likelihood_ratio_test(small, big, X, sample_weight=None):
                 f"GaussianMaxLikelihood); {name} is a {type(est).__name__}."
             )
         check_is_fitted(est)
-        warn_if_penalised(f"{name}={type(est).__name__}", est._penalty(), "likelihood-ratio test", 3)
+        warn_if_penalised(f"{name}={type(est).__name__}", est._penalty(), "likelihood-ratio test")
     _check_nested(small, big)
     df = big.n_params_ - small.n_params_
     if df <= 0:

@@ -306,6 +306,23 @@ def test_a_renamed_module_imports_from_its_old_path_with_a_future_warning(old, m
     assert sys.modules[renamed(old)] is new
 
 
+def test_importing_every_old_path_leaves_the_public_names_alone():
+    # The import system binds a loaded submodule on its parent package: an old module path named
+    # like a public function (skmrf.estimators.gaussian.covariance_selection) replaced the function.
+    code = (
+        "import importlib, warnings\n"
+        "from skmrf._renamed_modules import MODULES\n"
+        "packages = [importlib.import_module(m) for m in ('skmrf', 'skmrf.estimators', "
+        "'skmrf.estimators.gaussian', 'skmrf.inference', 'skmrf.model')]\n"
+        "before = {(p.__name__, n): getattr(p, n) for p in packages for n in p.__all__}\n"
+        "warnings.simplefilter('ignore')\n"
+        "for old in MODULES: importlib.import_module(old)\n"
+        "print(sorted(k for k, v in before.items() if getattr(importlib.import_module(k[0]), k[1]) is not v))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
+
+
 def test_a_pickle_naming_an_old_module_path_loads_with_a_future_warning(monkeypatch):
     import pickle
 

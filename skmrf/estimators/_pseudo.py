@@ -349,7 +349,7 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
                 "(alpha=0 for maximum pseudo-likelihood errors)."
             )
         if np.any(alpha > 0):
-            warn_if_penalised(type(self).__name__, f"alpha={self.alpha!r} (alpha_={self.alpha_})", "standard errors", 3)
+            warn_if_penalised(type(self).__name__, f"alpha={self.alpha!r} (alpha_={self.alpha_})", "standard errors")
         Xi = self._validate_score_data(X)
         weight = None
         if sample_weight is not None:

@@ -364,14 +364,6 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
         shrunk = (1.0 - self.shrinkage) * w2 + self.shrinkage * mean_w2
         return top * np.sqrt(shrunk), mean_w2 / shrunk, np.sqrt(w2 / shrunk)
 
-    def _unknowns(self):
-        """Positions ``(rows, cols)``, ``rows <= cols``, of the diagonal and the edges."""
-        p = self.adjacency_.shape[0]
-        upper = sp.triu(self.adjacency_, k=1, format="coo")
-        rows = np.concatenate([np.arange(p), upper.row]).astype(np.int64)
-        cols = np.concatenate([np.arange(p), upper.col]).astype(np.int64)
-        return rows, cols
-
     def _check_enough_samples(self, n, max_size, what, bias_correction=False):
         """Raise when the largest block needs more samples (only with ``shrinkage == 0``).
 

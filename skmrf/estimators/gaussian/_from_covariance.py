@@ -6,6 +6,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..._kernels.gaussian.max_likelihood import pattern_unknowns
 from ..._utils.validation import check_real
 from ._max_likelihood import GaussianMaxLikelihood
 
@@ -106,5 +107,5 @@ def covariance_selection(S, graph, n_samples, *, max_iter=200, tol=1e-10):
     SK = S @ K
     sign, logdet = np.linalg.slogdet(SK)
     deviance = float(n_samples * (np.trace(SK) - logdet - p))
-    n_edges = len(est._unknowns()[0]) - p
+    n_edges = len(pattern_unknowns(est.adjacency_)[0]) - p
     return CovarianceSelection(K, cov, deviance, p * (p - 1) // 2 - n_edges, int(est.n_iter_), est)

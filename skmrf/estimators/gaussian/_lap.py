@@ -16,6 +16,7 @@ from ..._data.gaussian import covariance_on_pattern
 from ..._kernels.gaussian.chordal import ChordalPattern, likelihood_start
 from ..._kernels.gaussian.lap import LapPlan, assemble_symmetric, lap_from_data
 from ..._kernels.gaussian.lattice import detect_lattice, stationary_fit
+from ..._kernels.gaussian.max_likelihood import pattern_unknowns
 from ..._kernels.gaussian.newton_cg import DECREMENT_TOL, newton_cg_covsel
 from ..._kernels.gaussian.sparse_ml import choose_start, rescale
 from ..._solvers.spd import logdet_spd, shrink_to_pd
@@ -386,7 +387,7 @@ class GaussianLAP(_BaseGaussianMRF):
         stationary-torus preconditioner.
         """
         p = data.shape[0]
-        cols, rows = self._unknowns()  # the lower triangle, as the chordal embedding stores it
+        cols, rows = pattern_unknowns(self.adjacency_)  # the lower triangle, as the chordal embedding stores it
         pattern = ChordalPattern(rows, cols, p)
         s = covariance_on_pattern(data, rows, cols, n_div, self.shrinkage, mu)
         x = np.asarray(precision[rows, cols]).ravel()

@@ -6,24 +6,25 @@ The accuracy baseline for :class:`~skmrf.estimators.gaussian.GaussianLAP`
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.linalg as sla
-import scipy.sparse as sp
 
-from ..._data.gaussian import covariance_on_pattern, dense_covariance_rows
-from ..._kernels.gaussian.chordal import ChordalPattern, chordal_max_likelihood, dual_bound
-from ..._kernels.gaussian.covariance_selection import newton_covsel, regression_covsel
-from ..._kernels.gaussian.lap import LapPlan, assemble_symmetric, lap_from_covariance
-from ..._kernels.gaussian.sparse_ml import sparse_max_likelihood
-from ..._solvers.spd import logdet_spd, logdet_spd_dense
+from ..._kernels.gaussian.max_likelihood import (
+    CollinearColumns,
+    EmbeddingTooLarge,
+    NoMaximum,
+    ZeroVariance,
+    fit_covariance_selection,
+    pattern_unknowns,
+)
+from ..._solvers import warn_not_converged
 from ..._utils._docstrings import fill_doc
 from ..._utils._progress import Progress
 from ..._utils._sklearn_compat import Interval, StrOptions
-from ._base import _BaseGaussianMRF
-from ._ml_checks import _MaxLikelihoodChecks
+from ..._utils._warnings import warn
+from ...exceptions import NotPositiveDefiniteWarning
+from ._base import _BaseGaussianMRF, _column_name
 from ._statistics import GaussianStatisticsMixin
 
 __all__ = ["GaussianMaxLikelihood"]
@@ -34,7 +35,7 @@ NEWTON_STEPS = ("Newton-CG step", "Newton iteration", "regression sweep")
 
 
 @fill_doc
-class GaussianMaxLikelihood(GaussianStatisticsMixin, _MaxLikelihoodChecks, _BaseGaussianMRF):
+class GaussianMaxLikelihood(GaussianStatisticsMixin, _BaseGaussianMRF):
     """Maximum-likelihood precision of a Gaussian MRF with a known zero pattern.
 
     Covariance selection (Dempster, 1972): maximise the Gaussian likelihood
@@ -352,177 +353,104 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _MaxLikelihoodChecks, _Base
             )
         return solver
 
-    def _sample_covariance(self, data, n_div, mu):
-        """The dense (shrunk) sample covariance, after checking that no edge is collinear."""
-        S = dense_covariance_rows(data, n_div, self.shrinkage, mu)
-        if np.any(np.diag(S) <= 0):
-            j = int(np.flatnonzero(np.diag(S) <= 0)[0])
-            raise ValueError(f"Column {j} has zero variance; remove constant columns or set shrinkage > 0.")
-        upper = sp.triu(self.adjacency_, k=1, format="coo")
-        i, j = upper.row.astype(np.int64), upper.col.astype(np.int64)
-        self._check_collinear_edges(np.diag(S), i, j, S[i, j])
-        return S
-
-    def _newton_start(self, S, adjacency):
-        """The LAP estimate when it is positive definite (usually close to the optimum), else ``diag(1 / S_ii)``.
-
-        A singular 1-neighbourhood block is remembered in ``self._singular``
-        (the error GaussianLAP would raise) to explain a failure of Newton's method.
-        """
-        try:
-            plan = LapPlan(adjacency)
-            lap = assemble_symmetric(plan.ti, plan.tj, lap_from_covariance(S, plan), S.shape[0])
-            if logdet_spd(lap)[0]:
-                return lap.toarray()
-        except ValueError as exc:
-            self._singular = exc
-        except np.linalg.LinAlgError:
-            pass
-        return np.diag(1.0 / np.diag(S))
-
-    def _fit_newton(self, S, rows, cols, log):
-        """Newton's method; return ``(Theta, covariance, residual)``."""
-        theta0 = self._newton_start(S, self.adjacency_)
-        with warnings.catch_warnings():
-            # An ill-conditioned Hessian is a symptom of a likelihood without a maximum,
-            # diagnosed below from the result.
-            warnings.simplefilter("ignore", sla.LinAlgWarning)
-            Theta, W, self.n_iter_, resid, self.decrement_ = newton_covsel(
-                S, rows, cols, theta0, tol=self.tol, max_iter=self.max_iter, decrement_tol=self._threshold, log=log
+    def _explain(self, exc, n_samples):
+        """The message of a kernel failure, with the columns named as in X."""
+        names = getattr(self, "feature_names_in_", None)
+        if isinstance(exc, CollinearColumns):
+            pairs = [f"({_column_name(a, names)}, {_column_name(b, names)})" for a, b in zip(exc.i[:10], exc.j[:10])]
+            return (
+                f"GaussianMaxLikelihood: the sample covariance of neighbouring columns "
+                f"{', '.join(pairs)}{', ...' if len(exc.i) > 10 else ''} is singular (the first pair has "
+                f"correlation {exc.correlation:.17g}): one is (numerically) a multiple of the other in this "
+                "sample, so the likelihood is unbounded and has no maximum. Remove duplicated or collinear "
+                "columns, collect more samples, or set shrinkage > 0."
             )
-        if not (np.all(np.isfinite(Theta)) and np.all(np.isfinite(W)) and np.isfinite(resid)):
-            self._fail(S, "Newton's method diverged")
-        return Theta, 0.5 * (W + W.T), resid
+        if isinstance(exc, ZeroVariance):
+            return (
+                f"Column {_column_name(exc.column, names)} has zero variance; remove constant columns or set "
+                "shrinkage > 0."
+            )
+        if isinstance(exc, EmbeddingTooLarge):
+            pattern = exc.pattern
+            return (
+                f"GaussianMaxLikelihood(solver='sparse'): the sparse Cholesky factor of this pattern "
+                f"({pattern.p} variables, {len(pattern.rows) - pattern.p} edges) has {pattern.n_fill} fill-in "
+                f"entries and stores {pattern.n_stored} numbers ({8 * pattern.n_stored / 2**30:.1f} GiB per "
+                "matrix, several matrices are needed): the graph has no narrow elimination order (random "
+                "graphs do not). Use GaussianLAP, or a sparser or more local graph."
+            )
+        columns = ", ".join(_column_name(int(j), names) for j in exc.columns[:10])
+        what = exc.what.replace("{columns}", columns + (", ..." if len(exc.columns) > 10 else ""))
+        if exc.singular is not None:
+            return (
+                f"GaussianMaxLikelihood: {what}, and the maximum-likelihood estimate probably does not "
+                f"exist: {exc.singular}"
+            )
+        return (
+            f"GaussianMaxLikelihood: {what}; the maximum-likelihood estimate probably does not exist "
+            f"with this sample (n = {n_samples}). Collect more samples or set shrinkage > 0."
+        )
 
-    def _fit_regression(self, S, n, log):
-        """The modified regression algorithm; return ``(Theta, None, residual)``."""
-        adj = self.adjacency_
-        neighbours = [adj.indices[adj.indptr[i] : adj.indptr[i + 1]] for i in range(S.shape[0])]
-        try:
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                Theta, _, self.n_iter_, resid = regression_covsel(
-                    S, neighbours, tol=self.tol, max_iter=self.max_iter, log=log
-                )
-        except np.linalg.LinAlgError:
-            self._fail(S, "the regression solver met a singular neighbourhood system")
-        if not (np.all(np.isfinite(Theta)) and np.isfinite(resid)):
-            self._fail(S, "the regression solver diverged")
-        return Theta, None, resid
+    def _warn_not_converged(self, info):
+        """ConvergenceWarning for a solver that stopped above ``tol`` (and above the decrement rule)."""
+        measure = (
+            "the largest change of the working covariance in the last sweep (in standardised units) is"
+            if info.solver == "regression"
+            else "the optimality residual max |inv(Theta) - S| over the pattern (in standardised units) is"
+        )
+        gap = f"; the certified duality gap is {info.duality_gap:.3g}" if np.isfinite(info.duality_gap) else ""
+        warn_not_converged(
+            f"GaussianMaxLikelihood (solver={info.solver!r})",
+            f"in {info.n_iter} iterations: {measure} {info.residual:.3g} > tol={self.tol:g}{gap}",
+            "Increase max_iter, loosen tol, or add samples or shrinkage (the maximum-likelihood "
+            "estimate may not exist when n is small).",
+        )
 
     def _fit_precision(self, data, n_div, mu, log):
         p = data.shape[0]
-        rows, cols = self._unknowns()
+        rows, _ = pattern_unknowns(self.adjacency_)
         solver = self._choose_solver(len(rows), p)
-        self._singular, self._n_samples, self._data = None, _count(n_div), (data, n_div, mu)
-        self._threshold = None if self.decrement_tol is None else self.decrement_tol * len(rows) / n_div
+        n_samples = _count(n_div)
         degree = np.diff(self.adjacency_.indptr)
         self._check_enough_samples(
-            self._n_samples, int(degree.max()) + 1 if p else 0, "the largest closed neighbourhood {i} u N(i)"
+            n_samples, int(degree.max()) + 1 if p else 0, "the largest closed neighbourhood {i} u N(i)"
         )
-        pattern = None
-        if self.solver in ("auto", "sparse"):
-            # cols >= rows: the lower triangle, as the chordal embedding stores it.
-            pattern = ChordalPattern(cols, rows, p)
-            log("chordal embedding: %d entries on the pattern, %d fill", len(rows), pattern.n_fill)
-            if pattern.chordal:
-                solver = "chordal"
-        self.solver_ = solver
-        self.decrement_, self.lower_bound_, self.embedding_bound_ = np.nan, -np.inf, -np.inf
-        self.cg_iterations_ = []
         try:
             with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration") as bar:
-                if solver in ("chordal", "sparse"):
-                    fit = self._fit_sparse(data, n_div, mu, pattern, bar.follow(log, NEWTON_STEPS))
-                else:
-                    fit = self._fit_dense(data, n_div, mu, rows, cols, bar.follow(log, NEWTON_STEPS))
-        finally:
-            del self._data
+                precision, info = fit_covariance_selection(
+                    data,
+                    self.adjacency_,
+                    n_div,
+                    solver=solver,
+                    chordal=self.solver in ("auto", "sparse"),
+                    shrinkage=self.shrinkage,
+                    mu=mu,
+                    tol=self.tol,
+                    max_iter=self.max_iter,
+                    decrement_tol=self.decrement_tol,
+                    max_time=self.max_time,
+                    max_stored=self.SPARSE_MAX_STORED,
+                    log=bar.follow(log, NEWTON_STEPS),
+                )
+        except (CollinearColumns, ZeroVariance, NoMaximum, EmbeddingTooLarge) as exc:
+            raise ValueError(self._explain(exc, n_samples)) from None
+        self.solver_ = info.solver
+        self.n_iter_ = info.n_iter
+        self.residual_ = info.residual
+        self.cg_iterations_ = info.cg_iterations
         # Not measured or not available: None (a saved model round-trips it, unlike NaN).
-        for name in ("decrement_", "objective_", "lower_bound_", "duality_gap_", "embedding_bound_"):
-            value = getattr(self, name)
-            setattr(self, name, float(value) if np.isfinite(value) else None)
-        self.cg_iterations_ = np.asarray(self.cg_iterations_, dtype=np.int64)
-        return fit
-
-    def _fit_dense(self, data, n_div, mu, rows, cols, log):
-        """Dense Newton or the regression solver on the dense sample covariance."""
-        p = data.shape[0]
-        self._check_dense_size(p)
-        S = self._sample_covariance(data, n_div, mu)
-        if self.solver_ == "newton":
-            Theta, covariance, resid = self._fit_newton(S, rows, cols, log)
-        else:
-            Theta, covariance, resid = self._fit_regression(S, self._n_samples, log)
-        is_pd = logdet_spd_dense(Theta)[0]
-        # The certificate needs the chordal embedding: cheap next to dense Newton's q x q Hessian, but
-        # not next to a regression sweep on a large graph with much fill, so only up to 2000 variables there.
-        certify = is_pd and (self.solver_ == "newton" or p <= 2000)
-        self._certify(S[cols, rows], Theta[cols, rows], ChordalPattern(cols, rows, p) if certify else None)
-        self._check_solution(S, np.diag(Theta), np.diag(S), resid, is_pd)
-        self.residual_ = resid
-        self._warn_if_not_converged(resid)
-        is_pd, logdet = self._positive_definite(Theta)
-        return assemble_symmetric(rows, cols, Theta[rows, cols], p), is_pd, logdet, covariance
-
-    def _certify(self, s, x, pattern, Y=None):
-        """``objective_``, ``lower_bound_`` and ``duality_gap_`` of the estimate ``x`` on ``pattern``."""
-        self.objective_ = self.duality_gap_ = np.nan
-        if pattern is None:
-            return
-        L, logdet = pattern.cholesky(x)
-        if L is None:
-            return
-        if Y is None:
-            Y = pattern.inverse_on_pattern(L)[0]
-        self.objective_ = -logdet + float(np.dot(pattern.weight * s, x))
-        self.lower_bound_ = max(self.lower_bound_, dual_bound(pattern, s, Y))
-        self.duality_gap_ = self.objective_ - self.lower_bound_
-
-    def _fit_sparse(self, data, n_div, mu, pattern, log):
-        """The closed form (chordal pattern) or the sparse Newton-CG kernel: ``(precision, True, logdet, None)``."""
-        self._check_sparse_size(pattern)
-        p = pattern.p
-        if self.solver_ == "chordal":
-            s = covariance_on_pattern(data, pattern.rows, pattern.cols, n_div, self.shrinkage, mu)
-            self._check_edges(pattern, s)
-            x, logdet = chordal_max_likelihood(pattern, s)
-            self.n_iter_ = 0
-            if x is None:
-                self._fail(None, "the sample covariance has no positive definite completion on this chordal graph")
-            L = pattern.cholesky(x)[0]
-            Y, w = pattern.inverse_on_pattern(L)
-            resid = float(np.max(np.abs(w - s))) / float(np.max(s[pattern.diagonal]))
-        else:
-            fit = sparse_max_likelihood(
-                data,
-                pattern,
-                n_div,
-                self.shrinkage,
-                mu,
-                tol=self.tol,
-                max_iter=self.max_iter,
-                decrement_tol=self.decrement_tol,
-                check=lambda s: self._check_edges(pattern, s),
-                max_time=self.max_time,
-                log=log,
+        for name in ("decrement", "objective", "lower_bound", "duality_gap", "embedding_bound"):
+            value = getattr(info, name)
+            setattr(self, name + "_", float(value) if np.isfinite(value) else None)
+        if not info.converged:
+            self._warn_not_converged(info)
+        if not info.is_positive_definite:
+            warn(
+                "The maximum-likelihood iterations ended at a precision that is not positive "
+                "definite; is_positive_definite_ is False.",
+                NotPositiveDefiniteWarning,
             )
-            x, s, resid, logdet, self.n_iter_ = fit.x, fit.s, fit.residual, fit.log_det, fit.n_iter
-            self.decrement_, self.embedding_bound_, self.cg_iterations_ = (
-                fit.decrement,
-                fit.embedding_bound,
-                fit.cg_iterations,
-            )
-            if not (np.all(np.isfinite(x)) and np.isfinite(resid)):  # pragma: no cover - steps keep definiteness
-                self._fail(None, "Newton's method diverged")
-            # The kernel certified its estimate already (a factorisation and a completion at p = 10^6).
-            self.objective_, self.lower_bound_ = fit.objective, fit.lower_bound
-            self.duality_gap_ = fit.objective - fit.lower_bound
-        if self.solver_ == "chordal":
-            self._certify(s, x, pattern, Y)
-        self._check_solution(None, x[:p], s[:p], resid, True)
-        self.residual_ = resid
-        self._warn_if_not_converged(resid)
-        return assemble_symmetric(pattern.cols, pattern.rows, x, p), True, logdet, None
+        return precision, info.is_positive_definite, info.log_det, info.covariance
 
 
 def _count(n_div):

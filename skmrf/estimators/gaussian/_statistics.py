@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ..._kernels.gaussian.max_likelihood import pattern_unknowns
 from ..._utils._sklearn_compat import check_is_fitted
 from .._statistics import LikelihoodStatisticsMixin, covariance_from_information
 
@@ -69,7 +70,7 @@ class GaussianStatisticsMixin(LikelihoodStatisticsMixin):
         """Free parameters: the diagonal and edges of the precision, plus the mean unless ``assume_centered``."""
         check_is_fitted(self)
         p = self.adjacency_.shape[0]
-        return int(len(self._unknowns()[0]) + (0 if self.assume_centered else p))
+        return int(len(pattern_unknowns(self.adjacency_)[0]) + (0 if self.assume_centered else p))
 
     def _penalty(self):
         return None if not self.shrinkage else f"shrinkage={self.shrinkage!r}"
@@ -80,7 +81,7 @@ class GaussianStatisticsMixin(LikelihoodStatisticsMixin):
     def _standard_errors(self, X, sample_weight):
         X = self._centred(X)
         n = float(len(X)) if sample_weight is None else float(np.sum(sample_weight))
-        rows, cols = self._unknowns()
+        rows, cols = pattern_unknowns(self.adjacency_)
         if len(rows) > MAX_INFORMATION_UNKNOWNS:
             raise ValueError(
                 f"{type(self).__name__}: standard errors need the dense information matrix of the "

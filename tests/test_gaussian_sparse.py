@@ -161,7 +161,7 @@ def test_pattern_gram_takes_banded_offsets_as_gathered_entries():
 def test_auto_uses_the_sparse_solver_above_the_dense_limit(monkeypatch):
     graph = grid_graph(9, 9)
     X = _data(graph, 300, seed=4)
-    monkeypatch.setattr(GaussianMaxLikelihood, "NEWTON_MAX_UNKNOWNS", 50)
+    monkeypatch.setattr(GaussianMaxLikelihood, "AUTO_NEWTON_MAX_UNKNOWNS", 50)
     monkeypatch.setattr(GaussianMaxLikelihood, "DENSE_MAX_FEATURES", 50)
     est = GaussianMaxLikelihood(graph).fit(X)
     assert est.solver_ == "sparse"

@@ -247,11 +247,12 @@ def fit_covariance_selection(
     run.solver = solver
     if solver in ("chordal", "sparse"):
         return _fit_sparse(run, pattern, max_time, max_stored)
-    return _fit_dense(run, rows, cols)
+    return _fit_dense(run, rows, cols, pattern)
 
 
-def _fit_dense(run, rows, cols):
-    """Dense Newton or the regression solver on the dense sample covariance."""
+def _fit_dense(run, rows, cols, pattern=None):
+    """Dense Newton or the regression solver on the dense sample covariance (``pattern``: the chordal
+    embedding when the caller built one, for the certificate)."""
     p = run.data.shape[0]
     S = dense_covariance_rows(run.data, run.n_div, run.shrinkage, run.mu)
     if np.any(np.diag(S) <= 0):
@@ -265,7 +266,9 @@ def _fit_dense(run, rows, cols):
         Theta, covariance, resid = _regression(run, S)
     is_pd = logdet_spd_dense(Theta)[0]
     certify = is_pd and (run.solver == "newton" or p <= REGRESSION_CERTIFY_MAX_FEATURES)
-    bounds = _certificate(S[cols, rows], Theta[cols, rows], ChordalPattern(cols, rows, p) if certify else None)
+    if certify and pattern is None:
+        pattern = ChordalPattern(cols, rows, p)
+    bounds = _certificate(S[cols, rows], Theta[cols, rows], pattern if certify else None)
     run.check_solution(S, np.diag(Theta), np.diag(S), resid, is_pd)
     is_pd, logdet = logdet_spd_dense(Theta)
     precision = assemble_symmetric(rows, cols, Theta[rows, cols], p)

@@ -80,7 +80,8 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _BaseGaussianMRF):
         problems, slow on ill-conditioned ones such as lattice Laplacians).
         The dense solvers refuse more than 20,000 variables.
         ``"auto"``: the closed form on chordal patterns, ``"newton"`` when
-        ``q <= 6000``, else ``"sparse"``.
+        ``q <= 300``, else ``"sparse"`` (measured: the fastest, or within
+        1.3x of it, on lattice and random patterns from 50 to 6084 variables).
 
     max_iter : int, default=200
         Maximum Newton iterations or regression sweeps.
@@ -295,8 +296,14 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _BaseGaussianMRF):
         "max_time": [Interval(Real, 0, None, closed="neither"), None],
     }
 
-    #: ``solver="auto"`` uses dense Newton up to this many unknowns (and the sparse solver above).
-    NEWTON_MAX_UNKNOWNS = 6000
+    #: ``solver="auto"`` uses dense Newton up to this many unknowns, the sparse solver above: measured
+    #: by benchmarks/gaussian_solver_choice.py (#41; one BLAS thread, n = 1000): dense Newton is up
+    #: to 1.3x faster at 133-275 unknowns (p = 49) and 2-16x slower from 560 (p = 196) on the 5-point,
+    #: 13-point and random patterns. Was 6000, where dense Newton is 40-200x slower.
+    AUTO_NEWTON_MAX_UNKNOWNS = 300
+
+    #: ``solver="newton"`` refuses more unknowns than this (a dense q x q Hessian of 4.3 GiB).
+    NEWTON_MAX_UNKNOWNS = 24000
 
     #: The dense solvers refuse more variables than this (``p x p`` matrices of 3 GiB).
     DENSE_MAX_FEATURES = 20000
@@ -337,10 +344,10 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _BaseGaussianMRF):
         """The solver for ``q`` unknowns on ``p`` variables; raise when a dense problem is too large."""
         solver = self.solver
         if solver == "auto":
-            solver = "newton" if q <= self.NEWTON_MAX_UNKNOWNS else "sparse"
+            solver = "newton" if q <= self.AUTO_NEWTON_MAX_UNKNOWNS else "sparse"
         if solver == "sparse":
             return solver
-        if solver == "newton" and q > 4 * self.NEWTON_MAX_UNKNOWNS:
+        if solver == "newton" and q > self.NEWTON_MAX_UNKNOWNS:
             raise ValueError(
                 f"solver='newton' would build a dense {q} x {q} Hessian "
                 f"({8 * q * q / 2**30:.1f} GiB) for {p} variables and {q - p} edges; use "

@@ -12,6 +12,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as sla
 
+from ..._solvers.line_search import backtrack
+
 __all__ = ["dense_covariance", "newton_covsel", "regression_covsel"]
 
 
@@ -84,23 +86,6 @@ class _PatternObjective:
             dx = -np.linalg.lstsq(H, g, rcond=None)[0]
         norm = float(np.linalg.norm(g))
         return g, dx, float(np.linalg.norm(H @ dx + g)) / norm if norm else 0.0
-
-
-def _damped_step(objective, x, dx, f, decrement):
-    """Backtracking line search: ``(t, f(x + t dx), cho_factor)`` (factor None if it failed).
-
-    Full steps once the Newton decrement is below 1/16 (the objective is
-    self-concordant); before, halve ``t`` until the Armijo condition holds.
-    """
-    t = 1.0
-    while True:
-        fn, cn = objective(x + t * dx)
-        if cn is not None and (decrement < 1.0 / 16 or fn <= f - 0.25 * t * decrement):
-            break
-        t *= 0.5
-        if t < 1e-14:
-            break
-    return t, fn, cn
 
 
 def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, decrement_tol=None, log=None):
@@ -179,9 +164,11 @@ def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, decrement_tol=
                     W = sla.cho_solve(cf, np.eye(p), check_finite=False)
                     kkt = float(np.max(np.abs(W[rows, cols] - objective.target))) / scale
                 return objective.build(x), W, n_iter, kkt, decrement / 2
-        t, fn, cn = _damped_step(objective, x, dx, f, decrement)
-        if cn is None:
+        # Full steps once the decrement is below 1/16 (the objective is self-concordant).
+        step = backtrack(lambda t, x=x, dx=dx: objective(x + t * dx), f, decrement, full_step=decrement < 1.0 / 16)
+        if step is None:
             break
+        t, fn, cn = step
         x = x + t * dx
         f, cf = fn, cn
         if np.max(np.abs(x)) > 1e10 * bound:  # the likelihood is unbounded: no MLE

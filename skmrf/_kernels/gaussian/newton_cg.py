@@ -30,6 +30,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._solvers.cg import conjugate_gradient
+from ..._solvers.line_search import backtrack
 from .lattice import TorusPreconditioner
 
 __all__ = ["DECREMENT_TOL", "NewtonResult", "newton_cg_covsel"]
@@ -175,23 +176,21 @@ def _confirmed(pattern, s, x, dx, f, decrement_tol):
 
 
 def _line_search(pattern, s, x, dx, f, decrement):
-    """Backtracking (Armijo) along ``dx``; ``(t, L, log det, f)`` or None when no step descends.
+    """Backtracking (Armijo) along ``dx``; ``(t, f, (L, log det))`` or None when no step descends.
 
     A step whose Cholesky factorisation fails is too long. Below a decrement of
     ``1e-12 |f|`` the change of ``f`` is lost in its rounding, so Armijo's test is
     noise: the full positive definite step is taken.
     """
     weight = pattern.weight
-    negligible = decrement <= 1e-12 * max(1.0, abs(f))
-    t = 1.0
-    while t > 1e-14:
+
+    def evaluate(t):
         L_new, logdet_new = pattern.cholesky(x + t * dx)
-        if L_new is not None:
-            f_new = -logdet_new + float(np.dot(weight * s, x + t * dx))
-            if negligible or f_new <= f - 0.25 * t * decrement:
-                return t, L_new, logdet_new, f_new
-        t *= 0.5
-    return None
+        if L_new is None:
+            return None, None
+        return -logdet_new + float(np.dot(weight * s, x + t * dx)), (L_new, logdet_new)
+
+    return backtrack(evaluate, f, decrement, full_step=decrement <= 1e-12 * max(1.0, abs(f)))
 
 
 # Longer than 60 lines: one Newton-CG loop whose three stopping rules (tolerance, certified
@@ -319,7 +318,7 @@ def newton_cg_covsel(
         step = _line_search(pattern, s, x, dx, f, lam2)
         if step is None:
             break  # no descent along dx: stop at the current iterate
-        t, L, logdet, f = step
+        t, f, (L, logdet) = step
         x = x + t * dx
         n_iter += 1
         if log is not None:

@@ -22,7 +22,7 @@ SERIAL_FALLBACK_THRESHOLDS = [
     "skmrf._kernels.lap.LAP_MIN_WORK_PER_WORKER",
     "skmrf._kernels.mcmc.chains.MCMC_MIN_WORK_PER_WORKER",
     "skmrf._kernels.gaussian.lap.GLAP_MIN_WORK_PER_WORKER",
-    "skmrf.estimators._em.EM_MIN_WORK_PER_WORKER",
+    "skmrf._kernels.incomplete.em.EM_MIN_WORK_PER_WORKER",
 ]
 
 

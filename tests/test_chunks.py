@@ -332,7 +332,7 @@ def test_summable_weights_sum_exactly_in_any_grouping():
     rng = np.random.default_rng(0)
     raw = rng.random(100_000) ** 3 * 7.3  # spread over several binades
     given = raw.copy()
-    w = _sample_weight(raw, np.empty((len(raw), 1)))
+    w = _sample_weight(raw, np.empty((len(raw), 1)), "test")
     np.testing.assert_array_equal(raw, given)
     assert np.abs(w - raw).max() <= 2.0**-52 * raw.sum()
     groups = rng.integers(0, 50, len(w))

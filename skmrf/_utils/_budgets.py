@@ -50,11 +50,11 @@ EDGE_BLOCK = 64
 #: its own random stream, drawn up front, so results do not depend on n_jobs.
 CHAIN_BLOCK = 4096
 
-# Used by skmrf/estimators/_bayes.py.
+# Used by skmrf/_kernels/metropolis.py.
 #: MH steps whose proposal noise is drawn at once, per chain.
 STEP_BLOCK = 1024
 
-# Used by skmrf/estimators/_bayes.py.
+# Used by skmrf/_kernels/metropolis.py.
 #: Rows of one likelihood call over all chains, at most, in the speculative runner (its window
 #: of steps ahead shrinks with many chains).
 MAX_BATCH = 4096
@@ -180,7 +180,7 @@ MOMENTS_CHAIN_BLOCK = 1024
 #: a guess at where a thread's start-up stops paying, not a measurement.
 MOMENTS_MIN_WORK_PER_THREAD = 1e5
 
-# Used by skmrf/estimators/_em.py.
+# Used by skmrf/_kernels/incomplete/em.py.
 #: Work (:attr:`IncompleteDataTerm.work`, floats of one E-step's calibrations) each thread
 #: needs before the E-step runs in parallel. Measured (benchmarks/results/parallel_threshold.txt):
 #: t(2 jobs) / t(1 job) was 1.34 at 7e4, 1.16 at 7.8e5, 0.66 at 7.7e6, 0.55 at 7.3e7, so two

@@ -573,8 +573,10 @@ def check_weight_sum(total, largest, what="sample_weight"):
 
 
 def check_count_weights(sample_weight, n_rows, what):
-    """``sample_weight`` that count rows (a deviance, standard errors): scikit-learn's checks, then
-    :func:`check_weight_sum`, since these results depend on the weights' scale."""
+    """``sample_weight`` for ``n_rows`` rows, each counting as its weight in rows (every fit, a
+    deviance, standard errors): scikit-learn's checks (non-negative, finite, the right length, not
+    all zero; they name the problem), then :func:`check_weight_sum`. The one weight validator of
+    the package; float64."""
     weight = _check_sample_weight(sample_weight, np.empty((n_rows, 0)), dtype=np.float64, ensure_non_negative=True)
     with np.errstate(over="ignore"):
         total = float(weight.sum())

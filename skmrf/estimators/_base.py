@@ -15,7 +15,6 @@ from .._utils._memory import LBFGS_VECTORS, check_fit_memory
 from .._utils._sklearn_compat import (
     Interval,
     StrOptions,
-    _check_sample_weight,
     _fit_context,
     check_is_fitted,
     validate_data,
@@ -24,10 +23,10 @@ from .._utils._warnings import warn
 from .._utils.validation import (
     MAX_STATES,
     check_column_labels,
+    check_count_weights,
     check_data_array,
     check_n_states,
     check_states,
-    check_weight_sum,
     column_names,
     fit_column_labels,
 )
@@ -126,19 +125,14 @@ def _deferred(key, doc, settable=True):
     return property(get, set_ if settable else None, doc=doc)
 
 
-def _sample_weight(sample_weight, X):
-    """``sample_weight`` as float64 (None stays None), refused when negative, not finite, of the
-    wrong length or all zero (scikit-learn's checks, which name the problem), rounded to the grid
-    on which every sum of them is exact (:func:`~skmrf._data.summable_weights`): a fit by row
-    chunks then equals the in-memory fit bit for bit, whatever the weights."""
+def _sample_weight(sample_weight, X, what):
+    """``sample_weight`` validated (:func:`~skmrf._utils.validation.check_count_weights`; None stays
+    None) and rounded to the grid on which every sum of them is exact
+    (:func:`~skmrf._data.summable_weights`): a fit by row chunks then equals the in-memory fit bit
+    for bit, whatever the weights."""
     if sample_weight is None:
         return None
-    weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-    with np.errstate(over="ignore"):
-        total = float(np.sum(weight))
-    if total > 0:  # all zero: the caller's own refusal names it
-        check_weight_sum(total, float(weight.max()))
-    return summable_weights(weight)
+    return summable_weights(check_count_weights(sample_weight, X.shape[0], what))
 
 
 def validate_rows(estimator, X, sample_weight=None, n_states="auto", allow_missing=False, keep_dtype=False):
@@ -160,7 +154,7 @@ def validate_rows(estimator, X, sample_weight=None, n_states="auto", allow_missi
     states = np.maximum(Xi.max(axis=0).astype(np.int64) + 1, 2) if given is None else given
     if given is None:
         _warn_if_counts(estimator, states, len(Xi), names)
-    weight = _sample_weight(sample_weight, Xi)
+    weight = _sample_weight(sample_weight, Xi, type(estimator).__name__)
     if weight is not None and not weight.all():  # rows of weight 0 count for nothing: drop them
         keep = weight > 0
         Xi, weight = Xi[keep], weight[keep]
@@ -203,7 +197,7 @@ def validate_row_chunks(estimator, X, sample_weight=None, n_states="auto", allow
     estimator.graph_ = resolve_graph(estimator.graph, n_features, None)
     given = None if isinstance(n_states, str) else check_n_states(n_states, n_features)
     high = reduce_row_chunks(X, scan_states, given, None, allow_missing, op=np.maximum)
-    weight = _sample_weight(sample_weight, X)
+    weight = _sample_weight(sample_weight, X, type(estimator).__name__)
     return Rows(X, np.maximum(high + 1, 2) if given is None else given, weight)
 
 

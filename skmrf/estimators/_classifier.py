@@ -141,7 +141,7 @@ class MRFClassifier(ClassifierMixin, BaseEstimator):
         check_classification_targets(y)
         encoder = LabelEncoder().fit(y)
         self.classes_ = encoder.classes_
-        sample_weight = _sample_weight(sample_weight, X)
+        sample_weight = _sample_weight(sample_weight, X, type(self).__name__)
         weighted = encoder.classes_ if sample_weight is None else np.unique(y[sample_weight > 0])
         if len(weighted) < 2:
             raise ValueError(

@@ -34,7 +34,6 @@ from ..._utils._atomic import atomic_fit
 from ..._utils._sklearn_compat import (
     Interval,
     StrOptions,
-    _check_sample_weight,
     _fit_context,
     check_is_fitted,
     validate_data,
@@ -43,9 +42,9 @@ from ..._utils._verbose import ProgressLog
 from ..._utils._warnings import warn
 from ..._utils.validation import (
     check_column_labels,
+    check_count_weights,
     check_data_array,
     check_real,
-    check_weight_sum,
     column_names,
     fit_column_labels,
 )
@@ -221,7 +220,7 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
             check_data_array(X, 2, type(self).__name__)
             names = column_names(self)
             X = check_real(X, names, advice=_NON_FINITE_ADVICE)
-        weights = self._check_weights(sample_weight, X.shape[0])
+        weights = None if sample_weight is None else check_count_weights(sample_weight, X.shape[0], type(self).__name__)
         self.adjacency_ = resolve_adjacency(self.graph, X.shape[1], names)
         if self._materialise and not is_chunked(X):
             prepared = self._prepare_in_memory(X, weights, names)
@@ -237,21 +236,6 @@ class _BaseGaussianMRF(MeanScoreMixin, BaseEstimator):
                 DiscreteDataWarning,
             )
         return prepared
-
-    def _check_weights(self, sample_weight, n):
-        """The validated ``sample_weight`` (float64, non-negative, finite, length n, positive sum), or None."""
-        if sample_weight is None:
-            return None
-        weights = _check_sample_weight(sample_weight, np.empty((n, 0)), dtype=np.float64, ensure_non_negative=True)
-        with np.errstate(over="ignore"):
-            total = float(np.sum(weights))
-        if not total > 0:
-            raise ValueError(
-                f"{type(self).__name__}: the sample weights sum to {total:g}; a fit needs a positive total weight "
-                "(a row of weight w counts as w rows)."
-            )
-        check_weight_sum(total, float(weights.max()), f"{type(self).__name__}: sample_weight")
-        return weights
 
     def _prepare_in_memory(self, X, weights, names):
         """:meth:`_prepare` of an in-memory X into one transposed standardised array."""

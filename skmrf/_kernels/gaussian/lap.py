@@ -23,7 +23,15 @@ from ..._utils._sklearn_compat import delayed
 from ..._utils._threads import single_blas_thread
 from .covariance_selection import dense_covariance
 
-__all__ = ["CHUNK_ENTRIES", "LapPlan", "StandardisedRows", "assemble_symmetric", "lap_from_covariance", "lap_from_data"]
+__all__ = [
+    "CHUNK_ENTRIES",
+    "LapPlan",
+    "StandardisedRows",
+    "assemble_symmetric",
+    "lap_from_covariance",
+    "lap_from_data",
+    "pattern_unknowns",
+]
 
 
 # A conditional variance below this fraction of the marginal one counts as zero.
@@ -534,3 +542,12 @@ def assemble_symmetric(ti, tj, values, p):
     P = sp.csr_array((vals, (rows, cols)), shape=(p, p))
     P.sort_indices()
     return P
+
+
+def pattern_unknowns(adjacency):
+    """Positions ``(rows, cols)``, ``rows <= cols``, of the diagonal and the edges."""
+    p = adjacency.shape[0]
+    upper = sp.triu(adjacency, k=1, format="coo")
+    rows = np.concatenate([np.arange(p), upper.row]).astype(np.int64)
+    cols = np.concatenate([np.arange(p), upper.col]).astype(np.int64)
+    return rows, cols

@@ -22,7 +22,7 @@ from ..._data.gaussian import covariance_on_pattern, dense_covariance_rows
 from ..._solvers.spd import logdet_spd, logdet_spd_dense
 from .chordal import ChordalPattern, chordal_max_likelihood, dual_bound
 from .covariance_selection import newton_covsel, regression_covsel
-from .lap import _SINGULAR_RTOL, LapPlan, assemble_symmetric, lap_from_covariance, lap_from_data
+from .lap import _SINGULAR_RTOL, LapPlan, assemble_symmetric, lap_from_covariance, lap_from_data, pattern_unknowns
 from .sparse_ml import sparse_max_likelihood
 
 __all__ = [
@@ -95,15 +95,6 @@ class EmbeddingTooLarge(ValueError):
     def __init__(self, pattern):
         super().__init__(f"the chordal embedding stores {pattern.n_stored} numbers")
         self.pattern = pattern
-
-
-def pattern_unknowns(adjacency):
-    """Positions ``(rows, cols)``, ``rows <= cols``, of the diagonal and the edges."""
-    p = adjacency.shape[0]
-    upper = sp.triu(adjacency, k=1, format="coo")
-    rows = np.concatenate([np.arange(p), upper.row]).astype(np.int64)
-    cols = np.concatenate([np.arange(p), upper.col]).astype(np.int64)
-    return rows, cols
 
 
 def _check_collinear(d, i, j, s_ij):

@@ -27,11 +27,21 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .chordal import covariance_on_embedding, dual_bound, embedding_start, objective
+from ..._data.gaussian import covariance_on_pattern
+from .chordal import ChordalPattern, covariance_on_embedding, dual_bound, embedding_start, likelihood_start, objective
+from .lap import assemble_symmetric, pattern_unknowns
 from .lattice import detect_lattice, stationary_fit
-from .newton_cg import newton_cg_covsel
+from .newton_cg import DECREMENT_TOL, newton_cg_covsel
 
-__all__ = ["SparseFit", "choose_start", "rescale", "sparse_max_likelihood"]
+__all__ = [
+    "LapRefinement",
+    "SparseFit",
+    "choose_start",
+    "lattice_start",
+    "refine_lap",
+    "rescale",
+    "sparse_max_likelihood",
+]
 
 
 class SparseFit(NamedTuple):
@@ -90,6 +100,15 @@ def rescale(pattern, s, x):
     d = np.empty(pattern.p)
     d[pattern.rows[diag]] = np.sqrt(w[diag] / s[diag])
     return x * d[pattern.rows] * d[pattern.cols]
+
+
+def lattice_start(pattern, s):
+    """``(lattice, x)``: the lattice of a stencil pattern and the stationary fit on it, rescaled
+    (:func:`rescale`; None when not positive definite), or ``(None, None)`` off a lattice."""
+    lattice = detect_lattice(pattern.rows, pattern.cols, pattern.p)
+    if lattice is None:
+        return None, None
+    return lattice, rescale(pattern, s, stationary_fit(lattice, s)[lattice.kind])
 
 
 def choose_start(pattern, s, candidates):
@@ -170,12 +189,12 @@ def sparse_max_likelihood(
     del s_stored
     if log is not None:
         log("embedding start: %s", "positive definite" if x_embedding is not None else "not positive definite")
-    lattice = detect_lattice(pattern.rows, pattern.cols, pattern.p)
+    lattice, x_stationary = lattice_start(pattern, s)
     if lattice is None and preconditioner == "lattice":
         raise ValueError("preconditioner='lattice' needs a stencil pattern on a grid (see detect_lattice).")
     candidates = {"embedding": x_embedding}
     if lattice is not None:
-        candidates["stationary"] = rescale(pattern, s, stationary_fit(lattice, s)[lattice.kind])
+        candidates["stationary"] = x_stationary
     if preconditioner == "chordal":
         lattice = None
     if extra_start is not None:
@@ -214,3 +233,52 @@ def sparse_max_likelihood(
         lattice is not None,
         result.Y,
     )
+
+
+class LapRefinement(NamedTuple):
+    """What :func:`refine_lap` ran: the start it chose, the repair of the LAP estimate, its steps."""
+
+    start: str
+    repair_factor: float
+    n_iter: int
+
+
+def refine_lap(data, adjacency, n_div, precision, *, shrinkage, mu, newton_steps, log):
+    """``newton_steps`` Newton-CG steps of the ML problem from the LAP estimate (made positive definite).
+
+    Fewer when the statistical precision of GaussianMaxLikelihood (``decrement_tol=1e-3``) is
+    reached first; on a lattice pattern with the stationary-torus preconditioner, and from the
+    stationary fit when its objective is lower. Returns ``(precision, log det, LapRefinement)``.
+    """
+    p = data.shape[0]
+    cols, rows = pattern_unknowns(adjacency)  # the lower triangle, as the chordal embedding stores it
+    pattern = ChordalPattern(rows, cols, p)
+    s = covariance_on_pattern(data, rows, cols, n_div, shrinkage, mu)
+    x = np.asarray(precision[rows, cols]).ravel()
+    repair_factor = 1.0
+    # Measured on the 316 x 316 5-point lattice (n = 1000): the repaired LAP estimate (t = 0.91) took
+    # damped steps of 105-230 CG iterations (objective -5612 after 3 steps, 271 s), the stationary
+    # start steps of 3 and 5 (-6251 after 2, ML's optimum -6255).
+    lattice, x_stationary = lattice_start(pattern, s)
+    candidates = {} if lattice is None else {"stationary": x_stationary}
+    if pattern.cholesky(x)[0] is not None:
+        candidates["lap"] = x
+    elif candidates.get("stationary") is None:
+        # The repair's line search of factorisations (12 s at p = 10^5) only where no lattice start exists.
+        x, repair_factor = likelihood_start(pattern, s, x)
+        log("the LAP estimate is not positive definite; start at off-diagonal scale %.6g", repair_factor)
+        candidates["lap"] = x
+    start, x, f0 = choose_start(pattern, s, candidates)
+    log("Newton start: %s, objective %.10g", start, f0)
+    result = newton_cg_covsel(
+        pattern,
+        s,
+        x,
+        max_iter=newton_steps,
+        decrement_tol=DECREMENT_TOL * len(rows) / n_div,
+        lattice=lattice,
+        log=log,
+        certify=False,  # GaussianLAP reports no duality gap
+    )
+    refined = assemble_symmetric(rows, cols, result.x, p)
+    return refined, result.log_det, LapRefinement(start, repair_factor, result.n_iter)

@@ -12,13 +12,8 @@ from numbers import Integral
 
 import numpy as np
 
-from ..._data.gaussian import covariance_on_pattern
-from ..._kernels.gaussian.chordal import ChordalPattern, likelihood_start
 from ..._kernels.gaussian.lap import LapPlan, assemble_symmetric, lap_from_data
-from ..._kernels.gaussian.lattice import detect_lattice, stationary_fit
-from ..._kernels.gaussian.max_likelihood import pattern_unknowns
-from ..._kernels.gaussian.newton_cg import DECREMENT_TOL, newton_cg_covsel
-from ..._kernels.gaussian.sparse_ml import choose_start, rescale
+from ..._kernels.gaussian.sparse_ml import refine_lap
 from ..._solvers.spd import logdet_spd, shrink_to_pd
 from ..._utils._docstrings import fill_doc
 from ..._utils._sklearn_compat import Interval, StrOptions
@@ -379,48 +374,6 @@ class GaussianLAP(_BaseGaussianMRF):
         warn(msg, NotPositiveDefiniteWarning)  # fit's caller
         return precision, is_pd, logdet
 
-    def _newton_refine(self, data, n_div, mu, precision, log):
-        """``newton_steps`` Newton-CG steps of the ML problem from the LAP estimate (made positive definite).
-
-        Fewer when the statistical precision of :class:`GaussianMaxLikelihood`
-        (``decrement_tol=1e-3``) is reached first; on a lattice pattern with the
-        stationary-torus preconditioner.
-        """
-        p = data.shape[0]
-        cols, rows = pattern_unknowns(self.adjacency_)  # the lower triangle, as the chordal embedding stores it
-        pattern = ChordalPattern(rows, cols, p)
-        s = covariance_on_pattern(data, rows, cols, n_div, self.shrinkage, mu)
-        x = np.asarray(precision[rows, cols]).ravel()
-        self.repair_factor_ = 1.0
-        lattice = detect_lattice(rows, cols, p)
-        candidates = {}
-        if lattice is not None:
-            # GaussianMaxLikelihood's lattice start. Measured on the 316 x 316 5-point lattice (n = 1000): the
-            # repaired LAP estimate (t = 0.91) took damped steps of 105-230 CG iterations (objective -5612
-            # after 3 steps, 271 s), the stationary start steps of 3 and 5 (-6251 after 2, ML's optimum -6255).
-            candidates["stationary"] = rescale(pattern, s, stationary_fit(lattice, s)[lattice.kind])
-        if pattern.cholesky(x)[0] is not None:
-            candidates["lap"] = x
-        elif candidates.get("stationary") is None:
-            # The repair's line search of factorisations (12 s at p = 10^5) only where no lattice start exists.
-            x, self.repair_factor_ = likelihood_start(pattern, s, x)
-            log("the LAP estimate is not positive definite; start at off-diagonal scale %.6g", self.repair_factor_)
-            candidates["lap"] = x
-        self.newton_start_, x, f0 = choose_start(pattern, s, candidates)
-        log("Newton start: %s, objective %.10g", self.newton_start_, f0)
-        result = newton_cg_covsel(
-            pattern,
-            s,
-            x,
-            max_iter=self.newton_steps,
-            decrement_tol=DECREMENT_TOL * len(rows) / n_div,
-            lattice=lattice,
-            log=log,
-            certify=False,  # GaussianLAP reports no duality gap
-        )
-        self.n_iter_ = result.n_iter
-        return assemble_symmetric(rows, cols, result.x, p), True, result.log_det
-
     def _fit_precision(self, XT, n_div, mu, log):
         p, n_rows = XT.shape
         log("validated %d x %d data", n_rows, p)
@@ -433,7 +386,18 @@ class GaussianLAP(_BaseGaussianMRF):
         log("solved the neighbourhood blocks")
         self.n_iter_ = 0
         if self.newton_steps:
-            precision, is_pd, logdet = self._newton_refine(XT, n_div, mu, precision, log)
+            precision, logdet, info = refine_lap(
+                XT,
+                self.adjacency_,
+                n_div,
+                precision,
+                shrinkage=self.shrinkage,
+                mu=mu,
+                newton_steps=self.newton_steps,
+                log=log,
+            )
+            self.newton_start_, self.repair_factor_, self.n_iter_ = info
+            is_pd = True
         else:
             precision, is_pd, logdet = self._positive_definite(precision, n)
         log("checked positive definiteness")

@@ -696,13 +696,12 @@ def test_diverged_parameters_raise_naming_the_setting(monkeypatch, schedule, adv
     """No schedule reaches non-finite parameters on a test model (lipschitz=1e-300 stays finite), so
     the guard is tested on a fit whose kernel is made to return them: the fit must raise, not keep
     NaN in theta_."""
-    kernel = "_fit_moments" if schedule.kind == "moments" else "_fit_projected"
+    run = type(schedule)._run
 
-    def diverged(self, rows, *args):
-        self.n_iter_ = 3
-        return np.full(self.model_.n_params, np.nan)
+    def diverged(self, est, rows, positions):
+        return run(self, est, rows, positions)._replace(theta=np.full(est.model_.n_params, np.nan), n_iter=3)
 
-    monkeypatch.setattr(MCMCMaxLikelihood, kernel, diverged)
+    monkeypatch.setattr(type(schedule), "_run", diverged)
     X = np.random.default_rng(0).integers(0, 2, (50, 4))
     with pytest.raises(ValueError, match=rf"diverged to non-finite values in 3 steps.*{advice}"):
         MCMCMaxLikelihood("chain", schedule=schedule).fit(X)

@@ -1,42 +1,32 @@
 """MCMC maximum likelihood (Domke 2015): the estimator; the kernels are in :mod:`skmrf._kernels.mcmc`.
 
-:class:`MCMCMaxLikelihood` validates once, resolves its schedule object (:class:`AdaptiveSchedule`
-or :class:`TheorySchedule`) and the constraint set, and calls the schedule's kernel:
-:func:`~skmrf._kernels.mcmc.adaptive.fit_adaptive` (started at the pseudo-likelihood kernel's
-estimate) or :func:`~skmrf._kernels.mcmc.theory.fit_theory`.
+:class:`MCMCMaxLikelihood` validates once and hands the fit to its schedule object
+(:class:`AdaptiveSchedule`, :class:`TheorySchedule` or :class:`MomentMatchingSchedule`), whose
+``_run`` builds its constraint set, calls its kernel (:func:`~skmrf._kernels.mcmc.adaptive.fit_adaptive`
+started at the pseudo-likelihood kernel's estimate, :func:`~skmrf._kernels.mcmc.theory.fit_theory`
+or :func:`~skmrf._kernels.mcmc.moments.fit_moments`), warns as its method needs, and returns one
+record (:class:`~skmrf.estimators._schedules.ScheduleFit`) that the estimator stores.
 """
 
 from __future__ import annotations
 
-from functools import partial
 from numbers import Real
 
 import numpy as np
 
 from .._kernels.mcmc import chains
-from .._kernels.mcmc.adaptive import ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW, fit_adaptive
-from .._kernels.mcmc.chains import binary_theta, pairwise_positions
-from .._kernels.mcmc.constraint import constraint_set
-from .._kernels.mcmc.defaults import ADAPTIVE_MAX_WORK, ADAPTIVE_MC_FRACTION, plan_adaptive
-from .._kernels.mcmc.moments import AUTO_START_SWEEPS, fit_moments
-from .._kernels.mcmc.theory import fit_theory, ising_data_statistics, plan_theory
+from .._kernels.mcmc.chains import pairwise_positions
 from .._kernels.pseudo import fit_pseudo_likelihood
-from .._solvers._convergence import warn_not_converged
 from .._utils._budgets import MOMENTS_MIN_WORK_PER_THREAD
 from .._utils._docstrings import fill_doc
 from .._utils._parallel import parallel_or_serial, workers_for
-from .._utils._progress import Progress
 from .._utils._sklearn_compat import Interval, StrOptions, check_is_fitted
-from .._utils._verbose import ProgressLog
-from .._utils._warnings import warn
-from .._utils.validation import check_generator
 from ..exceptions import MixingBoundWarning
-from ..inference._gibbs import colour_classes, is_binary_pairwise
+from ..inference._gibbs import is_binary_pairwise
 from ..model._ising import binary_to_ising
 from ._base import ALPHA_CONSTRAINT, N_JOBS_CONSTRAINT, BaseDiscreteMRF
-from ._existence import table_counts, warn_if_unbounded
 from ._protocol import Trace
-from ._schedules import AdaptiveSchedule, MCMCSchedule, MomentMatchingSchedule, TheorySchedule
+from ._schedules import AdaptiveSchedule, MCMCSchedule, MomentMatchingSchedule, ScheduleFit, TheorySchedule
 
 __all__ = [
     "AdaptiveSchedule",
@@ -51,15 +41,6 @@ _SCHEDULES = {"adaptive": AdaptiveSchedule, "theory": TheorySchedule, "moments":
 
 #: Tolerance of the pseudo-likelihood start (its L-BFGS projected gradient).
 START_TOL = 1e-8
-
-
-def _report(log, k, x, grad, ratio=None, step=None):
-    """One progress line per step: the gradient estimate (its noise ratio, the step's length)."""
-    if ratio is None:
-        log("Iteration %d, |grad| = %.4g", k, np.linalg.norm(grad))
-    else:
-        norm = np.linalg.norm(grad)
-        log("Iteration %d, |grad| = %.4g, mean grad^2 / noise = %.3g, |step| = %.3g", k, norm, ratio, step)
 
 
 @fill_doc
@@ -350,8 +331,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         return self.schedule
 
     def _binary_requirement(self):
-        if self._schedule().kind == "theory":
-            return "MCMCMaxLikelihood's theory schedule is defined"
+        if (subject := self._schedule()._binary_only) is not None:
+            return subject
         if self.projection == "spectral":
             return "The spectral set is defined"
         return None
@@ -362,44 +343,22 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         model = self.model_
         positions = pairwise_positions(model.layout)
         self.edges_ = positions.edges
-        self.moment_ratio_ = None  # the adaptive schedule measures it
-        theory = schedule.kind == "theory"
-        if schedule.kind == "moments":
-            theta = self._fit_moments(rows, schedule)
-        else:
-            theta = self._fit_projected(rows, schedule, positions, theory)
-        if not np.all(np.isfinite(theta)):
-            smaller_steps = "a smaller learning_rate" if schedule.kind == "moments" else "a larger lipschitz"
+        fit = schedule._run(self, rows, positions)
+        if not np.all(np.isfinite(fit.theta)):
             raise ValueError(
-                f"{type(self).__name__}: the parameters diverged to non-finite values in {self.n_iter_} "
-                f"steps of the {schedule.kind} schedule. Give the schedule {smaller_steps} (smaller "
+                f"{type(self).__name__}: the parameters diverged to non-finite values in {fit.n_iter} "
+                f"steps of the {fit.schedule.kind} schedule. Give the schedule {schedule._smaller_steps} (smaller "
                 "steps) or the estimator a larger alpha."
             )
-        if not theory and is_binary_pairwise(model.layout):  # the theory schedule converts its own (h, J)
+        for name in ScheduleFit._fields[1:-1]:
+            setattr(self, name + "_", getattr(fit, name))
+        if fit.ising is not None:
+            self.ising_fields_, self.ising_couplings_ = fit.ising
+        elif is_binary_pairwise(model.layout):
             self.ising_fields_, self.ising_couplings_ = binary_to_ising(
-                theta[positions.node_pos], theta[positions.edge_pos], positions.edges, model.n_variables
+                fit.theta[positions.node_pos], fit.theta[positions.edge_pos], positions.edges, model.n_variables
             )
-        return theta
-
-    def _fit_projected(self, rows, schedule, positions, theory):
-        """The adaptive or the theory schedule, inside its constraint set."""
-        model = self.model_
-        constraint = constraint_set(
-            self.projection,
-            self.max_coupling,
-            model.layout,
-            positions,
-            self.graph_.max_degree,
-            binary=is_binary_pairwise(model.layout),
-            required=theory and any(isinstance(g, str) for g in schedule._given()),
-            unconstrained=not theory,
-        )
-        self.max_coupling_ = constraint.bound
-        rng = check_generator(self.random_state)
-        log = ProgressLog(type(self).__name__, self.verbose)
-        if theory:
-            return self._fit_theory(rows, schedule, constraint, positions, rng, log)
-        return self._fit_adaptive(rows, schedule, constraint, rng, log)
+        return fit.theta
 
     def _pool(self, n_chains, n_sweeps, threads=False):
         """Workers for the chain blocks: loky processes, or threads (the moment-matching fit: its
@@ -410,9 +369,10 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         prefer = {"prefer": "threads"} if threads else {}
         return parallel_or_serial(n_workers, verbose=max(0, self.verbose - 1), **prefer)
 
-    def _start(self, rows, schedule, log):
-        """The pseudo-likelihood estimate (the PL kernel, with this fit's ridge), or zero."""
-        if schedule.start_iter == 0:
+    def _start(self, rows, max_iter, log):
+        """The pseudo-likelihood estimate (the PL kernel, with this fit's ridge, ``max_iter``
+        iterations), or zero when ``max_iter`` is 0."""
+        if max_iter == 0:
             return np.zeros(self.model_.n_params)
 
         def report(it, f, g):
@@ -423,205 +383,11 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
             self.graph_,
             rows,
             self._ridge_penalty(),
-            max_iter=schedule.start_iter,
+            max_iter=max_iter,
             tol=START_TOL,
             callback=report,
         )
         return theta
-
-    def _fit_adaptive(self, rows, schedule, constraint, rng, log):
-        """Persistent chains, natural-gradient steps, noise-level stopping rule, averaged iterates."""
-        model, colours = self.model_, colour_classes(self.graph_)
-        self.schedule_auto_ = self.mixing_constant_ = self.mixing_rate_ = None
-        self.suff_stat_bound_ = self.distance_bound_ = None
-        if self.alpha_ == 0:
-            warn_if_unbounded(self, rows)
-        theta0 = constraint.project_theta(self._start(rows, schedule, log))
-        plan = plan_adaptive(schedule._given(), schedule.tol, model.layout, theta0, colours, rows, rng)
-        n_iter, n_chains, n_sweeps = plan.n_iter, plan.n_chains, plan.n_sweeps
-        self.schedule_ = MCMCSchedule("adaptive", n_iter, n_chains, n_sweeps, constraint.fast_mixing)
-        self.sweep_autocorrelation_ = plan.sweep_autocorrelation
-        if plan.mc_fraction is not None and plan.mc_fraction > ADAPTIVE_MC_FRACTION * (1 + 1e-9):
-            warn(
-                f"{type(self).__name__}: the adaptive schedule's auto chains were cut to {n_chains} chains x "
-                f"{plan.n_average} averaged steps of {n_sweeps} sweeps, the work of about "
-                f"{ADAPTIVE_MAX_WORK:.3g} single-site updates (ADAPTIVE_MAX_WORK, about 50 s on one core), so the "
-                f"estimate's Monte-Carlo error is {plan.mc_fraction:.3g} of its statistical error instead of "
-                f"{ADAPTIVE_MC_FRACTION:g} ({rows.total:.6g} rows, or the sum of the weights, ask for that many). "
-                "Give the schedule's n_chains and n_iter to spend more, or weights that sum to the number of rows "
-                "they stand for.",
-                UserWarning,
-            )
-        mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
-        with (
-            self._pool(n_chains, n_sweeps) as parallel,
-            Progress(n_iter, type(self).__name__, self.verbose) as bar,
-        ):
-            theta, info = fit_adaptive(
-                model.layout,
-                colours,
-                rows,
-                mean_stats,
-                self._ridge_penalty(),
-                theta0,
-                constraint,
-                n_chains=n_chains,
-                n_sweeps=n_sweeps,
-                n_iter=n_iter,
-                tol=plan.tol,
-                n_average=plan.n_average,
-                init=schedule.init,
-                persistent=schedule.persistent,
-                lipschitz=schedule.lipschitz,
-                average=schedule.average,
-                rng=rng,
-                parallel=parallel,
-                callback=partial(_report, bar.follow(log, "Iteration")) if self.verbose else None,
-            )
-        self.lipschitz_, self.trace_ = info.lipschitz, info.trace
-        self.n_iter_, self.converged_, self.n_averaged_ = info.n_iter, info.converged, info.n_averaged
-        self.moment_ratio_ = info.moment_ratio
-        if info.moment_ratio is not None and info.moment_ratio > info.moment_ratio_max:
-            steps = info.trace["step_noise_ratio"][-ADAPTIVE_WINDOW:]
-            warn_not_converged(
-                type(self).__name__,
-                f"to the maximum-likelihood estimate: at the returned parameters, {n_chains} fresh chains give "
-                f"model moments whose squared distance from the data's is {info.moment_ratio:.3g} times its "
-                "variance (Monte-Carlo and the data's sampling) on average over the parameters (at most about 1 "
-                f"at the estimate; accepted up to "
-                f"{info.moment_ratio_max:.3g}, moment_ratio_), and over the last {len(steps)} steps each gradient "
-                f"was {steps.mean():.3g} times its noise (1.3 to 3.3 measured where the iterates settled; larger "
-                "means the steps oscillate or drift)",
-                "Do not use these parameters as maximum-likelihood estimates. Raise the schedule's n_chains (more "
-                "chains estimate the natural step's Fisher matrix better: on the 32 x 32 Ising torus with 1000 rows, "
-                "1063 chains oscillated and 4000 converged) and n_iter, or compare with PseudoLikelihoodEstimator, "
-                "whose estimate is consistent and needs no chains.",
-            )
-        elif not self.converged_:
-            ratio = info.trace["noise_ratio"][max(ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW) - 1 : n_iter // 2]
-            warn_not_converged(
-                type(self).__name__,
-                f"in {n_iter} steps: in its first {n_iter // 2} the mean gradient of the last {ADAPTIVE_WINDOW} "
-                f"steps stayed at least {ratio.min(initial=np.inf):.3g} times its Monte-Carlo variance (the rule "
-                f"needs below {1 + schedule.tol:g}); the estimate averages the last half of the steps",
-                "Raise the schedule's n_iter, or n_chains for less noise.",
-            )
-        return theta
-
-    def _fit_moments(self, rows, schedule):
-        """Moment matching from the independent-site model (bmDCA's fit), unconstrained."""
-        if self.max_coupling is not None:
-            raise ValueError(
-                "MCMCMaxLikelihood's moment-matching schedule is unconstrained, but "
-                f"max_coupling={self.max_coupling!r} was given: leave max_coupling=None, or use "
-                "schedule='adaptive' for a constrained fit."
-            )
-        model = self.model_
-        self.max_coupling_ = self.schedule_auto_ = self.mixing_constant_ = self.mixing_rate_ = None
-        self.suff_stat_bound_ = self.distance_bound_ = self.lipschitz_ = self.sweep_autocorrelation_ = None
-        if self.alpha_ == 0:
-            warn_if_unbounded(self, rows)
-        n_iter, n_chains, n_sweeps = schedule.n_iter, schedule.n_chains, schedule.n_sweeps
-        mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
-        log = ProgressLog(type(self).__name__, self.verbose)
-        with (
-            self._pool(n_chains, AUTO_START_SWEEPS if n_sweeps == "auto" else n_sweeps, threads=True) as parallel,
-            Progress(n_iter, type(self).__name__, self.verbose) as bar,
-        ):
-            say = bar.follow(log, "Iteration")
-
-            def report(k, theta, grad, r_pair, r_unary, sweeps, decorrelated):
-                message = "Iteration %d, |grad| = %.4g, connected r = %.4f, frequencies r = %.4f, %d sweeps, %s"
-                state = "decorrelated" if decorrelated else "not decorrelated"
-                say(message, k, np.linalg.norm(grad), r_pair, r_unary, sweeps, state)
-
-            theta, info = fit_moments(
-                model.layout,
-                colour_classes(self.graph_),
-                rows,
-                mean_stats,
-                self._ridge_penalty(),
-                n_chains=n_chains,
-                n_sweeps=n_sweeps,
-                n_iter=n_iter,
-                learning_rate=schedule.learning_rate,
-                target=schedule.target,
-                target_frequencies=schedule.target_frequencies,
-                damping=schedule.damping,
-                rng=check_generator(self.random_state),
-                parallel=parallel,
-                callback=report if self.verbose else None,
-            )
-        self.n_iter_, self.converged_, self.trace_, self.n_averaged_ = info.n_iter, info.converged, info.trace, 1
-        last_sweeps = int(info.trace["n_sweeps"][-1])
-        self.schedule_ = MCMCSchedule("moments", n_iter, n_chains, last_sweeps, False)
-        if self.converged_ and not info.trace["decorrelated"][-1]:
-            warn_not_converged(
-                type(self).__name__,
-                f"at equilibrium: the chains met the targets after {last_sweeps} sweeps a step but still "
-                f"agreed with their states of the step before (overlap {info.trace['overlap_self'][-1]:.3f}) "
-                f"more than with other chains' ({info.trace['overlap_between'][-1]:.3f}); they lag the model, "
-                "whose own equilibrium may not reproduce the data's correlations",
-                "Use the schedule's n_sweeps='auto', which adds sweeps until the chains decorrelate and stops "
-                "only on such chains, or check samples of the model run to equilibrium.",
-            )
-        if not self.converged_:
-            warn_not_converged(
-                type(self).__name__,
-                f"in {n_iter} steps: the chains' connected correlations reached Pearson r "
-                f"{info.trace['pearson_connected'].max():.3f} at best (target {schedule.target:g}), the frequencies "
-                f"{info.trace['pearson_frequencies'].max():.4f} (target {schedule.target_frequencies:g}); the estimate "
-                "is the last iterate",
-                "Raise the schedule's n_iter, or its n_chains for less noise in the measured r.",
-            )
-        return theta
-
-    def _fit_theory(self, rows, schedule, constraint, positions, rng, log):
-        """Algorithm 1 of Domke (2015) in the ``{-1, +1}`` coordinates, converted to ``theta``."""
-        model, n, edges = self.model_, self.model_.n_variables, positions.edges
-        mean_stats = ising_data_statistics(rows, edges)
-        geometry = constraint.geometry
-        plan = plan_theory(
-            schedule._given(),
-            schedule.eps,
-            schedule.delta,
-            self.alpha_,
-            schedule.lipschitz,
-            geometry,
-            self.projection,
-            mean_stats[:n],
-            len(edges),
-            self.graph_.max_degree,
-        )
-        self.schedule_auto_ = plan.auto
-        self.schedule_ = MCMCSchedule("theory", *plan.schedule, constraint.fast_mixing)
-        self.max_coupling_, self.mixing_constant_, self.mixing_rate_ = geometry[:3]
-        self.lipschitz_, self.suff_stat_bound_, self.distance_bound_ = plan[2:]
-        with (
-            self._pool(plan.schedule.n_samples, plan.schedule.n_sweeps) as parallel,
-            Progress(plan.schedule.n_iter, type(self).__name__, self.verbose) as bar,
-        ):
-            phi, info = fit_theory(
-                model.layout,
-                colour_classes(self.graph_),
-                rows,
-                mean_stats,
-                self.alpha_,
-                plan,
-                geometry,
-                init=schedule.init,
-                persistent=schedule.persistent,
-                average=schedule.average,
-                reproject=self.projection == "spectral",
-                rng=rng,
-                parallel=parallel,
-                callback=partial(_report, bar.follow(log, "Iteration")) if self.verbose else None,
-            )
-        self.n_iter_, self.converged_, self.trace_ = plan.schedule.n_iter, True, info.trace
-        self.n_averaged_ = plan.schedule.n_iter if schedule.average else 1
-        self.sweep_autocorrelation_ = None
-        self.ising_fields_, self.ising_couplings_ = phi[:n].copy(), phi[n:].copy()
-        return binary_theta(phi, model.n_params, positions)
 
     def __skmrf_trace__(self):
         """``trace_`` for :func:`~skmrf.plotting.plot_trace`: one series per key (all but ``"time"``

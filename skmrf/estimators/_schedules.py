@@ -7,14 +7,29 @@ ignored; both are scikit-learn parameter objects (``get_params(deep=True)``, ``c
 
 from __future__ import annotations
 
+from functools import partial
 from numbers import Integral, Real
 from typing import NamedTuple
 
+import numpy as np
 from sklearn.base import BaseEstimator
 
+from .._kernels.mcmc.adaptive import ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW, fit_adaptive
+from .._kernels.mcmc.chains import binary_theta
+from .._kernels.mcmc.constraint import constraint_set
+from .._kernels.mcmc.defaults import ADAPTIVE_MAX_WORK, ADAPTIVE_MC_FRACTION, plan_adaptive
+from .._kernels.mcmc.moments import AUTO_START_SWEEPS, fit_moments
+from .._kernels.mcmc.theory import fit_theory, ising_data_statistics, plan_theory
+from .._solvers._convergence import warn_not_converged
+from .._utils._progress import Progress
 from .._utils._sklearn_compat import Interval, StrOptions
+from .._utils._verbose import ProgressLog
+from .._utils._warnings import warn
+from .._utils.validation import check_generator
+from ..inference._gibbs import colour_classes, is_binary_pairwise
+from ._existence import table_counts, warn_if_unbounded
 
-__all__ = ["AdaptiveSchedule", "MCMCSchedule", "MomentMatchingSchedule", "TheorySchedule"]
+__all__ = ["AdaptiveSchedule", "MCMCSchedule", "MomentMatchingSchedule", "ScheduleFit", "TheorySchedule"]
 
 _AUTO_COUNT = [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})]
 
@@ -33,6 +48,53 @@ class MCMCSchedule(NamedTuple):
     n_chains: int
     n_sweeps: int
     fast_mixing: bool
+
+
+class ScheduleFit(NamedTuple):
+    """What every schedule's run returns; :class:`~skmrf.MCMCMaxLikelihood` stores each field as
+    the fitted attribute of its name plus ``_`` (None: the schedule has no such figure)."""
+
+    theta: np.ndarray
+    schedule: MCMCSchedule
+    n_iter: int
+    converged: bool
+    n_averaged: int
+    trace: dict
+    max_coupling: float | None = None
+    lipschitz: float | None = None
+    sweep_autocorrelation: float | None = None
+    moment_ratio: float | None = None
+    schedule_auto: tuple | None = None
+    mixing_constant: float | None = None
+    mixing_rate: float | None = None
+    suff_stat_bound: float | None = None
+    distance_bound: float | None = None
+    #: ``(fields, couplings)`` in the ``{-1, +1}`` coordinates when the schedule works in them.
+    ising: tuple | None = None
+
+
+def _report(log, k, x, grad, ratio=None, step=None):
+    """One progress line per step: the gradient estimate (its noise ratio, the step's length)."""
+    if ratio is None:
+        log("Iteration %d, |grad| = %.4g", k, np.linalg.norm(grad))
+    else:
+        norm = np.linalg.norm(grad)
+        log("Iteration %d, |grad| = %.4g, mean grad^2 / noise = %.3g, |step| = %.3g", k, norm, ratio, step)
+
+
+def _constraint(est, positions, theory, given=()):
+    """The constraint set of ``est`` (``max_coupling``, ``projection``) for a projected schedule."""
+    layout = est.model_.layout
+    return constraint_set(
+        est.projection,
+        est.max_coupling,
+        layout,
+        positions,
+        est.graph_.max_degree,
+        binary=is_binary_pairwise(layout),
+        required=theory and any(isinstance(g, str) for g in given),
+        unconstrained=not theory,
+    )
 
 
 class AdaptiveSchedule(BaseEstimator):
@@ -138,6 +200,93 @@ class AdaptiveSchedule(BaseEstimator):
         resolved from the data by :func:`~skmrf._kernels.mcmc.defaults.plan_adaptive`."""
         return self.n_iter, self.n_chains, self.n_sweeps
 
+    #: The advice of the fit's refusal of non-finite parameters, and what is defined for binary
+    #: variables only (None: nothing).
+    _smaller_steps, _binary_only = "a larger lipschitz", None
+
+    def _run(self, est, rows, positions):
+        """Persistent chains, natural-gradient steps, noise-level stopping rule, averaged iterates."""
+        model, colours, name = est.model_, colour_classes(est.graph_), type(est).__name__
+        constraint = _constraint(est, positions, theory=False)
+        rng = check_generator(est.random_state)
+        log = ProgressLog(name, est.verbose)
+        if est.alpha_ == 0:
+            warn_if_unbounded(est, rows)
+        theta0 = constraint.project_theta(est._start(rows, self.start_iter, log))
+        plan = plan_adaptive(self._given(), self.tol, model.layout, theta0, colours, rows, rng)
+        n_iter, n_chains, n_sweeps = plan.n_iter, plan.n_chains, plan.n_sweeps
+        if plan.mc_fraction is not None and plan.mc_fraction > ADAPTIVE_MC_FRACTION * (1 + 1e-9):
+            warn(
+                f"{name}: the adaptive schedule's auto chains were cut to {n_chains} chains x "
+                f"{plan.n_average} averaged steps of {n_sweeps} sweeps, the work of about "
+                f"{ADAPTIVE_MAX_WORK:.3g} single-site updates (ADAPTIVE_MAX_WORK, about 50 s on one core), so the "
+                f"estimate's Monte-Carlo error is {plan.mc_fraction:.3g} of its statistical error instead of "
+                f"{ADAPTIVE_MC_FRACTION:g} ({rows.total:.6g} rows, or the sum of the weights, ask for that many). "
+                "Give the schedule's n_chains and n_iter to spend more, or weights that sum to the number of rows "
+                "they stand for.",
+                UserWarning,
+            )
+        mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
+        with est._pool(n_chains, n_sweeps) as parallel, Progress(n_iter, name, est.verbose) as bar:
+            theta, info = fit_adaptive(
+                model.layout,
+                colours,
+                rows,
+                mean_stats,
+                est._ridge_penalty(),
+                theta0,
+                constraint,
+                n_chains=n_chains,
+                n_sweeps=n_sweeps,
+                n_iter=n_iter,
+                tol=plan.tol,
+                n_average=plan.n_average,
+                init=self.init,
+                persistent=self.persistent,
+                lipschitz=self.lipschitz,
+                average=self.average,
+                rng=rng,
+                parallel=parallel,
+                callback=partial(_report, bar.follow(log, "Iteration")) if est.verbose else None,
+            )
+        if info.moment_ratio is not None and info.moment_ratio > info.moment_ratio_max:
+            steps = info.trace["step_noise_ratio"][-ADAPTIVE_WINDOW:]
+            warn_not_converged(
+                name,
+                f"to the maximum-likelihood estimate: at the returned parameters, {n_chains} fresh chains give "
+                f"model moments whose squared distance from the data's is {info.moment_ratio:.3g} times its "
+                "variance (Monte-Carlo and the data's sampling) on average over the parameters (at most about 1 "
+                f"at the estimate; accepted up to "
+                f"{info.moment_ratio_max:.3g}, moment_ratio_), and over the last {len(steps)} steps each gradient "
+                f"was {steps.mean():.3g} times its noise (1.3 to 3.3 measured where the iterates settled; larger "
+                "means the steps oscillate or drift)",
+                "Do not use these parameters as maximum-likelihood estimates. Raise the schedule's n_chains (more "
+                "chains estimate the natural step's Fisher matrix better: on the 32 x 32 Ising torus with 1000 rows, "
+                "1063 chains oscillated and 4000 converged) and n_iter, or compare with PseudoLikelihoodEstimator, "
+                "whose estimate is consistent and needs no chains.",
+            )
+        elif not info.converged:
+            ratio = info.trace["noise_ratio"][max(ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW) - 1 : n_iter // 2]
+            warn_not_converged(
+                name,
+                f"in {n_iter} steps: in its first {n_iter // 2} the mean gradient of the last {ADAPTIVE_WINDOW} "
+                f"steps stayed at least {ratio.min(initial=np.inf):.3g} times its Monte-Carlo variance (the rule "
+                f"needs below {1 + self.tol:g}); the estimate averages the last half of the steps",
+                "Raise the schedule's n_iter, or n_chains for less noise.",
+            )
+        return ScheduleFit(
+            theta,
+            MCMCSchedule(self.kind, n_iter, n_chains, n_sweeps, constraint.fast_mixing),
+            info.n_iter,
+            info.converged,
+            info.n_averaged,
+            info.trace,
+            max_coupling=constraint.bound,
+            lipschitz=info.lipschitz,
+            sweep_autocorrelation=plan.sweep_autocorrelation,
+            moment_ratio=info.moment_ratio,
+        )
+
 
 class TheorySchedule(BaseEstimator):
     """Domke's (2015) Algorithm 1 with the K/M/v schedule of its theorems, for binary models.
@@ -226,6 +375,65 @@ class TheorySchedule(BaseEstimator):
     def _given(self):
         """``(n_iter, n_chains, n_sweeps)`` as given (ints or ``"auto"``)."""
         return self.n_iter, self.n_chains, self.n_sweeps
+
+    _smaller_steps, _binary_only = "a larger lipschitz", "MCMCMaxLikelihood's theory schedule is defined"
+
+    def _run(self, est, rows, positions):
+        """Algorithm 1 of Domke (2015) in the ``{-1, +1}`` coordinates, converted to ``theta``."""
+        model, n, edges, name = est.model_, est.model_.n_variables, positions.edges, type(est).__name__
+        constraint = _constraint(est, positions, theory=True, given=self._given())
+        rng = check_generator(est.random_state)
+        log = ProgressLog(name, est.verbose)
+        mean_stats = ising_data_statistics(rows, edges)
+        geometry = constraint.geometry
+        plan = plan_theory(
+            self._given(),
+            self.eps,
+            self.delta,
+            est.alpha_,
+            self.lipschitz,
+            geometry,
+            est.projection,
+            mean_stats[:n],
+            len(edges),
+            est.graph_.max_degree,
+        )
+        steps = plan.schedule
+        with est._pool(steps.n_samples, steps.n_sweeps) as parallel, Progress(steps.n_iter, name, est.verbose) as bar:
+            phi, info = fit_theory(
+                model.layout,
+                colour_classes(est.graph_),
+                rows,
+                mean_stats,
+                est.alpha_,
+                plan,
+                geometry,
+                init=self.init,
+                persistent=self.persistent,
+                average=self.average,
+                reproject=est.projection == "spectral",
+                rng=rng,
+                parallel=parallel,
+                callback=partial(_report, bar.follow(log, "Iteration")) if est.verbose else None,
+            )
+        max_coupling, mixing_constant, mixing_rate = geometry[:3]
+        lipschitz, suff_stat_bound, distance_bound = plan[2:]
+        return ScheduleFit(
+            binary_theta(phi, model.n_params, positions),
+            MCMCSchedule(self.kind, *steps, constraint.fast_mixing),
+            steps.n_iter,
+            True,
+            steps.n_iter if self.average else 1,
+            info.trace,
+            max_coupling=max_coupling,
+            lipschitz=lipschitz,
+            schedule_auto=plan.auto,
+            mixing_constant=mixing_constant,
+            mixing_rate=mixing_rate,
+            suff_stat_bound=suff_stat_bound,
+            distance_bound=distance_bound,
+            ising=(phi[:n].copy(), phi[n:].copy()),
+        )
 
 
 class MomentMatchingSchedule(BaseEstimator):
@@ -322,3 +530,70 @@ class MomentMatchingSchedule(BaseEstimator):
         self.target = target
         self.target_frequencies = target_frequencies
         self.damping = damping
+
+    _smaller_steps, _binary_only = "a smaller learning_rate", None
+
+    def _run(self, est, rows, positions):
+        """Moment matching from the independent-site model (bmDCA's fit), unconstrained."""
+        if est.max_coupling is not None:
+            raise ValueError(
+                "MCMCMaxLikelihood's moment-matching schedule is unconstrained, but "
+                f"max_coupling={est.max_coupling!r} was given: leave max_coupling=None, or use "
+                "schedule='adaptive' for a constrained fit."
+            )
+        model, name = est.model_, type(est).__name__
+        if est.alpha_ == 0:
+            warn_if_unbounded(est, rows)
+        n_iter, n_chains, n_sweeps = self.n_iter, self.n_chains, self.n_sweeps
+        mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
+        log = ProgressLog(name, est.verbose)
+        with (
+            est._pool(n_chains, AUTO_START_SWEEPS if n_sweeps == "auto" else n_sweeps, threads=True) as parallel,
+            Progress(n_iter, name, est.verbose) as bar,
+        ):
+            say = bar.follow(log, "Iteration")
+
+            def report(k, theta, grad, r_pair, r_unary, sweeps, decorrelated):
+                message = "Iteration %d, |grad| = %.4g, connected r = %.4f, frequencies r = %.4f, %d sweeps, %s"
+                state = "decorrelated" if decorrelated else "not decorrelated"
+                say(message, k, np.linalg.norm(grad), r_pair, r_unary, sweeps, state)
+
+            theta, info = fit_moments(
+                model.layout,
+                colour_classes(est.graph_),
+                rows,
+                mean_stats,
+                est._ridge_penalty(),
+                n_chains=n_chains,
+                n_sweeps=n_sweeps,
+                n_iter=n_iter,
+                learning_rate=self.learning_rate,
+                target=self.target,
+                target_frequencies=self.target_frequencies,
+                damping=self.damping,
+                rng=check_generator(est.random_state),
+                parallel=parallel,
+                callback=report if est.verbose else None,
+            )
+        last_sweeps = int(info.trace["n_sweeps"][-1])
+        if info.converged and not info.trace["decorrelated"][-1]:
+            warn_not_converged(
+                name,
+                f"at equilibrium: the chains met the targets after {last_sweeps} sweeps a step but still "
+                f"agreed with their states of the step before (overlap {info.trace['overlap_self'][-1]:.3f}) "
+                f"more than with other chains' ({info.trace['overlap_between'][-1]:.3f}); they lag the model, "
+                "whose own equilibrium may not reproduce the data's correlations",
+                "Use the schedule's n_sweeps='auto', which adds sweeps until the chains decorrelate and stops "
+                "only on such chains, or check samples of the model run to equilibrium.",
+            )
+        if not info.converged:
+            warn_not_converged(
+                name,
+                f"in {n_iter} steps: the chains' connected correlations reached Pearson r "
+                f"{info.trace['pearson_connected'].max():.3f} at best (target {self.target:g}), the frequencies "
+                f"{info.trace['pearson_frequencies'].max():.4f} (target {self.target_frequencies:g}); the estimate "
+                "is the last iterate",
+                "Raise the schedule's n_iter, or its n_chains for less noise in the measured r.",
+            )
+        schedule = MCMCSchedule(self.kind, n_iter, n_chains, last_sweeps, False)
+        return ScheduleFit(theta, schedule, info.n_iter, info.converged, 1, info.trace)

@@ -31,7 +31,7 @@ from unittest import mock
 
 import numpy as np
 
-from skmrf import MetropolisHastingsMRF, grid_graph
+from skmrf import MetropolisHastingsMRF, MLEInducedLikelihood, PersistentChains, grid_graph
 from skmrf.estimators import _bayes as bayes
 from skmrf.model import agreement_to_mrf
 
@@ -49,11 +49,11 @@ PAPER_TABLE1_MS = {  # the paper's Table 1, n = 1000, 10^6 steps (milliseconds)
 METHODS = {
     "Exact-L": dict(likelihood="exact"),
     "MLE-L(rho=0)": dict(likelihood="mle_induced"),
-    "MLE-L(rho=0.05)": dict(likelihood="mle_induced", copula="gaussian", rho=0.05),
-    "MLE-L(rho=0.1)": dict(likelihood="mle_induced", copula="gaussian", rho=0.1),
+    "MLE-L(rho=0.05)": dict(likelihood=MLEInducedLikelihood(copula="gaussian", rho=0.05)),
+    "MLE-L(rho=0.1)": dict(likelihood=MLEInducedLikelihood(copula="gaussian", rho=0.1)),
     "Pseudo-L": dict(likelihood="pseudo"),
     "Laplace-L": dict(likelihood="laplace"),
-    "PersistMC": dict(likelihood="persistent_mc", n_particles=1000, n_sweeps=1),
+    "PersistMC": dict(likelihood=PersistentChains(n_particles=1000, n_sweeps=1)),
     "Exchange": dict(likelihood="exchange"),
 }
 

@@ -12,7 +12,14 @@ from sklearn import config_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LinearRegression
 
-from skmrf import DecomposedEM, ExactMaxLikelihood, MetropolisHastingsMRF, MLEInducedLikelihood
+from skmrf import (
+    DecomposedEM,
+    ExactMaxLikelihood,
+    LaplaceApproximation,
+    MetropolisHastingsMRF,
+    MLEInducedLikelihood,
+    PersistentChains,
+)
 from skmrf.estimators._existence import NoFiniteEstimateWarning
 from skmrf.model import agreement_to_mrf
 
@@ -194,7 +201,8 @@ def test_a_column_in_no_edge(X, likelihood):
     X5 = np.hstack([X, X[:, :1]])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        est = _mh(likelihood=likelihood, n_steps=100, n_particles=20).fit(X5)
+        few = {"laplace": LaplaceApproximation(n_particles=20), "persistent_mc": PersistentChains(n_particles=20)}
+        est = _mh(likelihood=few.get(likelihood, likelihood), n_steps=100).fit(X5)
         assert est.posterior_mean_.shape == (4,) and np.all(np.isfinite(est.samples_))
         if likelihood in ("exact", "laplace", "pseudo", "mle_induced"):
             ref = _mh(likelihood=likelihood, n_steps=100).fit(X)
@@ -205,7 +213,7 @@ def test_a_column_in_no_edge(X, likelihood):
 def test_a_sampled_fisher_information_needs_two_particles(X):
     # max_bytes=1: no junction tree fits, so the Laplace information comes from Gibbs draws.
     with pytest.raises(ValueError, match=r"likelihood='laplace' .* n_particles=1 Gibbs draws .* at least 2"):
-        _mh(likelihood="laplace", max_bytes=1, n_particles=1).fit(X)
+        _mh(likelihood=LaplaceApproximation(n_particles=1), max_bytes=1).fit(X)
 
 
 def test_a_fitted_mle_with_three_states_is_refused_naming_the_column(X):

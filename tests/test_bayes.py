@@ -13,7 +13,7 @@ from scipy import optimize, stats
 from scipy.signal import lfilter
 from scipy.special import logsumexp
 
-from skmrf import MetropolisHastingsMRF
+from skmrf import ExchangeAlgorithm, LaplaceApproximation, MetropolisHastingsMRF, MLEInducedLikelihood, PersistentChains
 from skmrf._kernels.likelihoods import (
     AgreementData,
     CallableLikelihood,
@@ -124,11 +124,9 @@ def test_persistent_mc_is_close_to_the_posterior(posterior):
     X, _ = posterior
     est = MetropolisHastingsMRF(
         CYCLE,
-        likelihood="persistent_mc",
+        likelihood=PersistentChains(n_particles=500, n_sweeps=2),
         n_steps=4000,
         n_chains=2,
-        n_particles=500,
-        n_sweeps=2,
         init="prior",
         random_state=0,
     ).fit(X)
@@ -280,3 +278,47 @@ def test_approximate_likelihoods_are_close_to_the_posterior(posterior, likelihoo
     X, _ = posterior
     est = MetropolisHastingsMRF(CYCLE, likelihood=likelihood, n_steps=20_000, n_chains=2, random_state=0).fit(X)
     _check_against_reference(est, posterior, extra=error)
+
+
+# -- likelihood objects (#41 item 2) -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        (dict(likelihood="mle_induced", copula="gaussian", rho=0.2), MLEInducedLikelihood(copula="gaussian", rho=0.2)),
+        (dict(likelihood="laplace", n_particles=50, max_bytes=1), LaplaceApproximation(n_particles=50)),
+        (dict(likelihood="persistent_mc", n_particles=30, n_sweeps=2), PersistentChains(n_particles=30, n_sweeps=2)),
+        (dict(likelihood="exchange", n_sweeps=2, max_bytes=1), ExchangeAlgorithm(n_sweeps=2)),
+    ],
+    ids=["mle_induced", "laplace", "persistent_mc", "exchange"],
+)
+def test_a_likelihood_object_fits_as_the_deprecated_settings_did(posterior, old, new):
+    # The same chain, draw for draw: the object carries the settings the constructor carried.
+    X, _ = posterior
+    common = dict(n_steps=300, random_state=0, max_bytes=old.pop("max_bytes", None))
+    with pytest.warns(FutureWarning, match="deprecated in 0.1 .* likelihood's own settings"):
+        before = MetropolisHastingsMRF(CYCLE, **old, **common).fit(X)
+    after = MetropolisHastingsMRF(CYCLE, likelihood=new, **common).fit(X)
+    np.testing.assert_array_equal(after.samples_, before.samples_)
+
+
+def test_likelihood_settings_are_reached_as_nested_parameters():
+    from sklearn.base import clone
+
+    est = MetropolisHastingsMRF(CYCLE, likelihood=PersistentChains(n_particles=200))
+    assert est.get_params()["likelihood__n_particles"] == 200
+    est.set_params(likelihood__n_sweeps=3)
+    assert clone(est).likelihood.get_params() == {"n_particles": 200, "n_sweeps": 3}
+
+
+def test_settings_given_twice_or_for_another_graph_are_refused(posterior):
+    X, _ = posterior
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match="give the settings on the likelihood object"):
+        MetropolisHastingsMRF(CYCLE, likelihood=PersistentChains(), n_sweeps=2).fit(X)
+    with pytest.raises(ValueError, match=r"MLEInducedLikelihood\(graph=.*differs from this estimator's graph"):
+        MetropolisHastingsMRF(CYCLE, likelihood=MLEInducedLikelihood("complete")).fit(X)
+    with pytest.raises(ValueError, match="n_particles"):
+        MetropolisHastingsMRF(CYCLE, likelihood=PersistentChains(n_particles=0)).fit(X)
+    # The same graph given again is fine.
+    MetropolisHastingsMRF(CYCLE, likelihood=MLEInducedLikelihood(CYCLE), n_steps=50).fit(X)

@@ -8,6 +8,7 @@ from ._em import DecomposedEM
 from ._exact import ExactMaxLikelihood
 from ._imputer import MRFImputer
 from ._lap import LAPEstimator, LAPSubproblem
+from ._likelihood_options import ExchangeAlgorithm, LaplaceApproximation, PersistentChains
 from ._mcmc import AdaptiveSchedule, MCMCMaxLikelihood, MomentMatchingSchedule, TheorySchedule
 from ._mle_induced import MLEInducedLikelihood
 from ._pseudo import PseudoLikelihoodEstimator
@@ -21,16 +22,19 @@ __all__ = [
     "TheorySchedule",
     "DecomposedEM",
     "ExactMaxLikelihood",
+    "ExchangeAlgorithm",
     "GaussianLAP",
     "GaussianMaxLikelihood",
     "LAPEstimator",
     "LAPSubproblem",
+    "LaplaceApproximation",
     "MCMCSchedule",
     "MRFClassifier",
     "MRFImputer",
     "MCMCMaxLikelihood",
     "MLEInducedLikelihood",
     "MetropolisHastingsMRF",
+    "PersistentChains",
     "PseudoLikelihoodEstimator",
     "covariance_selection",
     "fast_mixing_schedule",

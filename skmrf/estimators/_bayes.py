@@ -17,6 +17,7 @@ from numbers import Integral, Real
 import numpy as np
 from joblib import effective_n_jobs
 from scipy.special import logit
+from sklearn.base import BaseEstimator
 from sklearn.frozen import FrozenEstimator
 
 from .._kernels.likelihoods import (
@@ -35,13 +36,16 @@ from .._utils._docstrings import fill_doc
 from .._utils._mcmc_diagnostics import RHAT_MAX, effective_sample_size, split_rhat
 from .._utils._parallel import parallel_or_serial
 from .._utils._progress import Progress
-from .._utils._sklearn_compat import Interval, StrOptions, check_is_fitted, delayed
+from .._utils._sklearn_compat import Hidden, Interval, StrOptions, check_is_fitted, delayed
 from .._utils._verbose import ProgressLog
+from .._utils._warnings import warn
 from .._utils.validation import check_generator
 from ..inference._junction_tree import DEFAULT_MAX_BYTES
 from ..model import DiscreteMRF
 from ..model._agreement import agreement_matrix, check_agreement_parameters
 from ._base import N_JOBS_CONSTRAINT, BaseDiscreteMRF
+from ._likelihood_options import ExchangeAlgorithm, LaplaceApproximation, PersistentChains
+from ._mle_induced import MLEInducedLikelihood
 from ._mle_induced_fit import fit_mle_induced, parameter_edges, without_degenerate_edges
 from ._protocol import Trace
 
@@ -49,6 +53,24 @@ __all__ = ["MetropolisHastingsMRF"]
 
 
 LIKELIHOODS = ("exact", "pseudo", "mle_induced", "laplace", "persistent_mc", "exchange")
+
+#: The likelihood of each parameter object.
+_KINDS = {
+    MLEInducedLikelihood: "mle_induced",
+    LaplaceApproximation: "laplace",
+    PersistentChains: "persistent_mc",
+    ExchangeAlgorithm: "exchange",
+}
+
+#: The constructor settings that belong to a likelihood object, deprecated in 0.1, and the values
+#: they stand for when not given.
+_DEPRECATED = {"copula": "independent", "rho": 0.0, "mle": None, "n_particles": 1000, "n_sweeps": 1}
+_DEPRECATED_OPTION = Hidden(StrOptions({"deprecated"}))
+
+
+def _is_deprecated(value):
+    return isinstance(value, str) and value == "deprecated"
+
 
 #: Kept draws per chain, at least: split R-hat cuts each chain in halves of two draws or more,
 #: and the effective sample size sums autocorrelations in pairs.
@@ -87,22 +109,26 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
     ----------
     %(graph)s
         Pairwise. The parameters follow the edges in ``edges_`` (see Attributes).
-    likelihood : {"mle_induced", "exact", "pseudo", "laplace", "persistent_mc", \
-"exchange"} or callable, default="mle_induced"
-        The likelihood term:
+    likelihood : str, likelihood object or callable, default="mle_induced"
+        The likelihood term; a string stands for the object with its defaults:
 
         - ``"exact"``: ``log Z`` by the junction tree, built once; each step only
           recomputes its tables, for all chains in one batched calibration.
         - ``"pseudo"``: the pseudo-likelihood, on records compressed with their counts.
-        - ``"mle_induced"``: :class:`MLEInducedLikelihood` with ``copula``, ``rho``, ``mle``.
-        - ``"laplace"``: a Gaussian at the agreement-model MLE with the Fisher information,
-          exact by the junction tree where it fits, else from ``n_particles`` Gibbs draws.
-        - ``"persistent_mc"``: persistent particles advanced ``n_sweeps`` sweeps under
-          the proposal (Supplement Eq. 15); an approximation.
-        - ``"exchange"``: the single-variable exchange algorithm (Eq. 14 with one draw
-          of an auxiliary data set), with exact draws from the junction tree's forward
-          sampler (the chain then targets the exact posterior); where the treewidth is too
-          large, draws from ``n_sweeps`` Gibbs sweeps started at the data, an approximation.
+        - ``"mle_induced"`` or :class:`MLEInducedLikelihood` ``(copula=..., rho=..., mle=...)``:
+          the MLE-induced likelihood (its ``graph`` and ``degenerate_edges`` are this
+          estimator's: leave them at their defaults).
+        - ``"laplace"`` or :class:`LaplaceApproximation` ``(n_particles=...)``: a Gaussian at
+          the agreement-model MLE with the Fisher information, exact by the junction tree
+          where it fits, else from ``n_particles`` Gibbs draws.
+        - ``"persistent_mc"`` or :class:`PersistentChains` ``(n_particles=..., n_sweeps=...)``:
+          persistent particles advanced ``n_sweeps`` sweeps under the proposal (Supplement
+          Eq. 15); an approximation.
+        - ``"exchange"`` or :class:`ExchangeAlgorithm` ``(n_sweeps=...)``: the single-variable
+          exchange algorithm (Eq. 14 with one draw of an auxiliary data set), with exact draws
+          from the junction tree's forward sampler (the chain then targets the exact
+          posterior); where the treewidth is too large, draws from ``100 * n_sweeps`` Gibbs
+          sweeps started at the data, an approximation.
         - a callable ``f(theta) -> log_likelihood``, ``theta`` of shape ``(m, p)`` in
           ``(0, 1)``, returning shape ``(m,)``; a deterministic function of ``theta``.
 
@@ -135,22 +161,15 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         Keep every ``thin``-th step after the burn-in.
     init : "mle", "prior" or array-like, default="mle"
         Start of every chain: the agreement-model MLE (``MLEInducedLikelihood``'s
-        ``theta_hat_``), a draw from the uniform prior (each chain its own; use it with
-        several chains for a meaningful R-hat), or given values of shape ``(p,)`` or
-        ``(n_chains, p)``.
-    copula : {"independent", "gaussian"}, default="independent"
-        Of ``likelihood="mle_induced"``.
-    rho : float, default=0.0
-        Of ``likelihood="mle_induced"`` with ``copula="gaussian"``.
-    mle : estimator, default=None
-        How the MLE is obtained (see :class:`MLEInducedLikelihood`); used by ``init="mle"``,
-        ``"mle_induced"`` and ``"laplace"``.
-    n_particles : int, default=1000
-        Particles per chain of ``"persistent_mc"``; Gibbs draws of a sampled Fisher
-        information (``"laplace"``).
-    n_sweeps : int, default=1
-        Gibbs sweeps per step of ``"persistent_mc"`` (the paper's ``k``); for
-        ``"exchange"`` without the junction tree, 100 times this.
+        ``theta_hat_``, by the likelihood object's ``mle`` when one is given), a draw from
+        the uniform prior (each chain its own; use it with several chains for a meaningful
+        R-hat), or given values of shape ``(p,)`` or ``(n_chains, p)``.
+    copula, rho, mle, n_particles, n_sweeps : deprecated
+        Deprecated in 0.1, removed in 0.2: the settings of the likelihood objects above
+        (``MLEInducedLikelihood(copula, rho, mle)``, ``LaplaceApproximation(n_particles)``,
+        ``PersistentChains(n_particles, n_sweeps)``, ``ExchangeAlgorithm(n_sweeps)``). Until
+        then they still apply to the likelihood named by a string, with a ``FutureWarning``;
+        ``mle`` also chooses the MLE of ``init="mle"``.
     %(degenerate_edges)s
     %(score_method)s
     %(max_bytes_scoring)s
@@ -208,7 +227,14 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
 
     _parameter_constraints: dict = {
         **BaseDiscreteMRF._parameter_constraints,
-        "likelihood": [StrOptions(set(LIKELIHOODS)), callable],
+        "likelihood": [
+            StrOptions(set(LIKELIHOODS)),
+            MLEInducedLikelihood,
+            LaplaceApproximation,
+            PersistentChains,
+            ExchangeAlgorithm,
+            callable,
+        ],
         "n_steps": [Interval(Integral, 1, None, closed="left")],
         "proposal_scale": [Interval(Real, 0, None, closed="neither")],
         "prior": [StrOptions({"uniform"}), callable],
@@ -216,11 +242,11 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         "n_chains": [Interval(Integral, 1, None, closed="left")],
         "thin": [Interval(Integral, 1, None, closed="left")],
         "init": [StrOptions({"mle", "prior"}), "array-like"],
-        "copula": [StrOptions({"independent", "gaussian"})],
-        "rho": [Interval(Real, None, None, closed="neither")],
-        "mle": [None, BaseDiscreteMRF, FrozenEstimator],
-        "n_particles": [Interval(Integral, 1, None, closed="left")],
-        "n_sweeps": [Interval(Integral, 1, None, closed="left")],
+        "copula": [StrOptions({"independent", "gaussian"}), _DEPRECATED_OPTION],
+        "rho": [Interval(Real, None, None, closed="neither"), _DEPRECATED_OPTION],
+        "mle": [None, BaseDiscreteMRF, FrozenEstimator, _DEPRECATED_OPTION],
+        "n_particles": [Interval(Integral, 1, None, closed="left"), _DEPRECATED_OPTION],
+        "n_sweeps": [Interval(Integral, 1, None, closed="left"), _DEPRECATED_OPTION],
         "degenerate_edges": [StrOptions({"raise", "drop"})],
         "random_state": ["random_state"],
         "n_jobs": N_JOBS_CONSTRAINT,
@@ -245,11 +271,11 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         n_chains=1,
         thin=1,
         init="mle",
-        copula="independent",
-        rho=0.0,
-        mle=None,
-        n_particles=1000,
-        n_sweeps=1,
+        copula="deprecated",
+        rho="deprecated",
+        mle="deprecated",
+        n_particles="deprecated",
+        n_sweeps="deprecated",
         degenerate_edges="raise",
         score_method="auto",
         max_bytes=None,
@@ -278,37 +304,83 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def _mle_induced(self, rows):
+    def _likelihood_term(self):
+        """``(kind, options)``: the likelihood's name and its parameter object (a string stands for
+        the object with its defaults, or with the deprecated constructor settings)."""
+        given = {name: getattr(self, name) for name in _DEPRECATED if not _is_deprecated(getattr(self, name))}
+        if given:
+            warn(
+                f"MetropolisHastingsMRF's {', '.join(given)} {'are' if len(given) > 1 else 'is'} deprecated in 0.1 "
+                "and will be removed in 0.2: they are the likelihood's own settings. Pass "
+                "likelihood=MLEInducedLikelihood(copula=..., rho=..., mle=...), LaplaceApproximation(n_particles=...), "
+                "PersistentChains(n_particles=..., n_sweeps=...) or ExchangeAlgorithm(n_sweeps=...) instead.",
+                FutureWarning,
+            )
+        old = {**_DEPRECATED, **given}
+        like = self.likelihood
+        if isinstance(like, str):
+            objects = {
+                "mle_induced": lambda: MLEInducedLikelihood(copula=old["copula"], rho=old["rho"], mle=old["mle"]),
+                "laplace": lambda: LaplaceApproximation(old["n_particles"]),
+                "persistent_mc": lambda: PersistentChains(old["n_particles"], old["n_sweeps"]),
+                "exchange": lambda: ExchangeAlgorithm(old["n_sweeps"]),
+            }
+            return like, objects[like]() if like in objects else None
+        if isinstance(like, BaseEstimator):
+            if given:
+                raise ValueError(
+                    f"MetropolisHastingsMRF got {', '.join(given)} and likelihood={like!r}: give the settings on "
+                    "the likelihood object only (the constructor's are deprecated)."
+                )
+            like._validate_params()
+            return _KINDS[type(like)], like
+        return "callable", like
+
+    def _check_mle_induced_options(self, options):
+        """MLEInducedLikelihood's ``graph`` and ``degenerate_edges`` are this estimator's: refuse others."""
+        defaults = MLEInducedLikelihood().get_params()
+        for name, mine in (("graph", self.graph), ("degenerate_edges", self.degenerate_edges)):
+            theirs = getattr(options, name)
+            same = theirs is mine or (isinstance(theirs, (str, list, tuple)) and theirs == mine)
+            if not same and not (isinstance(theirs, str) and theirs == defaults[name]):
+                raise ValueError(
+                    f"likelihood=MLEInducedLikelihood({name}={theirs!r}) differs from this estimator's "
+                    f"{name}={mine!r}: the likelihood is fitted on this estimator's graph and edges. Leave its {name} "
+                    "at the default."
+                )
+
+    def _mle_induced(self, rows, options):
         """The MLE-induced likelihood's fit (its MLE, its checks and its kernel), once per fit."""
         if self._mle_fit is None:
-            self._mle_fit = fit_mle_induced(self, rows, self.edges_, self.graph_, self.mle, self.copula, self.rho)
+            self._mle_fit = fit_mle_induced(
+                self, rows, self.edges_, self.graph_, options.mle, options.copula, options.rho
+            )
         return self._mle_fit
 
-    def _plugin(self, rows, data, rng):
-        name = self.likelihood
-        if callable(name):
-            return CallableLikelihood(name)
-        if name == "exact":
+    def _plugin(self, rows, data, rng, kind, options, mle_options):
+        if kind == "callable":
+            return CallableLikelihood(options)
+        if kind == "exact":
             return ExactLikelihood(data, self.max_bytes)
-        if name == "pseudo":
+        if kind == "pseudo":
             return PseudoLikelihood(data, rows)
-        if name == "mle_induced":
-            fitted = self._mle_induced(rows)
+        if kind == "mle_induced":
+            fitted = self._mle_induced(rows, mle_options)
             plugin = CallableLikelihood(fitted.likelihood.log_likelihood)
             plugin.mle_induced_ = fitted
             return plugin
-        if name == "laplace":
-            theta_hat = self._mle_induced(rows).theta_hat
-            return LaplaceLikelihood(data, theta_hat, self.max_bytes, self.n_particles, 1000, rng)
-        if name == "persistent_mc":
-            return PersistentMCLikelihood(data, self.n_particles, self.n_sweeps)
+        if kind == "laplace":
+            theta_hat = self._mle_induced(rows, mle_options).theta_hat
+            return LaplaceLikelihood(data, theta_hat, self.max_bytes, options.n_particles, 1000, rng)
+        if kind == "persistent_mc":
+            return PersistentMCLikelihood(data, options.n_particles, options.n_sweeps)
         _check_whole_weights(rows.weight)
-        return ExchangeLikelihood(data, partial(_repeated_rows, rows), self.max_bytes, 100 * self.n_sweeps)
+        return ExchangeLikelihood(data, partial(_repeated_rows, rows), self.max_bytes, 100 * options.n_sweeps)
 
-    def _initial(self, rows, p, rng):
+    def _initial(self, rows, p, rng, mle_options):
         init = self.init
         if isinstance(init, str) and init == "mle":
-            return np.tile(self._mle_induced(rows).theta_hat, (self.n_chains, 1))
+            return np.tile(self._mle_induced(rows, mle_options).theta_hat, (self.n_chains, 1))
         if isinstance(init, str):  # "prior"
             return rng.uniform(size=(self.n_chains, p))
         theta = check_agreement_parameters(init, p, name="init")
@@ -402,6 +474,12 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
 
     def _fit_theta(self, rows):
         self._mle_fit = None
+        kind, options = self._likelihood_term()
+        if kind == "mle_induced":
+            self._check_mle_induced_options(options)
+        # The MLE behind init="mle" and the Laplace approximation: the MLE-induced likelihood's own.
+        old_mle = None if _is_deprecated(self.mle) else self.mle
+        mle_options = options if kind == "mle_induced" else MLEInducedLikelihood(mle=old_mle)
         self.edges_ = parameter_edges(self.graph, self.graph_, type(self).__name__)
         graph, self.edges_ = without_degenerate_edges(self, rows, self.graph_, self.edges_)
         if graph is not self.graph_:  # edges left out: the model on the rest
@@ -411,8 +489,8 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         rng = check_generator(self.random_state)
         seeds = rng.integers(0, 2**63 - 1, size=self.n_chains)
         data = AgreementData(rows, self.edges_, self.graph_)
-        plugin = self._plugin(rows, data, rng)
-        theta0 = self._initial(rows, p, rng)
+        plugin = self._plugin(rows, data, rng, kind, options, mle_options)
+        theta0 = self._initial(rows, p, rng, mle_options)
         log_prior = uniform_log_prior if self.prior == "uniform" else partial(_checked_log_prior, self.prior)
         self._check_start(plugin, log_prior, theta0)
         log = ProgressLog(type(self).__name__, self.verbose)

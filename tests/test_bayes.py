@@ -202,7 +202,7 @@ def test_speculative_runner_is_the_sequential_chain(scale, n_chains, n_steps, bu
     log_prior = _uniform_log_prior if prior == "uniform" else lambda th: np.log(th * (1 - th)).sum(axis=-1)
     theta0 = np.tile(np.clip(data.n_agree / data.n_samples, 0.05, 0.95), (n_chains, 1))
     seeds = np.arange(n_chains) + 11
-    args = (log_prior, theta0, seeds, n_steps, scale, burn_in, thin, lambda *a: None)
+    args = (log_prior, theta0, seeds, n_steps, scale, burn_in, thin, lambda step, **metrics: None)
     kept, accepted = _run_chains(CallableLikelihood(data.unnormalised), *args)
     kept_ahead, accepted_ahead = _run_chains_speculative(CallableLikelihood(data.unnormalised), *args)
     np.testing.assert_array_equal(accepted_ahead, accepted)

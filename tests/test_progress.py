@@ -201,24 +201,24 @@ def test_time_left_follows_the_convergence_measure_not_max_iter(capsys):
     from skmrf._utils._progress import Progress
 
     with Progress(500, "Fit", verbose=2, unit="iteration", tol=1e-6) as bar:  # closed: no bar left drawing
-        log = bar.follow(lambda *a: None, "Iteration")
+        report = bar.reporter(lambda *a: None, "Iteration %(step)d, max |grad| = %(grad_max).2e", measure="grad_max")
         for k, g in enumerate([1.0, 0.1, 0.01, 1e-3], start=1):  # tenfold per iteration
-            log("Iteration %d, objective %.3f, max |grad| = %.2e", k, 0.0, g)
+            report(k, objective=0.0, grad_max=g)
         assert bar.remaining() == 3  # 1e-3 -> 1e-6
         for k in (5, 6):  # stalls: no rate, no estimate
-            log("Iteration %d, objective %.3f, max |grad| = %.2e", k, 0.0, 2e-3)
+            report(k, objective=0.0, grad_max=2e-3)
         assert bar.remaining() is None or bar.remaining() > 3
     with Progress(500, "Fit", verbose=2, tol=1e-6) as flat:
-        flat_log = flat.follow(lambda *a: None, "Iteration")
+        flat_report = flat.reporter(lambda *a: None, "Iteration %(step)d", measure="grad_max")
         for k in (1, 2, 3):
-            flat_log("Iteration %d, max |grad| = %.2e", k, 0.5)
+            flat_report(k, grad_max=0.5)
         assert flat.remaining() is None
     assert Progress(500, "Fit", verbose=0).remaining() == 500  # without tol: the cap
 
 
 def test_a_bar_with_a_tolerance_is_given_the_expected_end(fake_tqdm):
     with Progress(500, "Fit", verbose=1, unit="iteration", tol=1e-6) as bar:
-        log = bar.follow(lambda *a: None, "Iteration")
+        report = bar.reporter(lambda *a: None, "Iteration %(step)d", measure="grad_max")
         for k, g in enumerate([1.0, 0.1, 0.01], start=1):
-            log("Iteration %d, max |grad| = %.2e", k, g)
+            report(k, grad_max=g)
         assert fake_tqdm.made[-1].total == 3 + 1 + 4  # tqdm's own time left now aims at 8, not 500

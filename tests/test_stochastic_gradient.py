@@ -23,7 +23,7 @@ def _noisy_quadratic(n, seed, scale=0.1, variance=1e-2):
 def _recorded(**kw):
     """Run the solver and keep every iterate (through the callback) for an explicit mean."""
     path = []
-    result = stochastic_gradient(callback=lambda k, x, g, r, s: path.append(x.copy()), **kw)
+    result = stochastic_gradient(callback=lambda k, x, **metrics: path.append(x.copy()), **kw)
     return result, np.array(path)
 
 

@@ -52,7 +52,7 @@ def fit_max_likelihood(model, mean_stats, alpha, max_iter, tol, max_bytes=None, 
     max_bytes : int, optional
         Memory budget of one junction-tree calibration.
     callback : callable, optional
-        Called as ``callback(iteration, objective, grad_max)``.
+        Called as ``callback(iteration, objective=..., grad_max=...)``.
 
     Returns
     -------
@@ -156,7 +156,7 @@ def fit_exact(model, counts, total, alpha, *, extended, max_iter, tol, max_bytes
     max_bytes : int, optional
         Memory budget of one junction-tree calibration.
     callback : callable, optional
-        ``callback(iteration, objective, grad_max)`` after each L-BFGS iteration.
+        ``callback(iteration, objective=..., grad_max=...)`` after each L-BFGS iteration.
 
     Returns
     -------

@@ -23,11 +23,12 @@ def uniform_log_prior(theta):
     return np.zeros(theta.shape[0])
 
 
-def run_chains(plugin, log_prior, theta0, seeds, n_steps, scale, burn_in, thin, log):
+def run_chains(plugin, log_prior, theta0, seeds, n_steps, scale, burn_in, thin, callback):
     """Random-walk MH for a block of chains, vectorised over them.
 
     Each chain draws from its own generator (seeded up front), in the same order whatever
     the block, so the result does not depend on how chains are split between jobs.
+    ``callback(step, n_steps=..., acceptance_rate=...)`` after every block of steps.
     """
     rngs = [np.random.default_rng(s) for s in seeds]
     theta = theta0.copy()
@@ -67,7 +68,7 @@ def run_chains(plugin, log_prior, theta0, seeds, n_steps, scale, burn_in, thin, 
                 if step >= burn_in and (step - burn_in) % thin == 0:
                     kept[:, k] = theta
                     k += 1
-            log("step %d of %d, acceptance rate %.3f", a + m, n_steps, n_accepted.sum() / (c * (a + m)))
+            callback(a + m, n_steps=n_steps, acceptance_rate=n_accepted.sum() / (c * (a + m)))
     return kept, n_accepted
 
 
@@ -108,7 +109,7 @@ def _window(acceptance_rate, n_chains, costs):
     return int(w[np.argmax(advance / (fixed + w * n_chains * per_row))])
 
 
-def run_chains_speculative(plugin, log_prior, theta0, seeds, n_steps, scale, burn_in, thin, log):
+def run_chains_speculative(plugin, log_prior, theta0, seeds, n_steps, scale, burn_in, thin, callback):
     """Random-walk MH for a deterministic plug-in (:class:`CallableLikelihood`), evaluated ahead.
 
     Until one of them accepts, the chains stay put, so their next proposals ``theta + z_t``,
@@ -177,5 +178,5 @@ def run_chains_speculative(plugin, log_prior, theta0, seeds, n_steps, scale, bur
             fixed = (time.perf_counter() - block_start) / calls - c * window * costs[1]
             costs = (max(fixed, costs[0]), costs[1])
             rate = (n_accepted.sum() - n_before + 1.0) / (c * m + 1.0)
-            log("step %d of %d, acceptance rate %.3f", a + m, n_steps, n_accepted.sum() / (c * (a + m)))
+            callback(a + m, n_steps=n_steps, acceptance_rate=n_accepted.sum() / (c * (a + m)))
     return kept, n_accepted

@@ -313,7 +313,7 @@ def fit_pseudo_likelihood(  # over 60 lines by its docstring (the code is 20)
         Threads evaluating chunks of the objective (serial below :data:`PL_MIN_WORK_PER_WORKER`
         per thread on the records path, :data:`DENSE_MIN_WORK_PER_WORKER` on the one-hot path).
     callback : callable, optional
-        ``callback(iteration, objective, grad_max)`` after each iteration.
+        ``callback(iteration, objective=..., grad_max=...)`` after each iteration.
     verbose : int, default=0
         joblib's verbosity is ``verbose - 1``.
     ridge : {"parameters", "tables"}, default="parameters"

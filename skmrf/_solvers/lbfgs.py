@@ -32,7 +32,7 @@ def minimize_in_box(fun, x0, max_iter, tol, callback=None, n_corrections=20):
     tol : float
         Stop when the largest projected-gradient component is below ``tol``.
     callback : callable, optional
-        ``callback(iteration, objective, grad_max)`` after every iteration.
+        ``callback(iteration, objective=..., grad_max=...)`` after every iteration.
     n_corrections : int, default=20
         Correction pairs L-BFGS keeps (scipy's ``maxcor``): its memory is about
         ``(2 * n_corrections + 5) * len(x0)`` float64 numbers.
@@ -56,7 +56,7 @@ def minimize_in_box(fun, x0, max_iter, tol, callback=None, n_corrections=20):
     def on_iter(intermediate_result):
         state["it"] += 1
         if callback is not None:
-            callback(state["it"], state["f"], state["g"])
+            callback(state["it"], objective=state["f"], grad_max=state["g"])
 
     res = minimize(
         wrapped,
@@ -146,7 +146,7 @@ def minimize_low_memory(fun, x0, max_iter, tol, callback=None, n_corrections=5, 
         del g_new
         it += 1
         if callback is not None:
-            callback(it, f, _max_abs(g))
+            callback(it, objective=f, grad_max=_max_abs(g))
     del S, Y
     if _max_abs(x) > THETA_BOUND:
         x, f, g, more = minimize_in_box(fun, np.clip(x, -THETA_BOUND, THETA_BOUND), max(1, max_iter - it), tol)

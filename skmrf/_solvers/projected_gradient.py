@@ -30,7 +30,7 @@ def projected_gradient(expectation, mean_stats, project, *, lipschitz, ridge=0.0
     x0 : ndarray of shape (n_params,), optional
         The start; zero by default (as in the paper).
     callback : callable, optional
-        ``callback(k, x_k, gradient)`` after step ``k`` (1-based).
+        ``callback(k, x=x_k, gradient=...)`` after step ``k`` (1-based).
 
     Returns
     -------
@@ -51,5 +51,5 @@ def projected_gradient(expectation, mean_stats, project, *, lipschitz, ridge=0.0
         x = project(x - grad / lipschitz)
         total += x
         if callback is not None:
-            callback(k, x, grad)
+            callback(k, x=x, gradient=grad)
     return x, total / max(n_iter, 1)

@@ -140,7 +140,7 @@ def stochastic_gradient(
     n_average : int, default=0
         Fewest steps averaged after the rule fired (with ``tol``).
     callback : callable, optional
-        ``callback(k, x_k, gradient, noise_ratio, step_norm)`` after step ``k`` (1-based).
+        ``callback(k, x=x_k, gradient=..., noise_ratio=..., step_norm=...)`` after step ``k`` (1-based).
 
     Returns
     -------
@@ -174,7 +174,7 @@ def stochastic_gradient(
         step_norm.append(float(np.linalg.norm(x - previous)))
         elapsed.append(time.perf_counter() - start)
         if callback is not None:
-            callback(k, x, grad, ratio, step_norm[-1])
+            callback(k, x=x, gradient=grad, noise_ratio=ratio, step_norm=step_norm[-1])
         below = below + 1 if tol is not None and ratio < 1 + tol else 0
         calm = step_ratio_max is None or step_ratio < step_ratio_max
         if tol is not None and not converged and max(min_iter, window) <= k < average_from and below >= hold and calm:

@@ -16,7 +16,6 @@ import math
 import os
 import sys
 import time
-from numbers import Integral
 
 __all__ = ["PLAIN_INTERVAL", "Progress", "shown", "write"]
 
@@ -89,8 +88,8 @@ class Progress:
     file : file-like, default=sys.stderr
         Where the bar or lines go.
     tol : float, optional
-        The loop stops once a convergence measure (the last number of each line :meth:`follow`
-        counts: a largest gradient component) falls to ``tol``. The time left is then estimated
+        The loop stops once a convergence measure (the metric :meth:`reporter` is told to
+        watch: a largest gradient component) falls to ``tol``. The time left is then estimated
         from the measure's recent rate of decrease (:data:`RATE_WINDOW` iterations, geometric)
         rather than from ``total``, which is only the cap (#40: "4/500 iterations, about 1030 s
         left" for a fit that ended at 6).
@@ -130,26 +129,25 @@ class Progress:
         elif time.perf_counter() - self._last >= PLAIN_INTERVAL:
             self._line()
 
-    def follow(self, log, prefix):
-        """``log`` (a verbose-line callable, ``log(message, *args)``) that also moves the bar to
-        ``args[0]`` for the messages that start with ``prefix`` (a string or a tuple of them) and
-        report an integer first: the count of units the loop ran. Other lines (sizes, a start's
-        own iterations) leave it where it is. The counted lines, one per iteration, are printed
-        only at ``verbose >= 2``: at 1 the bar shows the progress (#40: ``verbose=1`` printed 316
-        lines for one exact fit)."""
+    def reporter(self, log, line, measure=None):
+        """The callback a kernel reports its steps to, ``callback(step, **metrics)``: the bar moves
+        to ``step`` (the count of units the loop ran) and, at ``verbose >= 2``, ``log`` prints
+        ``line % {"step": step, **metrics}``, or ``line(step, **metrics)`` for a callable ``line``
+        (at 1 the bar shows the progress; #40:
+        ``verbose=1`` printed 316 lines for one exact fit). ``measure`` names the metric that
+        falls to ``tol`` at convergence, from which the time left is estimated. The one way the
+        package reports progress (#41): kernels report numbers, never formatted lines, so
+        rewording a line cannot stop the bar."""
 
-        def report(message, *args):
-            counted = bool(message.startswith(prefix) and args and isinstance(args[0], Integral))
-            counted = counted and not isinstance(args[0], bool)
-            if not counted or self.verbose >= 2:
-                log(message, *args)
-            if counted:
-                if self.tol is not None and isinstance(args[-1], float):
-                    self._measures.append(args[-1])
-                    self._expect()
-                self.update(int(args[0]) - self.n)
+        def callback(step, /, **metrics):
+            if self.verbose >= 2:
+                log("%s", line(step, **metrics) if callable(line) else line % {"step": step, **metrics})
+            if measure is not None and self.tol is not None:
+                self._measures.append(float(metrics[measure]))
+                self._expect()
+            self.update(int(step) - self.n)
 
-        return report
+        return callback
 
     def remaining(self):
         """Iterations still expected: from the convergence measure's recent geometric rate of

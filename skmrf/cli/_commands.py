@@ -6,7 +6,6 @@ import contextlib
 import json
 import os
 import sys
-import threading
 import time
 
 import numpy as np
@@ -30,42 +29,24 @@ from ._tables import Table, check_exists, check_output, read_table, write_table
 
 # -- progress ----------------------------------------------------------------------
 class _Progress:
-    """A plain stderr counter of elapsed seconds while a step runs (when ``-v`` is given).
+    """``skmrf: <label> ...`` and ``done in <seconds>`` on stderr around a step (when ``-v`` is given).
 
-    On a terminal the line is rewritten every second; elsewhere only the start
-    and end lines are written. The estimator's own ``verbose`` lines (``-vv``)
-    replace the counter.
+    The live progress is the estimator's own bar (:class:`skmrf._utils._progress.Progress`, shown on
+    a terminal by default), the package's one progress mechanism; ``-vv`` adds its verbose lines.
     """
 
     def __init__(self, label, verbose, stream=None):
         self.label, self.verbose = label, verbose
         self.stream = stream if stream is not None else sys.stderr
-        self._stop = threading.Event()
-        self._thread = None
-
-    def _tick(self):
-        while not self._stop.wait(1.0):
-            self.stream.write(f"\rskmrf: {self.label} ... {time.perf_counter() - self.start:.0f} s")
-            self.stream.flush()
 
     def __enter__(self):
         self.start = time.perf_counter()
         if self.verbose:
-            self.stream.write(f"skmrf: {self.label} ...")
-            live = self.verbose == 1 and getattr(self.stream, "isatty", lambda: False)()
-            if live:
-                self._thread = threading.Thread(target=self._tick, daemon=True)
-                self._thread.start()
-            else:
-                self.stream.write("\n")
+            self.stream.write(f"skmrf: {self.label} ...\n")
             self.stream.flush()
         return self
 
     def __exit__(self, *exc):
-        if self._thread is not None:
-            self._stop.set()
-            self._thread.join()
-            self.stream.write("\r")
         if self.verbose and exc[0] is None:
             self.stream.write(f"skmrf: {self.label}: done in {time.perf_counter() - self.start:.2f} s\n")
         self.stream.flush()

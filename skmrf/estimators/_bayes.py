@@ -495,12 +495,12 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         self._check_start(plugin, log_prior, theta0)
         log = ProgressLog(type(self).__name__, self.verbose)
         blocks = np.array_split(np.arange(self.n_chains), min(self.n_chains, effective_n_jobs(self.n_jobs)))
-        args = (self.n_steps, self.proposal_scale, burn_in, self.thin, log)
+        args = (self.n_steps, self.proposal_scale, burn_in, self.thin, partial(_log_step, log))
         run = run_chains_speculative if isinstance(plugin, CallableLikelihood) else run_chains
         with parallel_or_serial(len(blocks), verbose=max(0, self.verbose - 1)) as pool:
             if pool is None:  # the bar follows the chains here (not in worker processes)
                 with Progress(self.n_steps, type(self).__name__, self.verbose) as bar:
-                    results = [run(plugin, log_prior, theta0, seeds, *args[:-1], bar.follow(log, "step"))]
+                    results = [run(plugin, log_prior, theta0, seeds, *args[:-1], bar.reporter(log, _STEP_LINE))]
             else:
                 results = pool(delayed(run)(plugin, log_prior, theta0[b], seeds[b], *args) for b in blocks)
         kept = np.concatenate([r[0] for r in results])
@@ -517,6 +517,15 @@ class MetropolisHastingsMRF(BaseDiscreteMRF):
         self.ess_ = effective_sample_size(kept)
         self._warn_if_not_converged()
         return agreement_matrix(self.model_, self.edges_) @ logit(self.posterior_mean_)
+
+
+#: The verbose line of a block of Metropolis-Hastings steps.
+_STEP_LINE = "step %(step)d of %(n_steps)d, acceptance rate %(acceptance_rate).3f"
+
+
+def _log_step(log, step, **metrics):
+    """A worker's line per block of steps (no bar follows chains in other processes)."""
+    log("%s", _STEP_LINE % {"step": step, **metrics})
 
 
 def _check_whole_weights(weight):

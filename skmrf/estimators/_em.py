@@ -287,20 +287,13 @@ class DecomposedEM(DiscreteStatisticsMixin, BaseDiscreteMRF):
         model.theta = self._initial_theta(rows)
         log = ProgressLog(type(self).__name__, self.verbose)
         with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration", tol=self.tol) as bar:
-            log = bar.follow(log, ("EM iteration", "Iteration"))
-
-            def report(it, ll, penalised, gmax):
-                if penalised is None:
-                    log("Iteration %d, mean log-likelihood = %.8f, max |grad| = %.2e", it, ll, gmax)
-                else:
-                    log(
-                        "EM iteration %d, mean log-likelihood = %.8f (penalised: %.8f, never decreases), "
-                        "max |grad| = %.2e",
-                        it,
-                        ll,
-                        penalised,
-                        gmax,
-                    )
+            line = {
+                "em": "EM iteration %(step)d, mean log-likelihood = %(log_likelihood).8f (penalised: "
+                "%(penalised).8f, never decreases), max |grad| = %(grad_max).2e",
+                "gradient": "Iteration %(step)d, mean log-likelihood = %(log_likelihood).8f, "
+                "max |grad| = %(grad_max).2e",
+            }[self.method]
+            report = bar.reporter(log, line, measure="grad_max")
 
             theta, info = fit_incomplete(
                 model,

@@ -148,11 +148,11 @@ class ExactMaxLikelihood(DiscreteStatisticsMixin, BaseDiscreteMRF):
         log = ProgressLog(type(self).__name__, self.verbose)
 
         with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration", tol=self.tol) as bar:
-            log = bar.follow(log, "Iteration")
-
-            def report(it, f, g):
-                log("Iteration %d, negative log-likelihood = %.8f, max |grad| = %.2e", it, f, g)
-
+            report = bar.reporter(
+                log,
+                "Iteration %(step)d, negative log-likelihood = %(objective).8f, max |grad| = %(grad_max).2e",
+                measure="grad_max",
+            )
             theta, info = fit_exact(
                 model,
                 counts,

@@ -375,8 +375,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         if max_iter == 0:
             return np.zeros(self.model_.n_params)
 
-        def report(it, f, g):
-            log("Start (pseudo-likelihood) iteration %d, objective = %.8f, max |grad| = %.2e", it, f, g)
+        def report(it, objective, grad_max):
+            log("Start (pseudo-likelihood) iteration %d, objective = %.8f, max |grad| = %.2e", it, objective, grad_max)
 
         theta, _ = fit_pseudo_likelihood(
             self.model_.layout,

@@ -284,11 +284,11 @@ class PseudoLikelihoodEstimator(BaseDiscreteMRF):
             )
 
         with Progress(self.max_iter, type(self).__name__, self.verbose, unit="iteration", tol=self.tol) as bar:
-            log = bar.follow(log, "Iteration")
-
-            def report(it, f, g):
-                log("Iteration %d, negative pseudo-log-likelihood = %.8f, max |grad| = %.2e", it, f, g)
-
+            report = bar.reporter(
+                log,
+                "Iteration %(step)d, negative pseudo-log-likelihood = %(objective).8f, max |grad| = %(grad_max).2e",
+                measure="grad_max",
+            )
             theta, info = fit_pseudo_likelihood(
                 self.model_.layout,
                 self.graph_,

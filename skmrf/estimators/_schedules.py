@@ -7,7 +7,6 @@ ignored; both are scikit-learn parameter objects (``get_params(deep=True)``, ``c
 
 from __future__ import annotations
 
-from functools import partial
 from numbers import Integral, Real
 from typing import NamedTuple
 
@@ -73,13 +72,24 @@ class ScheduleFit(NamedTuple):
     ising: tuple | None = None
 
 
-def _report(log, k, x, grad, ratio=None, step=None):
+def _step_line(k, gradient, noise_ratio=None, step_norm=None, **_):
     """One progress line per step: the gradient estimate (its noise ratio, the step's length)."""
-    if ratio is None:
-        log("Iteration %d, |grad| = %.4g", k, np.linalg.norm(grad))
-    else:
-        norm = np.linalg.norm(grad)
-        log("Iteration %d, |grad| = %.4g, mean grad^2 / noise = %.3g, |step| = %.3g", k, norm, ratio, step)
+    if noise_ratio is None:
+        return "Iteration %d, |grad| = %.4g" % (k, np.linalg.norm(gradient))
+    norm = np.linalg.norm(gradient)
+    return "Iteration %d, |grad| = %.4g, mean grad^2 / noise = %.3g, |step| = %.3g" % (k, norm, noise_ratio, step_norm)
+
+
+def _moments_line(k, gradient, r_connected, r_frequencies, n_sweeps, decorrelated, **_):
+    state = "decorrelated" if decorrelated else "not decorrelated"
+    return "Iteration %d, |grad| = %.4g, connected r = %.4f, frequencies r = %.4f, %d sweeps, %s" % (
+        k,
+        np.linalg.norm(gradient),
+        r_connected,
+        r_frequencies,
+        n_sweeps,
+        state,
+    )
 
 
 def _constraint(est, positions, theory, given=()):
@@ -247,7 +257,7 @@ class AdaptiveSchedule(BaseEstimator):
                 average=self.average,
                 rng=rng,
                 parallel=parallel,
-                callback=partial(_report, bar.follow(log, "Iteration")) if est.verbose else None,
+                callback=bar.reporter(log, _step_line) if est.verbose else None,
             )
         if info.moment_ratio is not None and info.moment_ratio > info.moment_ratio_max:
             steps = info.trace["step_noise_ratio"][-ADAPTIVE_WINDOW:]
@@ -414,7 +424,7 @@ class TheorySchedule(BaseEstimator):
                 reproject=est.projection == "spectral",
                 rng=rng,
                 parallel=parallel,
-                callback=partial(_report, bar.follow(log, "Iteration")) if est.verbose else None,
+                callback=bar.reporter(log, _step_line) if est.verbose else None,
             )
         max_coupling, mixing_constant, mixing_rate = geometry[:3]
         lipschitz, suff_stat_bound, distance_bound = plan[2:]
@@ -551,13 +561,6 @@ class MomentMatchingSchedule(BaseEstimator):
             est._pool(n_chains, AUTO_START_SWEEPS if n_sweeps == "auto" else n_sweeps, threads=True) as parallel,
             Progress(n_iter, name, est.verbose) as bar,
         ):
-            say = bar.follow(log, "Iteration")
-
-            def report(k, theta, grad, r_pair, r_unary, sweeps, decorrelated):
-                message = "Iteration %d, |grad| = %.4g, connected r = %.4f, frequencies r = %.4f, %d sweeps, %s"
-                state = "decorrelated" if decorrelated else "not decorrelated"
-                say(message, k, np.linalg.norm(grad), r_pair, r_unary, sweeps, state)
-
             theta, info = fit_moments(
                 model.layout,
                 colour_classes(est.graph_),
@@ -573,7 +576,7 @@ class MomentMatchingSchedule(BaseEstimator):
                 damping=self.damping,
                 rng=check_generator(est.random_state),
                 parallel=parallel,
-                callback=report if est.verbose else None,
+                callback=bar.reporter(log, _moments_line) if est.verbose else None,
             )
         last_sweeps = int(info.trace["n_sweeps"][-1])
         if info.converged and not info.trace["decorrelated"][-1]:

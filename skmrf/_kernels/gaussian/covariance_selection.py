@@ -88,7 +88,7 @@ class _PatternObjective:
         return g, dx, float(np.linalg.norm(H @ dx + g)) / norm if norm else 0.0
 
 
-def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, decrement_tol=None, log=None):
+def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, decrement_tol=None, callback=None):
     """Maximum-likelihood precision with support ``(rows, cols)`` by Newton's method.
 
     Minimises ``f(Theta) = -log det Theta + tr(S Theta)`` over symmetric
@@ -115,9 +115,8 @@ def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, decrement_tol=
         was solved to a relative residual of ``1e-6`` (not so when the Hessian
         is numerically singular) and the full Newton step would not lower the
         objective by more than ``2 decrement_tol``.
-    log : callable, optional
-        Called as ``log(format, *args)`` once per iteration (a
-        :class:`~skmrf._utils._verbose.ProgressLog`).
+    callback : callable, optional
+        ``callback(n_iter, objective=..., kkt=...)`` once per iteration.
 
     Returns
     -------
@@ -148,8 +147,8 @@ def newton_covsel(S, rows, cols, theta0, tol=1e-10, max_iter=100, decrement_tol=
         W = sla.cho_solve(cf, np.eye(p), check_finite=False)
         resid = W[rows, cols] - objective.target
         kkt = float(np.max(np.abs(resid))) / scale
-        if log is not None:
-            log("Newton iteration %d, objective = %.10g, kkt = %.3g", n_iter, f, kkt)
+        if callback is not None:
+            callback(n_iter, objective=f, kkt=kkt)
         if kkt <= tol:
             return objective.build(x), W, n_iter, kkt, np.nan
         g, dx, accuracy = objective.newton_direction(W, resid)
@@ -194,7 +193,7 @@ def _precision_from_regressions(S, W, neighbours):
     return 0.5 * (Theta + Theta.T)
 
 
-def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, log=None):
+def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, callback=None):
     """Maximum-likelihood precision by the modified regression algorithm.
 
     Hastie, Tibshirani & Friedman (2009), Algorithm 17.1: cycle over the
@@ -215,8 +214,8 @@ def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, log=None
         Stop when a sweep changes no entry of ``W`` by more than ``tol * max S_ii``.
     max_iter : int, default=1000
         Maximum sweeps.
-    log : callable, optional
-        Called as ``log(format, *args)`` once per sweep.
+    callback : callable, optional
+        ``callback(n_iter, change=...)`` once per sweep.
 
     Returns
     -------
@@ -254,8 +253,8 @@ def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, log=None
             W[i] = col
             W[:, i] = col
         change /= scale
-        if log is not None:
-            log("regression sweep %d, max change = %.3g", n_iter, change)
+        if callback is not None:
+            callback(n_iter, change=change)
         if change <= tol:
             break
     return _precision_from_regressions(S, W, neighbours), W, n_iter, change

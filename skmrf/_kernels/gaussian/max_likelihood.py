@@ -119,9 +119,10 @@ def _check_edges(pattern, s):
 class _Run:
     """One fit's inputs and the LAP diagnosis of a failure, computed once when needed."""
 
-    def __init__(self, data, adjacency, n_unknowns, n_div, shrinkage, mu, tol, max_iter, decrement_tol, log):
+    def __init__(self, data, adjacency, n_unknowns, n_div, shrinkage, mu, tol, max_iter, decrement_tol, log, callback):
         self.data, self.adjacency, self.n_div, self.shrinkage, self.mu = data, adjacency, n_div, shrinkage, mu
         self.tol, self.max_iter, self.decrement_tol, self.log = tol, max_iter, decrement_tol, log
+        self.callback = callback
         # The decrement rule on the dense solvers' scale: decrement_tol per unknown and row.
         self.threshold = None if decrement_tol is None else decrement_tol * n_unknowns / n_div
         self.singular = None
@@ -194,6 +195,7 @@ def fit_covariance_selection(
     max_time=None,
     max_stored=np.inf,
     log,
+    callback=None,
 ):
     """The maximum-likelihood precision on the pattern of ``adjacency``, standardised units.
 
@@ -217,8 +219,11 @@ def fit_covariance_selection(
     max_stored : float
         The most numbers the chordal embedding may store (:class:`EmbeddingTooLarge` above).
     log : callable
-        ``log(message, *args)``: verbose lines; the solvers' steps start with "Newton-CG step",
-        "Newton iteration" or "regression sweep".
+        ``log(message, *args)``: verbose lines (sizes, the start, the certificate).
+    callback : callable, optional
+        ``callback(n_iter, **metrics)`` after each solver step: ``objective`` and ``kkt`` (dense
+        Newton), ``change`` (regression), ``objective``, ``decrement``, ``residual``, ``n_cg``,
+        ``cg_seconds`` and ``step_length`` (sparse Newton-CG).
 
     Returns
     -------
@@ -227,7 +232,7 @@ def fit_covariance_selection(
     """
     p = data.shape[0]
     rows, cols = pattern_unknowns(adjacency)
-    run = _Run(data, adjacency, len(rows), n_div, shrinkage, mu, tol, max_iter, decrement_tol, log)
+    run = _Run(data, adjacency, len(rows), n_div, shrinkage, mu, tol, max_iter, decrement_tol, log, callback)
     pattern = None
     if chordal:
         # cols >= rows: the lower triangle, as the chordal embedding stores it.
@@ -292,7 +297,14 @@ def _newton(run, S, rows, cols):
         # diagnosed below from the result.
         warnings.simplefilter("ignore", sla.LinAlgWarning)
         Theta, W, run.n_iter, resid, run.decrement = newton_covsel(
-            S, rows, cols, theta0, tol=run.tol, max_iter=run.max_iter, decrement_tol=run.threshold, log=run.log
+            S,
+            rows,
+            cols,
+            theta0,
+            tol=run.tol,
+            max_iter=run.max_iter,
+            decrement_tol=run.threshold,
+            callback=run.callback,
         )
     if not (np.all(np.isfinite(Theta)) and np.all(np.isfinite(W)) and np.isfinite(resid)):
         run.fail(S, "Newton's method diverged")
@@ -306,7 +318,7 @@ def _regression(run, S):
     try:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             Theta, _, run.n_iter, resid = regression_covsel(
-                S, neighbours, tol=run.tol, max_iter=run.max_iter, log=run.log
+                S, neighbours, tol=run.tol, max_iter=run.max_iter, callback=run.callback
             )
     except np.linalg.LinAlgError:
         run.fail(S, "the regression solver met a singular neighbourhood system")
@@ -358,6 +370,7 @@ def _fit_sparse(run, pattern, max_time, max_stored):
             check=lambda s: _check_edges(pattern, s),
             max_time=max_time,
             log=run.log,
+            callback=run.callback,
         )
         x, s, resid, logdet, run.n_iter = fit.x, fit.s, fit.residual, fit.log_det, fit.n_iter
         run.decrement, embedding_bound, cg_iterations = fit.decrement, fit.embedding_bound, fit.cg_iterations

@@ -111,7 +111,6 @@ def _newton_direction(pattern, L, Y, g, precondition, rtol, max_cg, x0=None):
 
 
 #: The verbose line of a Newton step (the decrement and residual of the iterate it started from).
-_STEP_LINE = "Newton-CG step %d: objective %.12g, decrement %.3g, residual %.3g, %d CG (%.1fs), step %s"
 
 
 #: Stencil offsets (the diagonal included) of the nearest-neighbour lattice: only there is the
@@ -205,7 +204,7 @@ def newton_cg_covsel(
     decrement_tol=None,
     lattice=None,
     max_time=None,
-    log=None,
+    callback=None,
     certify=True,
 ):
     """Maximum-likelihood precision on a pattern by Newton-CG on its chordal embedding.
@@ -245,8 +244,10 @@ def newton_cg_covsel(
         Stop at the first iterate reached this many seconds (wall clock) after
         the start; a CG solve is cut short to end near it too (its iterations
         capped by the time the previous ones took).
-    log : callable, optional
-        Called as ``log(format, *args)`` once per step.
+    callback : callable, optional
+        ``callback(n_iter, objective=..., decrement=..., residual=..., n_cg=..., cg_seconds=...,
+        step_length=...)`` once per step (the line search's ``t``, or the full step taken at
+        statistical precision).
     certify : bool, default=True
         Keep the last Newton system's dual point (``newton_dual`` of the
         result, one more Hessian product) for the caller's certificate.
@@ -310,8 +311,16 @@ def newton_cg_covsel(
                 x = x + dx
                 L, logdet, f = final
                 n_iter += 1
-                if log is not None:
-                    log(_STEP_LINE, n_iter, f, decrement, residual, n_cg, cg_seconds, "1 (statistical precision)")
+                if callback is not None:
+                    callback(
+                        n_iter,
+                        objective=f,
+                        decrement=decrement,
+                        residual=residual,
+                        n_cg=n_cg,
+                        cg_seconds=cg_seconds,
+                        step_length="1 (statistical precision)",
+                    )
                 Y, w = pattern.inverse_on_pattern(L)
                 residual = float(np.max(np.abs(s - w))) / scale
             break
@@ -321,6 +330,14 @@ def newton_cg_covsel(
         t, f, (L, logdet) = step
         x = x + t * dx
         n_iter += 1
-        if log is not None:
-            log(_STEP_LINE, n_iter, f, decrement, residual, n_cg, cg_seconds, f"{t:.3g}")
+        if callback is not None:
+            callback(
+                n_iter,
+                objective=f,
+                decrement=decrement,
+                residual=residual,
+                n_cg=n_cg,
+                cg_seconds=cg_seconds,
+                step_length=f"{t:.3g}",
+            )
     return NewtonResult(x, n_iter, residual, decrement, f, logdet, cg_iterations, L, Y, dual)

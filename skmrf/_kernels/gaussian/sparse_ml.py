@@ -146,6 +146,7 @@ def sparse_max_likelihood(
     check=None,
     max_time=None,
     log=None,
+    callback=None,
 ):
     """Maximum-likelihood precision on a non-chordal pattern (see the module docstring).
 
@@ -210,7 +211,15 @@ def sparse_max_likelihood(
         )
     threshold = None if decrement_tol is None else decrement_tol * q / n_div
     result = newton_cg_covsel(
-        pattern, s, x0, tol=tol, max_iter=max_iter, decrement_tol=threshold, lattice=lattice, max_time=max_time, log=log
+        pattern,
+        s,
+        x0,
+        tol=tol,
+        max_iter=max_iter,
+        decrement_tol=threshold,
+        lattice=lattice,
+        max_time=max_time,
+        callback=callback,
     )
     lower = max(dual_bound(pattern, s, result.Y), embedding_bound)
     if result.newton_dual is not None:
@@ -243,7 +252,7 @@ class LapRefinement(NamedTuple):
     n_iter: int
 
 
-def refine_lap(data, adjacency, n_div, precision, *, shrinkage, mu, newton_steps, log):
+def refine_lap(data, adjacency, n_div, precision, *, shrinkage, mu, newton_steps, log, callback=None):
     """``newton_steps`` Newton-CG steps of the ML problem from the LAP estimate (made positive definite).
 
     Fewer when the statistical precision of GaussianMaxLikelihood (``decrement_tol=1e-3``) is
@@ -277,7 +286,7 @@ def refine_lap(data, adjacency, n_div, precision, *, shrinkage, mu, newton_steps
         max_iter=newton_steps,
         decrement_tol=DECREMENT_TOL * len(rows) / n_div,
         lattice=lattice,
-        log=log,
+        callback=callback,
         certify=False,  # GaussianLAP reports no duality gap
     )
     refined = assemble_symmetric(rows, cols, result.x, p)

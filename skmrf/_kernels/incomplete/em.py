@@ -63,8 +63,8 @@ def fit_incomplete(
     verbose : int
         joblib's verbosity for that pool.
     callback : callable, optional
-        ``callback(n_iter, log_likelihood, penalised, grad_max)`` after every iteration
-        (``penalised`` is None for ``method="gradient"``).
+        ``callback(n_iter, log_likelihood=..., penalised=..., grad_max=...)`` after every iteration
+        (no ``penalised`` for ``method="gradient"``).
 
     Returns
     -------
@@ -84,7 +84,7 @@ def fit_incomplete(
         stats = expected[lay.theta_pos] / n_rows
         return value / n_rows - log_z, stats - marginals[lay.theta_pos], stats
 
-    report = callback or (lambda *args: None)
+    report = callback or (lambda step, **metrics: None)
     n_workers = workers_for(n_jobs, data.work, EM_MIN_WORK_PER_WORKER)
     with parallel_or_serial(n_workers, prefer="threads", verbose=verbose) as pool:
         loop = _em if method == "em" else _gradient
@@ -123,26 +123,26 @@ def _em(model, evaluate, penalty, pool, max_iter, tol, max_bytes, report):
         penalised, penalised_grad = _penalised(penalty, theta, ll, grad)
         gmax = projected_max(theta, -penalised_grad)
         n_iter += 1
-        report(n_iter, ll, penalised, gmax)
+        report(n_iter, log_likelihood=ll, penalised=penalised, grad_max=gmax)
     return trace, gmax, n_iter
 
 
 def _gradient(model, evaluate, penalty, pool, max_iter, tol, max_bytes, report):
     trace = []
 
-    def objective(theta):
+    def objective_and_gradient(theta):
         ll, grad, _ = evaluate(theta, pool)
         f, g = _penalised(penalty, theta, ll, grad)
-        objective.ll = ll
+        objective_and_gradient.ll = ll
         return -f, -g
 
-    def step(it, f, gmax):
-        trace.append(objective.ll)
-        report(it, objective.ll, None, gmax)
+    def step(it, objective, grad_max):
+        trace.append(objective_and_gradient.ll)
+        report(it, log_likelihood=objective_and_gradient.ll, grad_max=grad_max)
 
-    objective(model.theta)
-    trace.append(objective.ll)
-    theta, _, g, n_iter = minimize_in_box(objective, model.theta, max_iter, tol, step)
+    objective_and_gradient(model.theta)
+    trace.append(objective_and_gradient.ll)
+    theta, _, g, n_iter = minimize_in_box(objective_and_gradient, model.theta, max_iter, tol, step)
     model.theta = theta
-    trace[-1] = objective.ll  # minimize_in_box evaluates the returned point last
+    trace[-1] = objective_and_gradient.ll  # minimize_in_box evaluates the returned point last
     return trace, projected_max(theta, g), n_iter

@@ -189,7 +189,7 @@ def fit_adaptive(
     parallel : joblib.Parallel or None
         Runs the chain blocks.
     callback : callable, optional
-        ``callback(k, x, gradient, noise_ratio, step_norm)`` after each step.
+        ``callback(k, x=..., gradient=..., noise_ratio=..., step_norm=...)`` after each step.
     expectation : callable, optional
         ``expectation(theta) -> (mean features, variance)`` replacing the chains (tests pass
         exact junction-tree expectations); then the steps are ``gradient / L`` with

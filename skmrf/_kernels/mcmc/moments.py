@@ -270,7 +270,8 @@ def fit_moments(
     parallel : joblib.Parallel or None
         Runs the chain blocks (:data:`MOMENTS_CHAIN_BLOCK` chains each; threads serve best).
     callback : callable, optional
-        ``callback(k, theta, gradient, r_connected, r_frequencies, n_sweeps, decorrelated)`` after each step.
+        ``callback(k, theta=..., gradient=..., r_connected=..., r_frequencies=..., n_sweeps=...,
+        decorrelated=...)`` after each step.
 
     Returns
     -------
@@ -302,7 +303,15 @@ def fit_moments(
         for key, value in zip(trace, values):
             trace[key].append(value)
         if callback is not None:
-            callback(k, theta, grad, r_pair, r_unary, sweeps, decorrelated)
+            callback(
+                k,
+                theta=theta,
+                gradient=grad,
+                r_connected=r_pair,
+                r_frequencies=r_unary,
+                n_sweeps=sweeps,
+                decorrelated=decorrelated,
+            )
         converged = r_pair >= target and r_unary >= target_frequencies and (decorrelated or not auto)
         if converged:  # these chains are theta's: return it, not the step after
             break

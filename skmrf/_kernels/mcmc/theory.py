@@ -192,7 +192,7 @@ def fit_theory(
     rng, parallel
         As for :func:`.adaptive.fit_adaptive`.
     callback : callable, optional
-        ``callback(k, phi, gradient)`` after each step.
+        ``callback(k, x=phi, gradient=...)`` after each step.
     expectation : callable, optional
         ``expectation(phi) -> E_phi[t]`` replacing the chains (exact references in tests).
 
@@ -208,11 +208,11 @@ def fit_theory(
         expectation = IsingExpectation(chains)
     trace, start = {"gradient_norm": [], "time": []}, time.perf_counter()
 
-    def record(k, x, grad):
-        trace["gradient_norm"].append(float(np.linalg.norm(grad)))
+    def record(k, x, gradient):
+        trace["gradient_norm"].append(float(np.linalg.norm(gradient)))
         trace["time"].append(time.perf_counter() - start)
         if callback is not None:
-            callback(k, x, grad)
+            callback(k, x=x, gradient=gradient)
 
     last, mean = projected_gradient(
         expectation,

@@ -99,6 +99,18 @@ def _column_name(j, names=None):
     return f"{j}" if names is None else f"{j} ({names[j]!r})"
 
 
+def gaussian_step_line(step, **metrics):
+    """The verbose line of one step of a Gaussian solver, from the metrics its kernel reports."""
+    if "kkt" in metrics:
+        return "Newton iteration %d, objective = %.10g, kkt = %.3g" % (step, metrics["objective"], metrics["kkt"])
+    if "change" in metrics:
+        return "regression sweep %d, max change = %.3g" % (step, metrics["change"])
+    return "Newton-CG step %d: objective %.12g, decrement %.3g, residual %.3g, %d CG (%.1fs), step %s" % (
+        step,
+        *(metrics[k] for k in ("objective", "decrement", "residual", "n_cg", "cg_seconds", "step_length")),
+    )
+
+
 #: Largest number of variables for which ``store_covariance="auto"`` keeps the
 #: dense covariance.
 DENSE_MAX_FEATURES = 2000

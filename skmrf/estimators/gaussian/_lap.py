@@ -19,7 +19,7 @@ from ..._utils._docstrings import fill_doc
 from ..._utils._sklearn_compat import Interval, StrOptions
 from ..._utils._warnings import warn
 from .._base import N_JOBS_CONSTRAINT
-from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF
+from ._base import NotPositiveDefiniteWarning, _BaseGaussianMRF, gaussian_step_line
 
 __all__ = ["GaussianLAP"]
 
@@ -395,6 +395,7 @@ class GaussianLAP(_BaseGaussianMRF):
                 mu=mu,
                 newton_steps=self.newton_steps,
                 log=log,
+                callback=lambda step, **metrics: log("%s", gaussian_step_line(step, **metrics)),
             )
             self.newton_start_, self.repair_factor_, self.n_iter_ = info
             is_pd = True

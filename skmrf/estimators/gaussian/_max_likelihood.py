@@ -24,14 +24,10 @@ from ..._utils._progress import Progress
 from ..._utils._sklearn_compat import Interval, StrOptions
 from ..._utils._warnings import warn
 from ...exceptions import NotPositiveDefiniteWarning
-from ._base import _BaseGaussianMRF, _column_name
+from ._base import _BaseGaussianMRF, _column_name, gaussian_step_line
 from ._statistics import GaussianStatisticsMixin
 
 __all__ = ["GaussianMaxLikelihood"]
-
-#: The verbose lines that count the solvers' steps (sparse Newton-CG, dense Newton, regression
-#: sweeps): the progress bar follows them and no other line (sizes are integers too).
-NEWTON_STEPS = ("Newton-CG step", "Newton iteration", "regression sweep")
 
 
 @fill_doc
@@ -437,7 +433,8 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _BaseGaussianMRF):
                     decrement_tol=self.decrement_tol,
                     max_time=self.max_time,
                     max_stored=self.SPARSE_MAX_STORED,
-                    log=bar.follow(log, NEWTON_STEPS),
+                    log=log,
+                    callback=bar.reporter(log, gaussian_step_line),
                 )
         except (CollinearColumns, ZeroVariance, NoMaximum, EmbeddingTooLarge) as exc:
             raise ValueError(self._explain(exc, n_samples)) from None

@@ -301,6 +301,7 @@ def newton_cg_covsel(
         # The run may end after this step: keep the dual point this Newton system predicts (one more
         # Hessian product). inv(Theta)'s own fill can fail to complete where it does not: at p = 10^6
         # on the 5-point lattice the stopped fit's gradient reached 0.6 at one entry.
+        cg_figures = dict(decrement=decrement, residual=residual, n_cg=n_cg, cg_seconds=cg_seconds)
         dual = None
         if certify and (final is not None or deadline is not None or n_iter + 1 == max_iter):
             dual = pattern.newton_dual(L, Y, dx)
@@ -312,15 +313,7 @@ def newton_cg_covsel(
                 L, logdet, f = final
                 n_iter += 1
                 if callback is not None:
-                    callback(
-                        n_iter,
-                        objective=f,
-                        decrement=decrement,
-                        residual=residual,
-                        n_cg=n_cg,
-                        cg_seconds=cg_seconds,
-                        step_length="1 (statistical precision)",
-                    )
+                    callback(n_iter, objective=f, step_length="1 (statistical precision)", **cg_figures)
                 Y, w = pattern.inverse_on_pattern(L)
                 residual = float(np.max(np.abs(s - w))) / scale
             break
@@ -331,13 +324,5 @@ def newton_cg_covsel(
         x = x + t * dx
         n_iter += 1
         if callback is not None:
-            callback(
-                n_iter,
-                objective=f,
-                decrement=decrement,
-                residual=residual,
-                n_cg=n_cg,
-                cg_seconds=cg_seconds,
-                step_length=f"{t:.3g}",
-            )
+            callback(n_iter, objective=f, step_length=f"{t:.3g}", **cg_figures)
     return NewtonResult(x, n_iter, residual, decrement, f, logdet, cg_iterations, L, Y, dual)

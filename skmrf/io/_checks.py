@@ -15,7 +15,8 @@ from .._solvers.spd import logdet_spd
 from .._utils.validation import MAX_STATES
 from ..estimators._base import MAX_TABLE_SIZE
 from ..exceptions import TreewidthError
-from ..graphs import MRFGraph, _maximal
+from ..graphs import MRFGraph
+from ..graphs._resolve import _maximal
 from ._format import Bad
 
 __all__ = [

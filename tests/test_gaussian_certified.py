@@ -503,7 +503,7 @@ def test_ml_reads_x_by_row_chunks_without_a_transposed_copy(monkeypatch):
 def test_score_and_mahalanobis_read_x_by_row_chunks_without_a_transposed_copy(monkeypatch):
     import tracemalloc
 
-    from skmrf.estimators.gaussian import _base
+    from skmrf.estimators.gaussian import _fitted as _base  # the scoring by row chunks
 
     Q = five_point(40, 40, ridge=0.1)
     est = GaussianMaxLikelihood(Q, solver="sparse", sparse=True, store_covariance=False).fit(sample(Q, 400, seed=13))

@@ -27,7 +27,8 @@ from skmrf import (
     PseudoLikelihoodEstimator,
     grid_graph,
 )
-from skmrf.datasets import sample_random_mrf
+from skmrf.datasets import make_random_mrf, sample_random_mrf
+from skmrf.inference import adaptive_annealed_importance_sampling
 
 GRAPH = grid_graph(3, 3)
 X, _ = sample_random_mrf(GRAPH, 200, random_state=0)
@@ -98,6 +99,11 @@ def gaussian_lap_not_positive_definite_and_scale():
 
 def gaussian_discrete_data():
     GaussianLAP("chain").fit(X.astype(float))
+
+
+def adaptive_ais_budget_spent():
+    model = make_random_mrf(grid_graph(4, 4), scale=3.0, random_state=0)  # too strong for 300 sweeps
+    adaptive_annealed_importance_sampling(model, 300, 100, 1, random_state=0)
 
 
 def in_a_pipeline():

@@ -36,7 +36,7 @@ _AUTO_COUNT = [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})]
 class MCMCSchedule(NamedTuple):
     """The schedule a fit ran (``schedule_`` of :class:`~skmrf.MCMCMaxLikelihood`).
 
-    ``kind`` is ``"theory"`` (Domke's Algorithm 1) or ``"adaptive"``; ``n_iter`` the steps
+    ``kind`` is ``"adaptive"``, ``"theory"`` (Domke's Algorithm 1) or ``"moments"``; ``n_iter`` the steps
     allowed (the adaptive rule may stop earlier: see ``n_iter_``), ``n_chains`` the chains,
     ``n_sweeps`` the Gibbs sweeps per chain and step; ``fast_mixing`` whether the parameter
     set is inside a fast-mixing set, so that the mixing bound of the theory holds.
@@ -81,15 +81,9 @@ def _step_line(k, gradient, noise_ratio=None, step_norm=None, **_):
 
 
 def _moments_line(k, gradient, r_connected, r_frequencies, n_sweeps, decorrelated, **_):
+    line = "Iteration %d, |grad| = %.4g, connected r = %.4f, frequencies r = %.4f, %d sweeps, %s"
     state = "decorrelated" if decorrelated else "not decorrelated"
-    return "Iteration %d, |grad| = %.4g, connected r = %.4f, frequencies r = %.4f, %d sweeps, %s" % (
-        k,
-        np.linalg.norm(gradient),
-        r_connected,
-        r_frequencies,
-        n_sweeps,
-        state,
-    )
+    return line % (k, np.linalg.norm(gradient), r_connected, r_frequencies, n_sweeps, state)
 
 
 def _constraint(est, positions, theory, given=()):
@@ -107,7 +101,13 @@ def _constraint(est, positions, theory, given=()):
     )
 
 
-class AdaptiveSchedule(BaseEstimator):
+class _ChainSchedule(BaseEstimator):
+    def _given(self):
+        """``(n_iter, n_chains, n_sweeps)`` as given: ints, or ``"auto"`` for the plan to resolve."""
+        return self.n_iter, self.n_chains, self.n_sweeps
+
+
+class AdaptiveSchedule(_ChainSchedule):
     """The default schedule of :class:`~skmrf.MCMCMaxLikelihood`: practical, with no guarantee.
 
     Persistent Gibbs chains started at data rows, natural-gradient steps (the Fisher
@@ -205,11 +205,6 @@ class AdaptiveSchedule(BaseEstimator):
         self.lipschitz = lipschitz
         self.start_iter = start_iter
 
-    def _given(self):
-        """``(n_iter, n_chains, n_sweeps)`` as given (ints or ``"auto"``); the "auto" ones are
-        resolved from the data by :func:`~skmrf._kernels.mcmc.defaults.plan_adaptive`."""
-        return self.n_iter, self.n_chains, self.n_sweeps
-
     #: The advice of the fit's refusal of non-finite parameters, and what is defined for binary
     #: variables only (None: nothing).
     _smaller_steps, _binary_only = "a larger lipschitz", None
@@ -259,31 +254,7 @@ class AdaptiveSchedule(BaseEstimator):
                 parallel=parallel,
                 callback=bar.reporter(log, _step_line) if est.verbose else None,
             )
-        if info.moment_ratio is not None and info.moment_ratio > info.moment_ratio_max:
-            steps = info.trace["step_noise_ratio"][-ADAPTIVE_WINDOW:]
-            warn_not_converged(
-                name,
-                f"to the maximum-likelihood estimate: at the returned parameters, {n_chains} fresh chains give "
-                f"model moments whose squared distance from the data's is {info.moment_ratio:.3g} times its "
-                "variance (Monte-Carlo and the data's sampling) on average over the parameters (at most about 1 "
-                f"at the estimate; accepted up to "
-                f"{info.moment_ratio_max:.3g}, moment_ratio_), and over the last {len(steps)} steps each gradient "
-                f"was {steps.mean():.3g} times its noise (1.3 to 3.3 measured where the iterates settled; larger "
-                "means the steps oscillate or drift)",
-                "Do not use these parameters as maximum-likelihood estimates. Raise the schedule's n_chains (more "
-                "chains estimate the natural step's Fisher matrix better: on the 32 x 32 Ising torus with 1000 rows, "
-                "1063 chains oscillated and 4000 converged) and n_iter, or compare with PseudoLikelihoodEstimator, "
-                "whose estimate is consistent and needs no chains.",
-            )
-        elif not info.converged:
-            ratio = info.trace["noise_ratio"][max(ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW) - 1 : n_iter // 2]
-            warn_not_converged(
-                name,
-                f"in {n_iter} steps: in its first {n_iter // 2} the mean gradient of the last {ADAPTIVE_WINDOW} "
-                f"steps stayed at least {ratio.min(initial=np.inf):.3g} times its Monte-Carlo variance (the rule "
-                f"needs below {1 + self.tol:g}); the estimate averages the last half of the steps",
-                "Raise the schedule's n_iter, or n_chains for less noise.",
-            )
+        _warn_if_adaptive_not_converged(name, info, n_chains, n_iter, self.tol)
         return ScheduleFit(
             theta,
             MCMCSchedule(self.kind, n_iter, n_chains, n_sweeps, constraint.fast_mixing),
@@ -298,7 +269,37 @@ class AdaptiveSchedule(BaseEstimator):
         )
 
 
-class TheorySchedule(BaseEstimator):
+def _warn_if_adaptive_not_converged(name, info, n_chains, n_iter, tol):
+    """The adaptive schedule's warnings: moments of fresh chains far from the data's, or no stop by
+    the noise-level rule."""
+    if info.moment_ratio is not None and info.moment_ratio > info.moment_ratio_max:
+        steps = info.trace["step_noise_ratio"][-ADAPTIVE_WINDOW:]
+        warn_not_converged(
+            name,
+            f"to the maximum-likelihood estimate: at the returned parameters, {n_chains} fresh chains give "
+            f"model moments whose squared distance from the data's is {info.moment_ratio:.3g} times its "
+            "variance (Monte-Carlo and the data's sampling) on average over the parameters (at most about 1 "
+            f"at the estimate; accepted up to "
+            f"{info.moment_ratio_max:.3g}, moment_ratio_), and over the last {len(steps)} steps each gradient "
+            f"was {steps.mean():.3g} times its noise (1.3 to 3.3 measured where the iterates settled; larger "
+            "means the steps oscillate or drift)",
+            "Do not use these parameters as maximum-likelihood estimates. Raise the schedule's n_chains (more "
+            "chains estimate the natural step's Fisher matrix better: on the 32 x 32 Ising torus with 1000 rows, "
+            "1063 chains oscillated and 4000 converged) and n_iter, or compare with PseudoLikelihoodEstimator, "
+            "whose estimate is consistent and needs no chains.",
+        )
+    elif not info.converged:
+        ratio = info.trace["noise_ratio"][max(ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW) - 1 : n_iter // 2]
+        warn_not_converged(
+            name,
+            f"in {n_iter} steps: in its first {n_iter // 2} the mean gradient of the last {ADAPTIVE_WINDOW} "
+            f"steps stayed at least {ratio.min(initial=np.inf):.3g} times its Monte-Carlo variance (the rule "
+            f"needs below {1 + tol:g}); the estimate averages the last half of the steps",
+            "Raise the schedule's n_iter, or n_chains for less noise.",
+        )
+
+
+class TheorySchedule(_ChainSchedule):
     """Domke's (2015) Algorithm 1 with the K/M/v schedule of its theorems, for binary models.
 
     Inside a fast-mixing set the result is within ``eps`` of the best parameters in the set
@@ -381,10 +382,6 @@ class TheorySchedule(BaseEstimator):
         self.persistent = persistent
         self.average = average
         self.lipschitz = lipschitz
-
-    def _given(self):
-        """``(n_iter, n_chains, n_sweeps)`` as given (ints or ``"auto"``)."""
-        return self.n_iter, self.n_chains, self.n_sweeps
 
     _smaller_steps, _binary_only = "a larger lipschitz", "MCMCMaxLikelihood's theory schedule is defined"
 

@@ -20,6 +20,7 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from .._utils._progress import Progress
+from .._utils._warnings import warn as warn_at_caller  # "warn" is a parameter here
 from .._utils.validation import check_generator
 from ._ais import AISResult, _forward, _summary, reverse_annealed_importance_sampling
 from ._annealing import PATHS, AnnealingPath, is_flip_symmetric
@@ -234,7 +235,7 @@ def adaptive_annealed_importance_sampling(
             model, budget, int(n_chains), int(n_steps), tol, z, min_ess, path, rng, bar, cluster_moves
         )
     if result.budget_exhausted and warn:
-        warn(budget_message(result), ConvergenceWarning)
+        warn_at_caller(budget_message(result), ConvergenceWarning)
     return result
 
 
@@ -313,6 +314,11 @@ def _adaptive_runs(model, budget, m, t, tol, z, min_ess, path, rng, bar, cluster
                 tr.m *= 2  # noise, not bias: more chains on the same schedule
         else:
             tr.t *= 2
+    return _result(tracks, behind, z, sweeps, budget, converged, exhausted, min_ess)
+
+
+def _result(tracks, behind, z, sweeps, budget, converged, exhausted, min_ess):
+    """The :class:`AdaptiveAISResult` of the runs: the estimate of the best path, the others'."""
     # Paths that disagree: the higher (both are stochastic lower bounds; the lower one missed mass).
     # Paths that agree: the one whose estimate less its error is higher, not simply the more precise
     # one: a path that missed a phase is precise and low (the unary path of a nearly symmetric

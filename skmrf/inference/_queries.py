@@ -215,6 +215,9 @@ class EnumeratedComponents:
         Which clique holds which variable (:func:`_incidence`).
     """
 
+    # Longer than 60 lines: the two steps (reduce every (component, clique) pair to a table, then
+    # index each table by the components' joint states) share a dozen arrays of the same entries;
+    # split, each would take most of them as arguments.
     def __init__(self, layout, E, entry_comp, entry_var, entry_row, incidence):
         K = layout.n_states
         _, comp = np.unique(entry_comp, return_inverse=True)

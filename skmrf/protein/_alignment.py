@@ -207,22 +207,7 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
     raw = np.frombuffer("".join(seqs).encode("ascii", errors="replace"), dtype=np.uint8)
 
-    # One lookup table over the 256 byte values (int8: one byte per character of the file): the
-    # state of each letter, -1 for an insert (dropped), -2 for a letter outside the alphabet,
-    # -3 for anything else (an error).
-    lut = np.full(256, -3, dtype=np.int8)
-    for c in range(ord("A"), ord("Z") + 1):
-        lut[c] = lut[c + 32] = -2
-    for k, c in enumerate(alphabet):
-        lut[ord(c)] = k
-        if c.isalpha():
-            lut[ord(c.lower())] = k
-    for c in _GAP_LIKE:
-        lut[ord(c)] = gap
-    if fmt in ("a2m", "a3m"):
-        lut[ord("a") : ord("z") + 1] = -1
-        lut[ord(".")] = -1
-    codes = lut[raw]
+    codes = _letter_codes(alphabet, gap, fmt)[raw]
     bad = np.flatnonzero(codes == -3)
     if bad.size:
         s = int(np.searchsorted(starts, bad[0], side="right")) - 1
@@ -235,11 +220,58 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
     full = lengths > 0
     if full.any():
         n_match[full] = np.add.reduceat(keep.view(np.uint8), starts[full], dtype=np.int64)
+    _check_aligned(n_match, names, fmt, guessed=format == "auto" and fmt == "a2m" and not _named_fasta(name))
+    X = codes[keep].reshape(len(seqs), n_match[0]).astype(np.int64)
+    outside = X == -2
+    _check_foreign(raw[keep][outside.ravel()], int((X != gap).sum()), alphabet, nonstandard)
+    if nonstandard == "drop":
+        rows = ~outside.any(axis=1)
+        if not rows.any():
+            s, j = np.argwhere(outside)[0]
+            letter = chr(raw[starts[s] + np.flatnonzero(keep[starts[s] : starts[s] + lengths[s]])[j]])
+            raise ValueError(
+                f"Every one of the {len(seqs)} sequences holds a letter outside the alphabet {alphabet!r} (sequence "
+                f"0, {names[0]!r}, holds {letter!r}), so nonstandard='drop' leaves no sequence. Read with "
+                "nonstandard='gap' (such letters become gaps), or with the alphabet the letters belong to."
+            )
+        X = X[rows]
+        names = [nm for nm, r in zip(names, rows) if r]
+    else:
+        X[outside] = gap
+    return Alignment(X, names, alphabet)
+
+
+def _letter_codes(alphabet, gap, fmt):
+    """One lookup table over the 256 byte values (int8: one byte per character of the file): the
+    state of each letter, -1 for an insert (dropped), -2 for a letter outside the alphabet, -3 for
+    anything else (an error)."""
+    lut = np.full(256, -3, dtype=np.int8)
+    for c in range(ord("A"), ord("Z") + 1):
+        lut[c] = lut[c + 32] = -2
+    for k, c in enumerate(alphabet):
+        lut[ord(c)] = k
+        if c.isalpha():
+            lut[ord(c.lower())] = k
+    for c in _GAP_LIKE:
+        lut[ord(c)] = gap
+    if fmt in ("a2m", "a3m"):
+        lut[ord("a") : ord("z") + 1] = -1
+        lut[ord(".")] = -1
+    return lut
+
+
+def _named_fasta(name):
+    """Whether a file name carries a FASTA extension."""
+    return name is not None and _extension(name) in _EXTENSIONS
+
+
+def _check_aligned(n_match, names, fmt, guessed):
+    """Refuse sequences of different numbers of match columns, or none (``guessed``: the format was
+    taken for A2M from the file's content)."""
     differs = np.flatnonzero(n_match != n_match[0])
     if differs.size:
         s = differs[0]
         what = "match columns (upper case and '-')" if fmt != "fasta" else "columns"
-        guessed = format == "auto" and fmt == "a2m" and (name is None or _extension(name) not in _EXTENSIONS)
         why = (
             " The file was read as A2M because its sequences hold '.' or lower-case letters and its name has no "
             "FASTA extension (format='auto'): A2M drops them as insertions."
@@ -259,24 +291,6 @@ def read_alignment(path_or_file, format="auto", alphabet=ALPHABET, nonstandard="
         raise ValueError(
             "The sequences have no match column. If lower case letters are aligned columns, read with format='fasta'."
         )
-    X = codes[keep].reshape(len(seqs), n_match[0]).astype(np.int64)
-    outside = X == -2
-    _check_foreign(raw[keep][outside.ravel()], int((X != gap).sum()), alphabet, nonstandard)
-    if nonstandard == "drop":
-        rows = ~outside.any(axis=1)
-        if not rows.any():
-            s, j = np.argwhere(outside)[0]
-            letter = chr(raw[starts[s] + np.flatnonzero(keep[starts[s] : starts[s] + lengths[s]])[j]])
-            raise ValueError(
-                f"Every one of the {len(seqs)} sequences holds a letter outside the alphabet {alphabet!r} (sequence "
-                f"0, {names[0]!r}, holds {letter!r}), so nonstandard='drop' leaves no sequence. Read with "
-                "nonstandard='gap' (such letters become gaps), or with the alphabet the letters belong to."
-            )
-        X = X[rows]
-        names = [nm for nm, r in zip(names, rows) if r]
-    else:
-        X[outside] = gap
-    return Alignment(X, names, alphabet)
 
 
 def _check_foreign(letters, n_residues, alphabet, nonstandard):

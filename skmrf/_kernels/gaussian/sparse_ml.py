@@ -180,16 +180,15 @@ def sparse_max_likelihood(
     SparseFit
     """
     q = len(pattern.rows)
+    log = log or (lambda *args: None)
     s_stored = covariance_on_embedding(data, pattern, n_div, shrinkage, mu)
     s = s_stored[pattern.index]
-    if log is not None:
-        log("sample covariance on the embedding: %d stored entries", pattern.n_stored)
+    log("sample covariance on the embedding: %d stored entries", pattern.n_stored)
     if check is not None:
         check(s)
     x_embedding, embedding_bound = embedding_start(pattern, s_stored)
     del s_stored
-    if log is not None:
-        log("embedding start: %s", "positive definite" if x_embedding is not None else "not positive definite")
+    log("embedding start: %s", "positive definite" if x_embedding is not None else "not positive definite")
     lattice, x_stationary = lattice_start(pattern, s)
     if lattice is None and preconditioner == "lattice":
         raise ValueError("preconditioner='lattice' needs a stencil pattern on a grid (see detect_lattice).")
@@ -201,14 +200,13 @@ def sparse_max_likelihood(
     if extra_start is not None:
         candidates["given"] = extra_start(s)
     start, x0, f0 = choose_start(pattern, s, candidates)
-    if log is not None:
-        log(
-            "start: %s, objective %.10g (embedding bound %.10g; %s preconditioner)",
-            start,
-            f0,
-            embedding_bound,
-            "torus" if lattice is not None else "chordal",
-        )
+    log(
+        "start: %s, objective %.10g (embedding bound %.10g; %s preconditioner)",
+        start,
+        f0,
+        embedding_bound,
+        "torus" if lattice is not None else "chordal",
+    )
     threshold = None if decrement_tol is None else decrement_tol * q / n_div
     result = newton_cg_covsel(
         pattern,
@@ -224,8 +222,7 @@ def sparse_max_likelihood(
     lower = max(dual_bound(pattern, s, result.Y), embedding_bound)
     if result.newton_dual is not None:
         lower = max(lower, dual_bound(pattern, s, result.newton_dual))
-    if log is not None:
-        log("certified gap %.4g (objective %.10g, bound %.10g)", result.objective - lower, result.objective, lower)
+    log("certified gap %.4g (objective %.10g, bound %.10g)", result.objective - lower, result.objective, lower)
     return SparseFit(
         result.x,
         s,

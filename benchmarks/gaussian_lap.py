@@ -72,8 +72,11 @@ Parts (each prints a table; times are wall-clock on this machine):
     and with the chordal preconditioner, and how many of its eigenvalues the
     preconditioner leaves spread out (each costs about one CG iteration).
 
-``--quick`` runs a smoke version of every part in about a minute.
-``--replot`` redraws the figure from ``results/gaussian_lap_fig8.json``.
+``--quick`` runs a smoke version of every part in about a minute and writes no file (tables are
+printed only). ``--replot`` redraws the figure from ``results/gaussian_lap_fig8.json``. The logs of
+the verbose p = 10^6 fits go to ``--logs`` (default ``~/.cache/skmrf-bench``), not to ``results/``.
+The part ``research28`` (issue #28's preconditioner experiments) is a research record in
+``benchmarks/research/gaussian_lap_research28.py``.
 ``--blas-threads`` (default 1) limits the BLAS threads of every method in the
 run, baselines included: on this 2-core machine multi-threaded OpenBLAS was
 measured slower than one thread (for example ``GaussianMaxLikelihood``'s
@@ -81,7 +84,8 @@ Newton system took 3.4 s instead of 0.6 s); pass 0 to leave BLAS alone.
 
 Usage::
 
-    python benchmarks/gaussian_lap.py [fig8] [timing] [big] [sparse_ml] [ml_peers] [precond] [--quick] [--budget 300]
+    python benchmarks/gaussian_lap.py [fig8] [timing] [big] [sparse_ml] [ml_peers] [precond] [scale28] [peers28]
+        [--quick] [--budget 300]
 """
 
 from __future__ import annotations
@@ -98,6 +102,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
+from _harness import header, limit_blas
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 RESULTS = os.path.join(HERE, "results")
@@ -342,14 +347,12 @@ def peak_rss():
 def _limit_blas(n):
     """Limit every BLAS library of the process (load them all first: numpy and scipy ship their own)."""
     if n > 0:
-        import scipy.linalg  # noqa: F401
         import scipy.sparse.linalg  # noqa: F401
         import sklearn.covariance  # noqa: F401
-        from threadpoolctl import threadpool_limits
 
         import skmrf.estimators.gaussian  # noqa: F401
 
-        threadpool_limits(n)
+        limit_blas(n)
 
 
 def _save_problem(Q, X, folder, name):
@@ -415,9 +418,10 @@ def part_fig8(args):
                     results.setdefault((pattern, p, m), []).append((n, row[-1]))
                 cells = " ".join(f"{'-':>16}" if e is None else f"{e:16.4f}" for e in row)
                 print(f"  {n:>6} {cells}   {'; '.join(notes)}", flush=True)
+    if args.quick:  # a smoke run: printed only
+        return results
     os.makedirs(RESULTS, exist_ok=True)
-    path = os.path.join(RESULTS, "gaussian_lap_fig8_quick.json" if args.quick else "gaussian_lap_fig8.json")
-    with open(path, "w") as f:
+    with open(os.path.join(RESULTS, "gaussian_lap_fig8.json"), "w") as f:
         json.dump({"sizes": sizes, "results": [[*k, v] for k, v in results.items()], "failures": failures}, f)
     _plot_fig8(results, sizes, args)
     return results
@@ -425,8 +429,7 @@ def part_fig8(args):
 
 def replot(args):
     """Redraw the figure from the saved fig8 results (``--replot``)."""
-    path = os.path.join(RESULTS, "gaussian_lap_fig8_quick.json" if args.quick else "gaussian_lap_fig8.json")
-    with open(path) as f:
+    with open(os.path.join(RESULTS, "gaussian_lap_fig8.json")) as f:
         d = json.load(f)
     _plot_fig8({(pat, p, m): [tuple(x) for x in v] for pat, p, m, v in d["results"]}, d["sizes"], args)
 
@@ -466,7 +469,7 @@ def _plot_fig8(results, sizes, args):
             ax.legend(fontsize=8)
     fig.tight_layout()
     os.makedirs(RESULTS, exist_ok=True)
-    path = os.path.join(RESULTS, "gaussian_lap_quick.png" if args.quick else "gaussian_lap.png")
+    path = os.path.join(RESULTS, "gaussian_lap.png")
     fig.savefig(path, dpi=110)
     print(f"\nsaved {os.path.relpath(path)}")
 
@@ -739,6 +742,8 @@ def run_sml(pattern, p, method, n, n_test, budget, args, verbose=0, log_path=Non
     """
     cmd = [sys.executable, os.path.abspath(__file__), "_sml", pattern, str(p), method, str(n), str(n_test)]
     cmd += [str(args.blas_threads), str(verbose)]
+    if log_path is not None:
+        os.makedirs(os.path.dirname(log_path), exist_ok=True)
     with tempfile.NamedTemporaryFile("w+", suffix=".log", delete=log_path is None) as tmp:
         path = log_path or tmp.name
         with open(path, "w") as out:
@@ -784,28 +789,28 @@ class _Tee:
         self.lines.append(text)
 
     def save(self):
+        if self.path is None:  # --quick: printed only
+            return
         os.makedirs(RESULTS, exist_ok=True)
         with open(self.path, "w") as f:
             f.write("\n".join(self.lines) + "\n")
         print(f"saved {os.path.relpath(self.path)}")
 
 
-def _header(out, args):
+def _header(out, args, name):
     import platform
 
     import sklearn
 
-    out(
-        f"python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
-        f"{os.cpu_count()} CPUs, BLAS threads: {args.blas_threads or 'default'}, "
-        f"load average {os.getloadavg()[0]:.1f} (start); {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}"
-    )
+    out(header(f"gaussian_lap.py {name}", args.blas_threads))
+    out(f"python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}")
 
 
 def _results(name, args):
-    """The table printer of a part, saving to ``results/<name>[_quick].txt``, with the run's header printed."""
-    out = _Tee(os.path.join(RESULTS, name + ("_quick" if args.quick else "") + ".txt"))
-    _header(out, args)
+    """The table printer of a part, saving to ``results/<name>.txt`` (``--quick``: printed only), with the
+    run's header printed."""
+    out = _Tee(None if args.quick else os.path.join(RESULTS, name + ".txt"))
+    _header(out, args, name)
     return out
 
 
@@ -866,7 +871,7 @@ def part_sparse_ml(args):
             out(f"  {pattern:>9} {p:>7} n = {args.n_big} training rows, {n_test} held-out rows (memory)")
         results = {}
         for m in ["ml_sparse"] + [m for m in todo if m != "ml_sparse"]:
-            log_path = os.path.join(RESULTS, "gaussian_lap_sparse_ml_1e6.log") if p >= 10**6 else None
+            log_path = os.path.join(args.logs, "gaussian_lap_sparse_ml_1e6.log") if p >= 10**6 else None
             results[m] = run_sml(
                 pattern,
                 p,
@@ -1059,7 +1064,7 @@ def part_scale28(args):
         results = {}
         for m in methods:
             budget = args.budget_big + 3600 if big else args.budget
-            log_path = os.path.join(RESULTS, "gaussian_lap_scale28_1e6.log") if big else None
+            log_path = os.path.join(args.logs, "gaussian_lap_scale28_1e6.log") if big else None
             results[m] = run_sml(pattern, p, m, n, args.n_test_big if big else args.n_test, budget, args, 1, log_path)
             results[m]["load"] = _load()
         ml = results[ml_name]
@@ -1125,142 +1130,6 @@ def part_peers28(args):
     out.save()
 
 
-def _research_problem(pattern, p, n=1000, seed=0):
-    """Standardised data (one row per variable), the chordal pattern, s on the embedding and the pattern."""
-    from skmrf._kernels.gaussian.chordal import ChordalPattern, covariance_on_embedding
-    from skmrf._kernels.gaussian.lattice import detect_lattice
-
-    Q, X = make_problem(pattern, p, n, seed)
-    Z = X - X.mean(axis=0)
-    Z /= np.sqrt((Z**2).mean(axis=0))
-    lo = sp.coo_array(sp.tril(sp.csr_array(Q)))
-    if pattern == "random":
-        lo = sp.coo_array(sp.tril(sp.csr_array(Q)) + sp.identity(p))  # the diagonal is in the pattern
-    rows, cols = lo.row.astype(np.int64), lo.col.astype(np.int64)
-    cp = ChordalPattern(rows, cols, p)
-    s_stored = covariance_on_embedding(np.ascontiguousarray(Z.T), cp, float(n))
-    return cp, s_stored, detect_lattice(rows, cols, p)
-
-
-def _research_newton(cp, s, x0, lattice, variant, n, budget):
-    """Newton-CG to statistical precision with one preconditioner variant; (steps, CG list, cpu s, f)."""
-    from skmrf._kernels.gaussian import newton_cg
-    from skmrf._kernels.gaussian.lattice import TorusPreconditioner
-
-    original = newton_cg._preconditioner
-    if variant == "torus-dirichlet":
-        newton_cg._preconditioner = lambda pattern, lat, L, Y, x, *rest: TorusPreconditioner(lat, x)
-    try:
-        c = time.process_time()
-        res = newton_cg.newton_cg_covsel(
-            cp,
-            s,
-            x0,
-            max_iter=60,
-            decrement_tol=1e-3 * len(s) / n,
-            lattice=None if variant == "chordal" else lattice,
-            max_time=budget,
-        )
-        return res.n_iter, res.cg_iterations, time.process_time() - c, res.objective, res.decrement
-    finally:
-        newton_cg._preconditioner = original
-
-
-def part_research28(args):
-    """CG iterations per Newton step against the grid width for each preconditioner, and starts for L L^T."""
-    from skmrf._kernels.gaussian.chordal import embedding_start, likelihood_start, objective
-    from skmrf._kernels.gaussian.lattice import stationary_fit
-    from skmrf._kernels.gaussian.sparse_ml import choose_start, rescale
-
-    out = _results("gaussian_lap_research28", args)
-    n = 1000
-    widths = [12, 20] if args.quick else [20, 40, 78]
-    budget = 30.0 if args.quick else args.budget
-    out(f"\n== research28 (a): CG iterations per Newton step against the grid width, n = {n} ==")
-    out("   start: the package's (best of rescaled stationary, embedding, diagonal); stop at lambda^2/2 <= 1e-3 q/n;")
-    out("   torus-eig = the package's lattice preconditioner (shift to the iterate's smallest eigenvalue),")
-    out("   torus-dirichlet = shift to the median stencil's Dirichlet minimum,")
-    out("   chordal = the chordal embedding's inverse Hessian restricted to the pattern;")
-    out(f"   '!' = stopped by a {budget:.0f} s budget; the last CG count includes the confirmation solve")
-    head = f"  {'pattern':>10} {'r':>4} {'precond':>16} {'steps':>5} {'CG per step':>40}"
-    out(head + f" {'CG':>6} {'cpu s':>7} {'load':>5}")
-    for pattern in ("laplacian5", "laplacian"):
-        for r in widths:
-            cp, s_stored, lattice = _research_problem(pattern, r * r, n)
-            s = s_stored[cp.index]
-            x_e, _ = embedding_start(cp, s_stored)
-            x_st = rescale(cp, s, stationary_fit(lattice, s)[lattice.kind])
-            _, x0, _ = choose_start(cp, s, {"embedding": x_e, "stationary": x_st})
-            for variant in ("torus-eig", "torus-dirichlet", "chordal"):
-                try:
-                    steps, cg, cpu, f, dec = _research_newton(cp, s, x0, lattice, variant, n, budget)
-                except np.linalg.LinAlgError:  # the Dirichlet-shifted torus model is singular on L L^T
-                    out(f"  {pattern:>10} {r:>4} {variant:>16}     - the torus model is singular (not PD)")
-                    continue
-                done = dec <= 1e-3 * len(s) / n
-                cgs = "+".join(map(str, cg))
-                cgs = cgs if len(cgs) <= 40 else cgs[:37] + "..."
-                out(
-                    f"  {pattern:>10} {r:>4} {variant:>16} {steps:>4}{'' if done else '!'} {cgs:>40} {sum(cg):>6} "
-                    f"{cpu:>7.2f} {_load():>5}"
-                )
-    out(f"\n== research28 (b): positive definite starts, n = {n}: objective f0 (inf = not positive definite) ==")
-    out("   and Newton steps / CG iterations from it to statistical precision with the torus-eig preconditioner")
-    out(f"  {'pattern':>10} {'r':>4} {'start':>22} {'f0':>14} {'steps':>5} {'CG':>6} {'cpu s':>7} {'f':>14}")
-    for pattern in ("laplacian5", "laplacian"):
-        for r in widths:
-            cp, s_stored, lattice = _research_problem(pattern, r * r, n)
-            s = s_stored[cp.index]
-            x_e, bound = embedding_start(cp, s_stored)
-            stationary = stationary_fit(lattice, s)[lattice.kind]
-            diagonal = np.where(cp.diagonal, 1.0 / np.where(cp.diagonal, s, 1.0), 0.0)
-            starts = {
-                "diagonal": diagonal,
-                "embedding (fill 0)": x_e,
-                "stationary": stationary,
-                "stationary rescaled": rescale(cp, s, stationary),
-                "diag->embedding seg.": likelihood_start(cp, s, _embedding_raw(cp, s_stored))[0],
-            }
-            for name, x0 in starts.items():
-                f0 = objective(cp, s, x0) if x0 is not None else np.inf
-                if not np.isfinite(f0):
-                    out(f"  {pattern:>10} {r:>4} {name:>22} {'inf':>14}")
-                    continue
-                steps, cg, cpu, f, dec = _research_newton(cp, s, x0, lattice, "torus-eig", n, budget)
-                done = dec <= 1e-3 * len(s) / n
-                out(
-                    f"  {pattern:>10} {r:>4} {name:>22} {f0:>14.3f} {steps:>4}{'' if done else '!'} {sum(cg):>6} "
-                    f"{cpu:>7.2f} {f:>14.3f}"
-                )
-            out(f"  {pattern:>10} {r:>4} {'embedding bound':>22} {bound:>14.3f}")
-    out(f"\n== research28 (c): the chordal preconditioner on random sparse patterns (mean degree 4), n = {n} ==")
-    out(f"  {'p':>6} {'fill':>9} {'steps':>5} {'CG per step':>40} {'CG':>6} {'cpu s':>7}")
-    for p in [100, 400] if args.quick else [400, 1600, 3000]:
-        cp, s_stored, _ = _research_problem("random", p, n)
-        s = s_stored[cp.index]
-        x_e, _ = embedding_start(cp, s_stored)
-        _, x0, _ = choose_start(cp, s, {"embedding": x_e})
-        steps, cg, cpu, f, dec = _research_newton(cp, s, x0, None, "chordal", n, budget)
-        done = dec <= 1e-3 * len(s) / n
-        cgs = "+".join(map(str, cg))
-        out(f"  {p:>6} {cp.n_fill:>9} {steps:>4}{'' if done else '!'} {cgs[:40]:>40} {sum(cg):>6} {cpu:>7.2f}")
-    out.save()
-
-
-def _embedding_raw(cp, s_stored):
-    """The embedding ML on the pattern with its fill zeroed, positive definite or not."""
-    import chompack
-    import cvxopt
-
-    X = chompack.cspmatrix(cp.symb, blkval=cvxopt.matrix(s_stored.copy()))
-    try:
-        chompack.completion(X)
-    except ArithmeticError:
-        return np.where(cp.diagonal, 1.0, 0.0)
-    chompack.llt(X)
-    return cp.values(X)
-
-
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "_worker":
         return _worker(*sys.argv[2:])
@@ -1288,6 +1157,9 @@ def main():
         help="sizes of the random pattern whose chordal embedding alone is measured (sparse_ml)",
     )
     ap.add_argument("--replot", action="store_true", help="only redraw the figure from the saved fig8 results")
+    ap.add_argument(
+        "--logs", default=os.path.expanduser("~/.cache/skmrf-bench"), help="folder of the p = 10^6 fits' logs"
+    )
     args = ap.parse_args()
     if args.replot:
         return replot(args)
@@ -1296,7 +1168,6 @@ def main():
     parts["precond"] = part_precond
     parts["scale28"] = part_scale28
     parts["peers28"] = part_peers28
-    parts["research28"] = part_research28
     unknown = set(args.parts) - set(parts)
     if unknown:
         ap.error(f"unknown parts {sorted(unknown)}; choose from {', '.join(parts)}")
@@ -1305,10 +1176,8 @@ def main():
 
     import sklearn
 
-    print(
-        f"python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}, "
-        f"{os.cpu_count()} CPUs, BLAS threads: {args.blas_threads or 'default'}, load average {os.getloadavg()[0]:.1f}"
-    )
+    print(header(f"gaussian_lap.py {' '.join(args.parts or ['fig8', 'timing', 'big'])}", args.blas_threads))
+    print(f"python {platform.python_version()}, numpy {np.__version__}, scikit-learn {sklearn.__version__}")
     t = time.perf_counter()
     for part in args.parts or ["fig8", "timing", "big"]:
         parts[part](args)

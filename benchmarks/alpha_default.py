@@ -44,7 +44,8 @@ Usage::
         [--no-digits] [--no-synthetic] [--no-mcmc] [--out DIR]
 
 ``--out benchmarks/results`` writes ``alpha_default.txt`` (the committed run: 4 minutes
-wall at load average ~1.7 on the shared 2-core machine).
+wall at load average ~1.7 on the shared 2-core machine). ``--quick``: 2 folds, one seed, N = 100,
+no MCMC (a smoke run).
 """
 
 from __future__ import annotations
@@ -55,13 +56,11 @@ import platform
 import sys
 import time
 import warnings
-from datetime import date
 
 import numpy as np
+from _harness import header, limit_blas, load_average
 from sklearn.exceptions import ConvergenceWarning
-from threadpoolctl import threadpool_limits
 
-import skmrf
 from skmrf import (
     ExactMaxLikelihood,
     LAPEstimator,
@@ -409,7 +408,10 @@ def main():
     p.add_argument("--no-synthetic", action="store_true")
     p.add_argument("--no-mcmc", action="store_true")
     p.add_argument("--out", default=None, help="directory for alpha_default.txt")
+    p.add_argument("--quick", action="store_true", help="2 folds, one seed, N = 100, no MCMC")
     a = p.parse_args()
+    if a.quick:
+        a.folds, a.seeds, a.sizes, a.no_mcmc = 2, 1, "100", True
     lines = []
 
     def out(s=""):
@@ -417,12 +419,9 @@ def main():
         lines.append(s)
 
     t0, c0 = time.perf_counter(), time.process_time()
-    load = os.getloadavg()
     out(f"# python benchmarks/alpha_default.py {' '.join(sys.argv[1:])}".rstrip())
-    out(
-        f"# {date.today()}, skmrf {skmrf.__version__}, numpy {np.__version__}, python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs, load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-    )
+    out(header("alpha_default.py: held-out log-likelihood against alpha, every discrete estimator", 1))
+    out(f"# numpy {np.__version__}, python {platform.python_version()}")
     out(
         f"# alphas {[fmt_alpha(x) for x in GRID]} (1/N = 1 / training rows); "
         f"candidates for the one default {[fmt_alpha(x) for x in CANDIDATES]}"
@@ -430,7 +429,7 @@ def main():
     out("# BLAS held to one thread (threadpoolctl): on this shared 2-core machine a 2-thread OpenBLAS made")
     out("# ExactML and PL fits 2-6x slower; the log-likelihoods do not depend on it.")
     losses = {}
-    with threadpool_limits(1):
+    with limit_blas(1):
         if not a.no_digits:
             t = time.perf_counter()
             losses.update(digits(a.folds, out))
@@ -443,10 +442,9 @@ def main():
             losses.update(synthetic([int(s) for s in a.sizes.split(",")], a.seeds, not a.no_mcmc, out))
             out(f"known-model section: {time.perf_counter() - t:.0f} s")
     overall(losses, out)
-    load = os.getloadavg()
     out(
         f"\n# total {time.perf_counter() - t0:.0f} s wall, {time.process_time() - c0:.0f} s CPU of this process; "
-        f"load average at end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+        f"load average at end {load_average()}"
     )
     if a.out:
         os.makedirs(a.out, exist_ok=True)

@@ -16,6 +16,9 @@ at a time (the runner of the sampling-based plug-ins).
 ``exchange``: the exchange algorithm with exact draws, 10^5 steps on the 4x4 grid (n = 100).
 
     python benchmarks/bayes_mh.py [sim1] [grids] [speed] [exchange] [--steps N] [--out DIR]
+
+``--quick``: 200 steps, n = 100 only, the 6x6 grid only, 100x fewer steps in ``speed`` and
+``exchange``; prints only, unless ``--out`` is given.
 """
 
 from __future__ import annotations
@@ -23,13 +26,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import platform
-import resource
 import time
 import warnings
 from unittest import mock
 
 import numpy as np
+from _harness import header, load_average, peak_rss_mib
 
 from skmrf import MetropolisHastingsMRF, MLEInducedLikelihood, PersistentChains, grid_graph
 from skmrf.estimators import _bayes as bayes
@@ -58,8 +60,9 @@ METHODS = {
 }
 
 
-def load():
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
+#: Sizes of the parts: the n of sim1 and grids, the sides of grids, the divisor of speed's and
+#: exchange's step counts (``--quick`` changes them).
+SIZES = {"ns": (100, 500, 1000), "sides": (6, 8), "divisor": 1}
 
 
 def grid_problem(side, n, seed=0):
@@ -101,14 +104,14 @@ def setup_time(graph, X, method):
 def sim1(steps, out):
     lines = [
         f"== sim1: 4x4 grid, 24 parameters U(0.5, 0.8), {steps} MH steps per method, proposal {SCALE!r}, "
-        f"load {load()} =="
+        f"load {load_average()} =="
     ]
     lines.append(
         "per-step: chain time / steps (set-up excluded); ratio: to MLE-L(rho=0) in this run; |dmu|, |dsd|: "
         "mean over parameters of |posterior mean - Exact-L's| and |posterior sd - Exact-L's|; acc: acceptance"
     )
     figure = {}
-    for n in (100, 500, 1000):
+    for n in SIZES["ns"]:
         graph, theta, X = grid_problem(4, n)
         rows, ref, base = [], None, None
         for method in METHODS:
@@ -121,7 +124,7 @@ def sim1(steps, out):
                 base = per_step
             rows.append((method, per_step, setup, est))
             figure[(n, method)] = (est.posterior_mean_, est.posterior_std_)
-        lines.append(f"-- n = {n} (load {load()})")
+        lines.append(f"-- n = {n} (load {load_average()})")
         lines.append(
             f"{'method':>16} {'us/step':>9} {'ratio':>7} {'set-up s':>9} {'acc':>5} {'|dmu|':>8} {'|dsd|':>8} "
             f"{'max Rhat':>8} {'10^6 steps s':>12} {'paper s':>9}"
@@ -135,7 +138,8 @@ def sim1(steps, out):
                 f"{dmu:8.4f} {dsd:8.4f} {np.nanmax(est.rhat_):8.3f} {per_step * 1e6:12.1f} {paper:9.3g}"
             )
         print("\n".join(lines[-len(rows) - 2 :]), flush=True)
-    _figure(figure, os.path.join(out, f"bayes_mh_fig2_{SCALE}.png"))
+    if out is not None:
+        _figure(figure, os.path.join(out, f"bayes_mh_fig2_{SCALE}.png"))
     return lines
 
 
@@ -147,8 +151,8 @@ def _figure(figure, path):
         import matplotlib.pyplot as plt
     except ImportError:
         return
-    fig, axes = plt.subplots(2, 3, figsize=(12, 7))
-    for col, n in enumerate((100, 500, 1000)):
+    fig, axes = plt.subplots(2, len(SIZES["ns"]), figsize=(4 * len(SIZES["ns"]), 7), squeeze=False)
+    for col, n in enumerate(SIZES["ns"]):
         ref_mu, ref_sd = figure[(n, "Exact-L")]
         for method in ("MLE-L(rho=0)", "Pseudo-L", "Laplace-L", "PersistMC", "Exchange"):
             mu, sd = figure[(n, method)]
@@ -170,11 +174,11 @@ def _figure(figure, path):
 def grids(steps, out):
     lines = [
         f"== grids: 6x6 and 8x8, {steps} MH steps, proposal {SCALE!r}, posterior mean against the true "
-        f"parameters, load {load()} =="
+        f"parameters, load {load_average()} =="
     ]
     lines.append(f"{'grid':>5} {'n':>5} {'method':>16} {'us/step':>9} {'ratio':>7} {'acc':>5} {'mean |mu - true|':>17}")
-    for side in (6, 8):
-        for n in (100, 500, 1000):
+    for side in SIZES["sides"]:
+        for n in SIZES["ns"]:
             graph, theta, X = grid_problem(side, n)
             base = None
             for method in ("MLE-L(rho=0)", "MLE-L(rho=0.05)", "MLE-L(rho=0.1)", "Pseudo-L", "Laplace-L", "Exact-L"):
@@ -194,13 +198,14 @@ def grids(steps, out):
 def speed(out):
     """10^6 MLE-L steps on the 8x8 grid: evaluated ahead (the default) and one step at a time."""
     graph, theta, X = grid_problem(8, 1000)
-    lines = [f"== speed: MLE-L(rho=0), 8x8 grid, n = 1000, proposal {SCALE!r}, load {load()} =="]
+    lines = [f"== speed: MLE-L(rho=0), 8x8 grid, n = 1000, proposal {SCALE!r}, load {load_average()} =="]
     sequential = mock.patch.object(bayes, "run_chains_speculative", bayes.run_chains)
+    d = SIZES["divisor"]
     for label, chains, steps in (
-        ("ahead", 1, 10**6),
-        ("ahead", 8, 125_000),
-        ("one step at a time", 1, 10**6),
-        ("one step at a time", 8, 125_000),
+        ("ahead", 1, 10**6 // d),
+        ("ahead", 8, 125_000 // d),
+        ("one step at a time", 1, 10**6 // d),
+        ("one step at a time", 8, 125_000 // d),
     ):
         with sequential if label != "ahead" else contextlib.nullcontext():
             setup = setup_time(graph, X, "MLE-L(rho=0)")
@@ -217,10 +222,11 @@ def speed(out):
 
 def exchange(out):
     graph, theta, X = grid_problem(4, 100)
-    est, total = run(graph, X, 100_000, "Exchange")
+    steps = 100_000 // SIZES["divisor"]
+    est, total = run(graph, X, steps, "Exchange")
     line = (
-        f"== exchange: exact draws, 4x4 grid, n = 100, 10^5 steps: {total:.1f} s, acceptance "
-        f"{est.acceptance_rate_:.3f}, sampler {est.likelihood_.sampler!r}, load {load()} =="
+        f"== exchange: exact draws, 4x4 grid, n = 100, {steps:.0e} steps: {total:.1f} s, acceptance "
+        f"{est.acceptance_rate_:.3f}, sampler {est.likelihood_.sampler!r}, load {load_average()} =="
     )
     print(line, flush=True)
     return [line]
@@ -230,17 +236,26 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("parts", nargs="*", default=["sim1", "grids", "speed", "exchange"])
     ap.add_argument("--steps", type=int, default=20_000)
-    ap.add_argument("--out", default="benchmarks/results")
+    ap.add_argument("--out", default=None, help="directory of the results (default benchmarks/results; --quick: none)")
     ap.add_argument("--scale", choices=["paper", "tuned"], default="paper")
+    ap.add_argument("--quick", action="store_true", help="200 steps, n = 100, 6x6, 100x fewer speed/exchange steps")
     args = ap.parse_args()
     global SCALE
     SCALE = args.scale
-    os.makedirs(args.out, exist_ok=True)
-    header = [
-        f"# python benchmarks/bayes_mh.py {' '.join(args.parts)} --steps {args.steps} --scale {args.scale}",
-        f"# {time.strftime('%Y-%m-%d')}, python {platform.python_version()}, {os.cpu_count()} CPUs, load {load()}",
+    if args.quick:
+        args.steps = 200
+        SIZES.update(ns=(100,), sides=(6,), divisor=100)
+    elif args.out is None:
+        args.out = "benchmarks/results"
+    if args.out is not None:
+        os.makedirs(args.out, exist_ok=True)
+    head = [
+        f"# python benchmarks/bayes_mh.py {' '.join(args.parts)} --steps {args.steps} --scale {args.scale}"
+        + (" --quick" if args.quick else ""),
+        header("bayes_mh.py: Simulation 1 of the MLE-induced likelihood paper, Metropolis-Hastings"),
     ]
-    lines = list(header)
+    print("\n".join(head), flush=True)
+    lines = list(head)
     for part in args.parts:
         t = time.perf_counter()
         if part == "sim1":
@@ -252,11 +267,11 @@ def main():
         elif part == "exchange":
             lines += exchange(args.out)
         lines.append(f"({part}: {time.perf_counter() - t:.0f} s)")
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
-    lines.append(f"peak resident memory {peak:.0f} MiB; load at end {load()}")
-    print("\n".join(lines[len(header) :][-2:]))
-    with open(os.path.join(args.out, f"bayes_mh_{args.scale}.txt"), "w") as fh:
-        fh.write("\n".join(lines) + "\n")
+    lines.append(f"peak resident memory {peak_rss_mib():.0f} MiB; load at end {load_average()}")
+    print("\n".join(lines[len(head) :][-2:]))
+    if args.out is not None:
+        with open(os.path.join(args.out, f"bayes_mh_{args.scale}.txt"), "w") as fh:
+            fh.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ results), ``decomposition_speedup_fig2.png`` and ``decomposition_speedup_fig3.pn
 Usage::
 
     PYTHONPATH=. python benchmarks/decomposition_speedup.py --out benchmarks/results
-    PYTHONPATH=. python benchmarks/decomposition_speedup.py --quick --out /tmp
+    PYTHONPATH=. python benchmarks/decomposition_speedup.py --quick [--out /tmp]
     PYTHONPATH=. python benchmarks/decomposition_speedup.py --parts costmodel --out /tmp
     PYTHONPATH=. python benchmarks/decomposition_speedup.py --replot --out benchmarks/results
 """
@@ -61,13 +61,13 @@ import argparse
 import json
 import os
 import platform
-import resource
 import sys
 import time
 import tracemalloc
 import warnings
 
 import numpy as np
+from _harness import header, limit_blas, load_average, peak_rss_mib
 
 from skmrf import DecomposedEM, grid_graph
 from skmrf._kernels.incomplete import batch as _incomplete_batch
@@ -110,6 +110,8 @@ TABLE1 = [
     ("win95pts", 1024),
 ]
 FIG_NETWORKS = ["grid-9x9", "alarm", "chain-50", "tree-63"]
+#: The parts, in the order of the results file.
+PARTS = ["costmodel", "table1", "seeds", "headline", "fig3", "fig2", "memory", "callgrind", "targets"]
 #: Data sets whose batches calibrate the cost model: every plan of each (the networks and the
 #: missingness of the tables below, sparse to dense).
 COSTMODEL_CASES = [
@@ -940,28 +942,16 @@ def part_callgrind(args, out):
     out["callgrind"] = {"text": "\n".join(lines)}
 
 
-def _limit_blas(n):
-    if n > 0:
-        import scipy.linalg  # noqa: F401
-        from threadpoolctl import threadpool_limits
-
-        threadpool_limits(n)
-
-
-def loadavg():
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def parse_args():
     """The command line, and the sizes of the run (smaller with ``--quick``)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument(
-        "--parts",
-        nargs="*",
-        default=["costmodel", "table1", "seeds", "headline", "fig3", "fig2", "memory", "callgrind", "targets"],
+        "--parts", nargs="*", default=None, help=f"any of {', '.join(PARTS)} (default: all; --quick: no callgrind)"
     )
-    ap.add_argument("--quick", action="store_true", help="smoke run (a few minutes)")
-    ap.add_argument("--out", default=".")
+    ap.add_argument(
+        "--quick", action="store_true", help="smoke run (under a minute; no callgrind; no files without --out)"
+    )
+    ap.add_argument("--out", default=None, help="folder of the results (default: . ; --quick: none)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--hidden", type=float, default=0.2, help="fraction of variables with missing values")
     ap.add_argument("--p-missing", type=float, default=0.5, help="probability that such a variable's entry is hidden")
@@ -988,6 +978,10 @@ def parse_args():
     args.memory = [("grid-9x9", 2**16), ("tree-255", 4096), ("win95pts", 1024)]
     args.seeds = [0, 1, 2, 3]
     args.costmodel_cases = COSTMODEL_CASES
+    if args.parts is None:
+        args.parts = [p for p in PARTS if not (args.quick and p == "callgrind")]
+    if args.out is None and not args.quick:
+        args.out = "."
     if args.quick:
         args.table1 = [("chain-50", 512), ("grid-9x9", 512), ("alarm", 512)]
         args.fig_networks = ["chain-50", "tree-63"]
@@ -1011,7 +1005,7 @@ def header_text(args):
     return (
         f"decomposition_speedup{' --quick' if args.quick else ''}: python {platform.python_version()}, "
         f"numpy {np.__version__}, scikit-learn {sklearn.__version__}, {os.cpu_count()} CPUs, "
-        f"BLAS threads {args.blas_threads or 'default'}, load average at start {loadavg()}\n"
+        f"BLAS threads {args.blas_threads or 'default'}, load average at start {load_average()}\n"
         f"DecomposedEM(method='gradient', alpha={ALPHA:g}, tol={TOL:g}, max_iter={MAX_ITER}, init=None) with "
         f"decompose=False (t_grad), True (t_d-grad) and 'auto' (t_auto); {args.hidden:.0%} of the variables have "
         f"missing values, each of their entries hidden with probability {args.p_missing} (our choice: the paper does "
@@ -1029,7 +1023,7 @@ def header_text(args):
 def run_parts(ap, args, out):
     """Each part of ``args.parts`` in turn, its results into ``out``."""
     for part in args.parts:
-        out["load"][part] = loadavg()
+        out["load"][part] = load_average()
         if part == "costmodel":
             part_costmodel(args, out)
         elif part == "table1":
@@ -1057,11 +1051,13 @@ def main():
     if args.replot:
         with open(os.path.join(args.out, "decomposition_speedup.json")) as fh:
             return plot(json.load(fh), args.out)
-    _limit_blas(args.blas_threads)
-    os.makedirs(args.out, exist_ok=True)
-    header = header_text(args)
-    print(header)
-    out = {"header": header, "hidden": f"{args.hidden:.0%}", "load": {"start": loadavg()}}
+    limit_blas(args.blas_threads)
+    if args.out is not None:
+        os.makedirs(args.out, exist_ok=True)
+    print(header("decomposition_speedup.py: DecomposedEM's decompose='auto' against True and False", args.blas_threads))
+    head = header_text(args)
+    print(head)
+    out = {"header": head, "hidden": f"{args.hidden:.0%}", "load": {"start": load_average()}}
     if args.from_json:
         with open(args.from_json) as fh:
             out = json.load(fh)
@@ -1071,22 +1067,23 @@ def main():
         if "headline" in out:
             r = out["headline"]["row"]
             _RESULTS[(r["network"], r["n_rows"], r["observed"], r["seed"])] = r
-        header = out["header"]
+        head = out["header"]
     t0 = time.perf_counter()
     run_parts(ap, args, out)
     total = time.perf_counter() - t0
     footer = (
-        f"total {total:.0f} s; peak resident memory "
-        f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB; "
+        f"total {total:.0f} s; peak resident memory {peak_rss_mib():.0f} MiB; "
         f"load average at the start of each part: "
         + ", ".join(f"{k} {v}" for k, v in out["load"].items())
-        + f"; at end {loadavg()}"
+        + f"; at end {load_average()}"
     )
     print("\n" + footer)
-    order = ap.get_default("parts")
+    order = PARTS
     parts = [k for k in order if k in out and (k in args.parts or args.from_json)]
-    text = "\n\n".join([header] + [out[k]["text"] for k in parts] + [out.get("footer", ""), footer])
+    text = "\n\n".join([head] + [out[k]["text"] for k in parts] + [out.get("footer", ""), footer])
     out["footer"] = (out.get("footer", "") + "\n" + footer).strip()
+    if args.out is None:
+        return
     with open(os.path.join(args.out, "decomposition_speedup.txt"), "w") as fh:
         fh.write(text + "\n")
     with open(os.path.join(args.out, "decomposition_speedup.json"), "w") as fh:

@@ -8,7 +8,9 @@ pyGMs (``JTree``) and pgmpy (``BeliefPropagation``, given a row-major
 elimination order because its default order runs out of memory at J = 10).
 Each peer's log Z (where it returns one) is checked against skmrf's.
 
-Usage: python benchmarks/exact_inference.py [--sizes 4 6 ... 16] [--peer-budget 60]
+Usage: python benchmarks/exact_inference.py [--sizes 4 6 ... 16] [--peer-budget 60] [--quick]
+
+``--quick``: J = 4, 6, 8, one skmrf run each, peers stopped past 2 s.
 """
 
 import argparse
@@ -18,6 +20,7 @@ import tracemalloc
 import warnings
 
 import numpy as np
+from _harness import header
 
 from skmrf import grid_graph
 from skmrf.datasets import make_random_mrf
@@ -125,7 +128,10 @@ def main():
     parser.add_argument("--sizes", type=int, nargs="+", default=list(range(4, 17, 2)))
     parser.add_argument("--peer-budget", type=float, default=60.0, help="skip larger J for a peer past this many s")
     parser.add_argument("--repeat", type=int, default=3, help="best of this many skmrf runs")
+    parser.add_argument("--quick", action="store_true", help="J = 4, 6, 8, one run, peer budget 2 s")
     args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.repeat, args.peer_budget = [4, 6, 8], 1, 2.0
 
     warnings.filterwarnings("ignore", category=FutureWarning)
     available = {}
@@ -138,11 +144,12 @@ def main():
             print(f"[skip] {name} is not installed (pip install {mod})")
     over_budget = set()
 
-    header = f"{'J':>3} {'tw':>3} {'skmrf s':>9} {'peak MiB':>9}"
+    head = f"{'J':>3} {'tw':>3} {'skmrf s':>9} {'peak MiB':>9}"
     for name in available:
-        header += f" {name + ' s':>11} {'ratio':>7}"
-    print(header)
-    print("-" * len(header))
+        head += f" {name + ' s':>11} {'ratio':>7}"
+    print(header(f"exact_inference.py: log Z + all marginals on J x J grids, skmrf best of {args.repeat}"))
+    print(head)
+    print("-" * len(head))
     for J in args.sizes:
         model = grid_model(J)
         best = None

@@ -12,6 +12,7 @@ CG iterations, decrement, residual, objective and certified gap::
 
 ``--profile K`` prints the K most expensive functions (cumulative and own time).
 The profile's times are wall-clock: on a loaded machine quote the CPU seconds.
+``--quick`` profiles one fit at p = 400 (no sizes needed, nothing cached).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import sys
 import time
 
 import numpy as np
+from _harness import header, limit_blas
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -64,18 +66,22 @@ def data(p, n, cache):
 
 
 def main():
-    from threadpoolctl import threadpool_limits
-
     from skmrf.estimators.gaussian import GaussianMaxLikelihood
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("sizes", nargs="+", type=int, help="numbers of variables (squares)")
+    ap.add_argument("sizes", nargs="*", type=int, help="numbers of variables (squares)")
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--profile", type=int, default=0, help="print the K most expensive functions")
     ap.add_argument("--verbose", type=int, default=1)
     ap.add_argument("--cache", default=os.environ.get("TMPDIR", "/tmp"), help="folder for the .npy data ('' = none)")
+    ap.add_argument("--quick", action="store_true", help="p = 400 only, --profile 10, no cache")
     args = ap.parse_args()
-    threadpool_limits(1)
+    if args.quick:
+        args.sizes, args.profile, args.cache, args.verbose = [400], 10, "", 0
+    if not args.sizes:
+        ap.error("give the numbers of variables (or --quick)")
+    limit_blas(1)
+    print(header(f"gaussian_ml_profile.py: one GaussianMaxLikelihood fit per size, laplacian5, n = {args.n}", 1))
     for p in args.sizes:
         Q, X = data(p, args.n, args.cache)
         base = vm_hwm()

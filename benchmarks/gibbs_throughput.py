@@ -36,7 +36,8 @@ start states: tables, buffers, the internal and returned states (the start state
 10,000 int64 = 76 MiB, are not counted).
 
 Run: ``python benchmarks/gibbs_throughput.py [--rows 100] [--chains 1000] [--sweeps 20] [--complete 75 200]
-[--complete-only] [--dense-crossover]``
+[--complete-only] [--dense-crossover] [--quick]``. ``--quick``: a 20 x 20 grid, 100 chains, 2 sweeps,
+K = 3 only, one complete graph of 75 sites with 256 chains (a smoke run).
 """
 
 import os
@@ -46,13 +47,13 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
-import resource  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
 import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
+from _harness import best_of, header, load_average, peak_rss_mib  # noqa: E402
 from sklearn.utils.parallel import Parallel  # noqa: E402
 
 from skmrf import grid_graph  # noqa: E402
@@ -78,12 +79,9 @@ def peak_mib(run):
 
 
 def timed(run, n_sweeps, work_per_sweep, repeats, clock=time.perf_counter):
-    """Best of ``repeats``: (updates per second, seconds)."""
-    best = np.inf
-    for _ in range(repeats):
-        t0 = clock()
-        run(n_sweeps)
-        best = min(best, clock() - t0)
+    """Best of ``repeats``: (updates per second, seconds); ``clock=time.process_time`` for CPU seconds."""
+    cpu, wall, _ = best_of(lambda: run(n_sweeps), repeats, quiet=False)
+    best = cpu if clock is time.process_time else wall
     return work_per_sweep * n_sweeps / best, best
 
 
@@ -200,10 +198,6 @@ def complete_model(n, k, scale, rng):
     return model
 
 
-def _load():
-    return "/".join(f"{x:.2f}" for x in os.getloadavg())
-
-
 def _complete_row(scale, path, chains, sweeps, seconds, rate, ratio, mem):
     ratio = f"{ratio:9.2f}x" if ratio else f"{'':>10}"
     mem = f"{mem:8.0f}" if mem else f"{'':>8}"
@@ -227,7 +221,7 @@ def _built_and_swept(model, colours, start, dense, rng):
 
 def complete_rows(n, m, sweeps, repeats, rng):
     """Table path (before) against the dense path (after) on a complete graph at K = 21: the dense rate."""
-    print(f"  complete graph, n = {n}, K = 21, {m} chains; load average {_load()}")
+    print(f"  complete graph, n = {n}, K = 21, {m} chains; load average {load_average()}")
     reached = None
     for scale in (0.1, 0.5):
         model = complete_model(n, 21, scale, rng)
@@ -278,15 +272,12 @@ def complete_table(sizes, m, repeats, rng):
     for n, rate in complete.items():
         verdict = "met" if rate >= 3e7 else f"NOT met ({rate / 3e7:.2f} of it)"
         print(f"  complete n = {n}, K = 21: target 3e+07 site updates/s (issue #26): {verdict}")
-    print(
-        f"peak resident memory {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; "
-        f"load average at end {_load()}"
-    )
+    print(f"peak resident memory {peak_rss_mib():.0f} MiB; load average at end {load_average()}")
 
 
 def dense_crossover(m=1000):
     """Dense / table rates (CPU time) on complete graphs and on graphs with half of all pairs as edges."""
-    print(f"dense / table path, {m} chains, CPU time, couplings uniform on [-0.2, 0.2]; load average {_load()}")
+    print(f"dense / table path, {m} chains, CPU time, couplings uniform on [-0.2, 0.2]; load average {load_average()}")
     cases = [(3, n, 1.0) for n in (5, 10, 20, 40, 75)] + [(5, n, 1.0) for n in (5, 10, 20, 40, 75)]
     cases += [(8, 20, 1.0), (8, 40, 1.0), (12, 20, 1.0), (12, 40, 1.0)]
     cases += [(21, n, 1.0) for n in (5, 10, 15, 20, 30, 40, 75)] + [(k, 75, 0.5) for k in (3, 5, 21)]
@@ -322,7 +313,12 @@ def main():
     ap.add_argument("--complete-chains", type=int, default=4096)
     ap.add_argument("--dense-crossover", action="store_true", help="print the measurements behind dense='auto'")
     ap.add_argument("--complete-only", action="store_true", help="only the complete-graph rows")
+    ap.add_argument("--quick", action="store_true", help="20x20 grid, 100 chains, 2 sweeps, K = 3, complete n = 75")
     args = ap.parse_args()
+    if args.quick:
+        args.rows, args.chains, args.sweeps, args.repeats = 20, 100, 2, 1
+        args.states, args.complete, args.complete_chains = [3], [75], 256
+    print(header("gibbs_throughput.py: Gibbs site updates per second, one thread", 1))
     if args.dense_crossover:
         dense_crossover()
         return
@@ -334,8 +330,7 @@ def main():
     model = DiscreteMRF(grid_graph(n_side, n_side), 2)
     print(
         f"{n_side}x{n_side} grid: {model.n_variables} variables, {n_side * (n_side - 1) * 2} edges, {m} chains; "
-        f"best of {args.repeats} (general path: one run); one thread; load average at start "
-        + "/".join(f"{x:.2f}" for x in os.getloadavg())
+        f"best of {args.repeats} (general path: one run); one thread; load average at start {load_average()}"
     )
     table = Table()
     reached = {2: binary_rows(model, m, sweeps, args.repeats, table, rng)}
@@ -348,10 +343,7 @@ def main():
         if k in reached:
             verdict = "met" if reached[k] >= target else f"NOT met ({reached[k] / target:.2f} of it)"
             print(f"  K = {k}: target {target:.0e} site updates/s on one core: {verdict}")
-    print(
-        f"peak resident memory of the whole run {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB; "
-        "load average at end " + "/".join(f"{x:.2f}" for x in os.getloadavg())
-    )
+    print(f"peak resident memory of the whole run {peak_rss_mib():.0f} MiB; load average at end {load_average()}")
 
 
 if __name__ == "__main__":

@@ -45,8 +45,8 @@ minus the all-zeros one (0 in the truth: the model's spin-flip symmetry), and th
 with their ratio to pseudo-likelihood's. The truth itself is scored the same way once, so the
 AIS error of a model of this size can be read beside the fits.
 
-``--quick``: ``L = 16`` only, 3 seeds, ``K`` in ``{0.4407, 0.6}`` (and the fit part with 1000
-and 2000 training rows); it prints only, unless ``--out`` is given.
+``--quick``: ``L = 16`` only, 2 seeds, ``K`` in ``{0.4407, 0.6}`` (and the fit part with 1000
+training and 1000 held-out rows, without MCMC); it prints only, unless ``--out`` is given.
 
 Usage::
 
@@ -66,8 +66,6 @@ import argparse
 import math
 import os
 import platform
-import resource
-import subprocess
 import sys
 import time
 import warnings
@@ -75,9 +73,9 @@ import warnings
 import numpy as np
 import scipy
 import scipy.sparse as sp
+from _harness import commit, header, load_average, peak_rss_mib
 from scipy.sparse.csgraph import connected_components
 
-import skmrf
 from skmrf import LAPEstimator, MCMCMaxLikelihood, PseudoLikelihoodEstimator, torus_graph
 from skmrf.datasets import ising_torus_log_partition, make_ising_torus
 from skmrf.estimators._log_partition import TREE_BOUND_ITER
@@ -108,39 +106,18 @@ class _Tee:
         print(f"saved {os.path.relpath(self.path)}")
 
 
-def _load():
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def _source_state():
-    """The commit of the working tree and whether skmrf/ differs from it (the code that was timed)."""
-
-    def git(*a):
-        try:
-            return subprocess.run(["git", *a], cwd=HERE, capture_output=True, text=True).stdout.strip()
-        except OSError:
-            return ""
-
-    head = git("rev-parse", "--short", "HEAD") or "?"
-    dirty = git("status", "--porcelain", "--", os.path.join(HERE, "..", "skmrf"))
-    return head + (" + uncommitted changes to skmrf/" if dirty else "")
-
-
 def _header(out, argv):
     out(f"# python benchmarks/ising_exact.py {' '.join(argv)}".rstrip())
-    out(
-        f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, skmrf {skmrf.__version__} at {_source_state()}, "
-        f"numpy {np.__version__}, scipy {scipy.__version__}, python {platform.python_version()}, "
-        f"{os.cpu_count()} CPUs, load average (1/5/15 min) at start {_load()}"
-    )
-    return _source_state()
+    out(header("ising_exact.py: AIS and fitted models on the periodic Ising model, against Kaufman's log Z"))
+    out(f"# numpy {np.__version__}, scipy {scipy.__version__}, python {platform.python_version()}")
+    return commit()
 
 
 def _footer(out, source):
-    out(f"# load average (1/5/15 min) at end {_load()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    out(f"# process max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB")
-    if _source_state() != source:
-        out(f"# WARNING: skmrf's source changed during the run (now {_source_state()}); rerun for a clean table.")
+    out(f"# load average (1/5/15 min) at end {load_average()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    out(f"# process max RSS {peak_rss_mib():.0f} MiB")
+    if commit() != source:
+        out(f"# WARNING: skmrf's source changed during the run (now {commit()}); rerun for a clean table.")
 
 
 # -- Kaufman's energy -----------------------------------------------------------------------------
@@ -562,13 +539,15 @@ def main():
         help="ais: the cluster_moves of adaptive AIS (auto: Swendsen-Wang moves on these ferromagnets)",
     )
     parser.add_argument("--skip-mcmc", action="store_true", help="fit: leave MCMCMaxLikelihood out")
-    parser.add_argument("--quick", action="store_true", help="L=16, 3 seeds, K in {0.4407, 0.6}; print only")
+    parser.add_argument(
+        "--quick", action="store_true", help="L=16, 2 seeds, K in {0.4407, 0.6}; 1000 rows, no MCMC; print only"
+    )
     parser.add_argument("--out", default=None, help="results file (default: see the module docstring)")
     parser.add_argument("--no-save", dest="save", action="store_false", help="print only")
     args = parser.parse_args()
     if args.quick:
-        args.sizes, args.seeds, args.couplings, args.L = [16], 3, [0.4407, 0.6], 16
-        args.n_train = [1000, 2000]
+        args.sizes, args.seeds, args.couplings, args.L = [16], 2, [0.4407, 0.6], 16
+        args.n_train, args.n_test, args.skip_mcmc = [1000], 1000, True
         args.save = args.save and args.out is not None
     name = "ising_exact.txt" if args.part == "all" else f"ising_exact_{args.part}.txt"
     out = _Tee(args.out or os.path.join(RESULTS, name))

@@ -16,6 +16,7 @@ Usage::
 
     python benchmarks/lap_accuracy.py [--seeds 5] [--sizes 100,300,1000,3000,10000] [--digits-only] [--out DIR]
     python benchmarks/lap_accuracy.py --read   # LAP's read="centred" against read="theta" on digits
+    python benchmarks/lap_accuracy.py --quick  # 2 seeds, N = 100 and 300, 2-fold digits, one BLAS thread; print only
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import time
 import warnings
 
 import numpy as np
+from _harness import header, limit_blas
 
 from skmrf import ExactMaxLikelihood, chimera_graph, grid_graph, lattice_graph
 from skmrf.datasets import make_random_mrf
@@ -50,6 +52,7 @@ ESTIMATORS = {
 
 
 def accuracy(sizes, seeds, out):
+    """The accuracy table (and figure), written to ``out`` unless it is None."""
     rows = []
     curves = {}
     for name, make in MODELS.items():
@@ -102,6 +105,8 @@ def accuracy(sizes, seeds, out):
         )
     text = "\n".join(lines)
     print(text)
+    if out is None:
+        return
     with open(os.path.join(out, "lap_accuracy.txt"), "w") as fh:
         fh.write(text + "\n")
     try:
@@ -140,7 +145,7 @@ def _held_out(X, folds, **params):
     return np.array(values)
 
 
-def digits_node_rule(alphas=(1e-4, 1e-2), n_folds=5):
+def digits_node_rule(alphas=(1e-4, 1e-2), n_folds=5, strategies=("pairwise", "exact")):
     """Held-out exact log-likelihood per variable of each node_rule on binarised digits."""
     from sklearn.datasets import load_digits
     from sklearn.model_selection import KFold
@@ -150,7 +155,7 @@ def digits_node_rule(alphas=(1e-4, 1e-2), n_folds=5):
     head = f"{'strategy':<9} {'alpha':>7} {'node_rule':<9} {'LL/var (mean)':>14} {'(std)':>8}"
     print(head + f" {'vs mean':>9} {'(std)':>8}")
     folds = list(KFold(n_folds, shuffle=True, random_state=0).split(X))
-    for strategy in ("pairwise", "exact"):
+    for strategy in strategies:
         for alpha in alphas:
             res = {
                 rule: _held_out(X, folds, strategy=strategy, node_rule=rule, alpha=alpha)
@@ -195,15 +200,22 @@ def main():
     p.add_argument("--digits-only", action="store_true")
     p.add_argument("--no-digits", action="store_true")
     p.add_argument("--read", action="store_true", help="only LAP's read='centred' against read='theta' on digits")
-    p.add_argument("--out", default=".")
+    p.add_argument("--out", default=None, help="directory for lap_accuracy.txt and .png (default: . ; --quick: none)")
+    p.add_argument("--quick", action="store_true", help="2 seeds, N = 100 and 300, 2-fold digits (pairwise, one alpha)")
     a = p.parse_args()
+    if a.out is None and not a.quick:
+        a.out = "."
+    if a.quick:
+        a.seeds, a.sizes = 2, "100,300"
+        limit_blas(1)  # a loaded machine's second BLAS thread slows the small products
+    print(header("lap_accuracy.py: LAP and PL against exact ML (LAP paper, Section 4)", 1 if a.quick else None))
     if a.read:
         digits_read()
         return
     if not a.digits_only:
         accuracy([int(s) for s in a.sizes.split(",")], a.seeds, a.out)
     if not a.no_digits:
-        digits_node_rule()
+        digits_node_rule(**(dict(alphas=(1e-2,), n_folds=2, strategies=("pairwise",)) if a.quick else {}))
 
 
 if __name__ == "__main__":

@@ -10,14 +10,16 @@ outside view of the same peak.
 Usage::
 
     OPENBLAS_NUM_THREADS=1 python benchmarks/lap_phases.py J [n_jobs] [theta.npy]
+    python benchmarks/lap_phases.py --quick    # a 20 x 20 grid, 1000 Gibbs rows in a temporary memmap
 """
 
 import os
-import resource
 import sys
+import tempfile
 import time
 
 import numpy as np
+from _harness import header, load_average, peak_rss_mib
 
 import skmrf._kernels.lap as K
 from skmrf import LAPEstimator
@@ -47,23 +49,39 @@ def timed(f, name):
     return g
 
 
+def quick_file(J, folder):
+    """A small memmap file like ``scale_out.py``'s: 1000 Gibbs rows of a random J x J grid (``--quick``)."""
+    from skmrf.datasets import make_random_mrf
+
+    X = make_random_mrf(f"grid:{J}x{J}", 2, 1.0, n_variables=J * J, random_state=0).sample(
+        1000, random_state=1, method="gibbs", n_sweeps=20
+    )
+    path = os.path.join(folder, f"scale_grid{J}_N1000.u8")
+    X.astype(np.uint8).tofile(path)
+    return path
+
+
 def main():
-    J = int(sys.argv[1])
-    n_jobs = int(sys.argv[2]) if len(sys.argv) > 2 else 2
+    quick = "--quick" in sys.argv
+    argv = [a for a in sys.argv[1:] if a != "--quick"]
+    J = 20 if quick else int(argv[0])
+    n_jobs = int(argv[1]) if len(argv) > 1 else 2
     for name in ["_problems", "group_by_structure", "_make_groups", "_fit_passes"]:
         setattr(K, name, timed(getattr(K, name), name))
     K._Reads.finish = timed(K._Reads.finish, "finish")
-    path = os.path.expanduser(f"~/.cache/skmrf-bench/scale_grid{J}_N1000.u8")
-    X = np.memmap(path, dtype=np.uint8, mode="r", shape=(1000, J * J))
-    t, c = time.perf_counter(), time.process_time()
-    est = LAPEstimator(f"grid:{J}x{J}", score_method="pseudo", n_jobs=n_jobs).fit(X)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    with tempfile.TemporaryDirectory() as tmp:
+        path = quick_file(J, tmp) if quick else os.path.expanduser(f"~/.cache/skmrf-bench/scale_grid{J}_N1000.u8")
+        X = np.memmap(path, dtype=np.uint8, mode="r", shape=(1000, J * J))
+        print(header(f"lap_phases.py: LAPEstimator grid:{J}x{J} from a memmap, n_jobs={n_jobs}"), flush=True)
+        t, c = time.perf_counter(), time.process_time()
+        est = LAPEstimator(f"grid:{J}x{J}", score_method="pseudo", n_jobs=n_jobs).fit(X)
+        del X
     print(
-        f"total wall {time.perf_counter() - t:.1f} cpu {time.process_time() - c:.1f} peak {peak:.2f} GiB "
-        f"load {os.getloadavg()[0]:.2f}"
+        f"total wall {time.perf_counter() - t:.1f} cpu {time.process_time() - c:.1f} "
+        f"peak {peak_rss_mib() / 1024:.2f} GiB load {load_average()}"
     )
-    if len(sys.argv) > 3:
-        np.save(sys.argv[3], est.theta_)
+    if len(argv) > 2:
+        np.save(argv[2], est.theta_)
 
 
 if __name__ == "__main__":

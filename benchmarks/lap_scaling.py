@@ -20,6 +20,9 @@ Parts (each prints a table; times are wall-clock on this machine):
 Usage::
 
     python benchmarks/lap_scaling.py [fig5] [big] [--n 10000] [--jmin 4] [--jmax 14] [--n-jobs 1]
+    python benchmarks/lap_scaling.py --quick   # fig5 for J = 4..6 at N = 1000; big on 12x12 and 20x20 grids
+
+``--quick`` caches its data in a temporary folder, not in ``--cache``.
 """
 
 from __future__ import annotations
@@ -27,13 +30,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
+import tempfile
 import time
 import warnings
 
 import numpy as np
+from _harness import best_of, header, peak_rss_mib
 
 
 def grid_mrfgraph(J):
@@ -60,16 +64,6 @@ def cached_data(J, n, cache, n_sweeps=50):
     return X, model.theta
 
 
-def best_of(repeat, fit):
-    """Smallest wall time of ``repeat`` calls of ``fit`` and the last result."""
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        est = fit()
-        times.append(time.perf_counter() - t)
-    return min(times), est
-
-
 def fig5(n, jmax, n_jobs, jmin=4, repeat=3):
     from skmrf import ExactMaxLikelihood
     from skmrf.datasets import make_random_mrf
@@ -88,8 +82,12 @@ def fig5(n, jmax, n_jobs, jmin=4, repeat=3):
         X = model.sample(n, random_state=100 + J, method="exact")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            t_ml, ml = best_of(repeat, lambda g=g, X=X: ExactMaxLikelihood(g, tol=1e-6, score_method="pseudo").fit(X))
-            t_lap, lap = best_of(repeat, lambda g=g, X=X: LAPEstimator(g, n_jobs=n_jobs, score_method="pseudo").fit(X))
+            _, t_ml, ml = best_of(
+                lambda g=g, X=X: ExactMaxLikelihood(g, tol=1e-6, score_method="pseudo").fit(X), repeat
+            )
+            _, t_lap, lap = best_of(
+                lambda g=g, X=X: LAPEstimator(g, n_jobs=n_jobs, score_method="pseudo").fit(X), repeat
+            )
         n_cl = len(g.factors)
         print(
             f"{J:>3} {n_cl:>7} {ml.model_.treewidth:>3} {t_ml:>9.2f} {t_lap:>8.3f} {t_ml / t_lap:>8.1f} "
@@ -115,7 +113,7 @@ def _worker(args):
     t, c = time.perf_counter(), time.process_time()
     est.fit(X)
     elapsed, cpu = time.perf_counter() - t, time.process_time() - c
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2  # KiB -> GiB
+    peak = peak_rss_mib() / 1024
     print(
         json.dumps(
             {
@@ -142,7 +140,9 @@ def run_worker(est, J, n, data_n, cache, n_jobs):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def big(n, cache, n_jobs):
+def big(n, cache, n_jobs, sides=(100, 316)):
+    """The large-grid table; ``sides``: the grid and the ~10^5-variable grid (``--quick``: smaller)."""
+    J1, J2 = sides
     print(f"\nLarge grids (binary, pairwise; each fit in a fresh process; n_jobs={n_jobs})")
     print("(wall-clock 'fit s' depends on the machine's load; 'cpu s' is this process's CPU time,")
     print(" which excludes joblib workers, so it is shown for n_jobs=1 only)")
@@ -150,15 +150,15 @@ def big(n, cache, n_jobs):
     print(head + f" {'peak GiB':>8} {'rel.err true':>12}")
     res = {}
     for J, N, data_n, est, jobs in [
-        (100, n, n, "lap", n_jobs),
-        (100, n, n, "lap", 2),
-        (100, n, n, "pl", n_jobs),
-        (100, 1000, n, "lap", n_jobs),
-        (316, 1000, 1000, "lap", n_jobs),
+        (J1, n, n, "lap", n_jobs),
+        (J1, n, n, "lap", 2),
+        (J1, n, n, "pl", n_jobs),
+        (J1, 1000, n, "lap", n_jobs),
+        (J2, 1000, 1000, "lap", n_jobs),
     ]:
-        if J == 316:
-            cached_data(316, 1000, cache, n_sweeps=20)
-        r = run_worker(est, J, N, data_n, cache, jobs) if J != 316 else run_316(N, cache, jobs)
+        if J == J2:
+            cached_data(J2, 1000, cache, n_sweeps=20)
+        r = run_worker(est, J, N, data_n, cache, jobs) if J != J2 else run_316(N, cache, jobs, J2)
         res.setdefault((J, N, est), r)
         if jobs == 2:
             res[(J, N, est, 2)] = r
@@ -168,26 +168,26 @@ def big(n, cache, n_jobs):
             f"{1e6 * r['time'] / r['n_cliques']:>9.1f} {r['peak_gib']:>8.2f} {r['rel_err_true']:>12.4f}",
             flush=True,
         )
-    a, b = res[(100, n, "lap")], res[(100, n, "pl")]
-    c, d = res[(100, 1000, "lap")], res[(316, 1000, "lap")]
-    a2 = res[(100, n, "lap", 2)]
+    a, b = res[(J1, n, "lap")], res[(J1, n, "pl")]
+    c, d = res[(J1, 1000, "lap")], res[(J2, 1000, "lap")]
+    a2 = res[(J1, n, "lap", 2)]
     print(
-        f"\n100x100, N={n}: LAP {a['time']:.1f} s with n_jobs={n_jobs}, {a2['time']:.1f} s with n_jobs=2 "
+        f"\n{J1}x{J1}, N={n}: LAP {a['time']:.1f} s with n_jobs={n_jobs}, {a2['time']:.1f} s with n_jobs=2 "
         f"(target < 60 s); peak {max(a['peak_gib'], a2['peak_gib']):.2f} GiB (target < 4 GB)"
     )
     print(
-        f"LAP vs PL at 100x100: time ratio PL/LAP = {b['time'] / a['time']:.2f} wall, "
+        f"LAP vs PL at {J1}x{J1}: time ratio PL/LAP = {b['time'] / a['time']:.2f} wall, "
         f"{b['cpu'] / a['cpu']:.2f} CPU (target >= 1), "
         f"rel.err to truth LAP {a['rel_err_true']:.4f} vs PL {b['rel_err_true']:.4f}"
     )
     ratio = (d["time"] / d["n_cliques"]) / (c["time"] / c["n_cliques"])
     cratio = (d["cpu"] / d["n_cliques"]) / (c["cpu"] / c["n_cliques"])
-    print(f"316x316 vs 100x100 at N=1000: time per clique ratio = {ratio:.2f} wall, {cratio:.2f} CPU (target <= 2)")
+    print(f"{J2}x{J2} vs {J1}x{J1} at N=1000: time per clique ratio = {ratio:.2f} wall, {cratio:.2f} CPU (target <= 2)")
 
 
-def run_316(N, cache, n_jobs):
+def run_316(N, cache, n_jobs, J=316):
     # The 316x316 data have 20 sweeps (sampling 10^5 variables is the slow part here).
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "lap", "--J", "316", "--n", str(N)]
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", "lap", "--J", str(J), "--n", str(N)]
     cmd += ["--data-n", "1000", "--cache", cache, "--n-jobs", str(n_jobs), "--sweeps", "20"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
@@ -208,6 +208,7 @@ def main():
     p.add_argument("--J", type=int)
     p.add_argument("--data-n", type=int)
     p.add_argument("--sweeps", type=int, default=50)
+    p.add_argument("--quick", action="store_true", help="fig5 J = 4..6, N = 1000, one fit; big on 12x12 and 20x20")
     a = p.parse_args()
     if a.worker:
         if a.sweeps != 50:
@@ -216,10 +217,17 @@ def main():
             cached_data = lambda J, n, cache: base(J, n, cache, n_sweeps=a.sweeps)  # noqa: E731
         _worker(a)
         return
+    sides = (100, 316)
+    tmp = tempfile.TemporaryDirectory() if a.quick else None
+    if a.quick:
+        a.n, a.jmin, a.jmax, a.repeat, a.cache, sides = 1000, 4, 6, 1, tmp.name, (12, 20)
+    print(header(f"lap_scaling.py {' '.join(a.parts)}: LAP against exact ML and PL, wall seconds", a.n_jobs))
     if "fig5" in a.parts:
         fig5(a.n, a.jmax, a.n_jobs, a.jmin, a.repeat)
     if "big" in a.parts:
-        big(a.n, a.cache, a.n_jobs)
+        big(a.n, a.cache, a.n_jobs, sides)
+    if tmp is not None:
+        tmp.cleanup()
 
 
 if __name__ == "__main__":

@@ -39,11 +39,14 @@ comes first (imports, loky's worker processes). ``workers`` is what the library 
 ``n_jobs=2``.
 
     PYTHONPATH=/path/to/checkout python benchmarks/parallel_threshold.py [pl] [lap] [mcmc] [glap]
+
+``--quick``: the two smallest sizes of each path, one repeat (a smoke run).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import subprocess
 import time
@@ -52,8 +55,8 @@ from concurrent.futures import ThreadPoolExecutor
 from unittest import mock
 
 import numpy as np
+from _harness import best_of, header, load_average
 
-import skmrf
 from skmrf import TheorySchedule
 from skmrf._utils import _parallel
 
@@ -128,7 +131,7 @@ def mcmc_cases():
         X = binary_grid_data(G, 500)
         yield (
             f"{G}x{G} M={M} v={v}",
-            "skmrf._kernels.mcmc.chains",
+            "skmrf.estimators._mcmc",
             lambda nj, X=X, G=G, M=M, v=v: MCMCMaxLikelihood(
                 f"grid:{G}x{G}",
                 schedule=TheorySchedule(n_iter=5, n_chains=M, n_sweeps=v),
@@ -160,7 +163,7 @@ def em_cases():
         X[np.random.default_rng(1).random(X.shape) < 0.3] = np.nan  # 30% of the entries missing
         yield (
             f"{G}x{G} N={n} 30% missing",
-            "skmrf.estimators._em",
+            "skmrf._kernels.incomplete.em",
             lambda nj, X=X, G=G: DecomposedEM(f"grid:{G}x{G}", max_iter=5, tol=1e-12, n_jobs=nj).fit(X),
         )
 
@@ -188,14 +191,12 @@ def second_core(repeat=5):
 
 
 def machine_state():
-    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
-    return f"load average {load}; ideal 2-thread ratio {second_core():.2f} (0.5: a free second core)"
+    return f"load average {load_average()}; ideal 2-thread ratio {second_core():.2f} (0.5: a free second core)"
 
 
 def timed(fit, nj):
-    t = time.perf_counter()
-    fit(nj)
-    return time.perf_counter() - t
+    """Wall seconds of one ``fit(nj)``."""
+    return best_of(lambda: fit(nj), 1, quiet=False)[1]
 
 
 def measure(module, fit, repeat, budget):
@@ -220,7 +221,8 @@ def measure(module, fit, repeat, budget):
     return work, workers, min(t1), min(t2), n
 
 
-def run(path, repeat, budget):
+def run(path, repeat, budget, n_cases=None):
+    """The table of one path: its cases (the first ``n_cases`` of them, all if None)."""
     cases = {"pl": pl_cases, "lap": lap_cases, "mcmc": mcmc_cases, "glap": glap_cases, "em": em_cases}[path]
     print(f"\n{path}: {machine_state()}")
     head = ("size", "work units", "workers", "t(1 job) s", "t(2 jobs) s", "ratio", "best of")
@@ -229,7 +231,7 @@ def run(path, repeat, budget):
     if ctx is not None:
         ctx.start()
     try:
-        for label, module, fit in cases():
+        for label, module, fit in itertools.islice(cases(), n_cases):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 work, workers, t1, t2, n = measure(module, fit, repeat, budget)
@@ -245,20 +247,21 @@ def main():
     ap.add_argument("paths", nargs="*", help=f"any of {', '.join(PATHS)} (default: all)")
     ap.add_argument("--repeat", type=int, default=3, help="at least this many alternating repeats")
     ap.add_argument("--budget", type=float, default=2.0, help="seconds per setting for small fits")
+    ap.add_argument("--quick", action="store_true", help="the two smallest sizes of each path, one repeat")
     args = ap.parse_args()
     unknown = set(args.paths) - set(PATHS)
     if unknown:
         ap.error(f"unknown paths {sorted(unknown)}; choose from {PATHS}")
-    commit = subprocess.run(
-        ["git", "-C", os.path.dirname(skmrf.__file__), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
-    ).stdout.strip()
+    n_cases = None
+    if args.quick:
+        args.repeat, args.budget, n_cases = 1, 0.0, 2
     uptime = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
-    print(f"skmrf from {os.path.dirname(skmrf.__file__)} ({commit}); {os.cpu_count()} CPUs")
+    print(header("parallel_threshold.py: n_jobs=1 against n_jobs=2 on the parallel paths"))
     print(f"uptime: {uptime}")
     print("ratio = t(2 jobs) / t(1 job), minima over alternating repeats; workers = the library's choice for n_jobs=2")
     print("each path's header and footer: load and the 2-thread ratio of an ideal workload at that moment")
     for path in args.paths or PATHS:
-        run(path, args.repeat, args.budget)
+        run(path, args.repeat, args.budget, n_cases)
     print(f"\nuptime at the end: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
 
 

@@ -27,15 +27,17 @@ path the alignment is drawn instead from a Potts model with known contacts
 Usage: ``python benchmarks/potts_moments.py (DHFR.a2m | synthetic) L [--schedule moments]
 [--n-iter N] [--n-chains M] [--n-sweeps V] [--learning-rate R] [--alpha A]`` (CPU seconds, wall
 seconds and peak memory are printed; run with OPENBLAS_NUM_THREADS=1 on a shared machine).
+``python benchmarks/potts_moments.py --quick``: the synthetic alignment, L = 10, a 5-step fit of 200 chains,
+200 fresh chains, noise ceiling up to 2000 rows, one BLAS thread (a smoke run).
 """
 
 import argparse
 import os
-import resource
 import sys
 import time
 
 import numpy as np
+from _harness import header, limit_blas, load_average, peak_rss_mib
 
 from skmrf import AdaptiveSchedule, MCMCMaxLikelihood, MomentMatchingSchedule, PseudoLikelihoodEstimator
 from skmrf.inference import GibbsSampler
@@ -51,7 +53,7 @@ DHFR_CONTACTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
 
 def load(a):
     if a.alignment == "synthetic":
-        aln = make_synthetic_alignment(3000, a.L, n_states=Q, n_contacts=a.L, random_state=0)
+        aln = make_synthetic_alignment(500 if a.quick else 3000, a.L, n_states=Q, n_contacts=a.L, random_state=0)
         true = {(int(i), int(j)) for i, j in aln.contacts if j - i >= MIN_SEP}
         return aln.X, np.ones(len(aln.X)), true, f"synthetic Potts model, {a.L} columns, {len(true)} contacts"
     X, names, _ = read_alignment(a.alignment, nonstandard="drop")
@@ -106,8 +108,8 @@ def precision(S, true, k):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("alignment", help="path to DHFR.a2m, or 'synthetic'")
-    p.add_argument("L", type=int)
+    p.add_argument("alignment", nargs="?", help="path to DHFR.a2m, or 'synthetic'")
+    p.add_argument("L", type=int, nargs="?")
     p.add_argument("--schedule", choices=("moments", "adaptive"), default="moments")
     p.add_argument("--n-iter", type=int, default=None)
     p.add_argument("--n-chains", type=int, default=None)
@@ -117,10 +119,23 @@ def main():
     p.add_argument("--learning-rate", type=float, default=None)
     p.add_argument("--alpha", type=float, default=1e-4)
     p.add_argument("--n-check", type=int, default=5000, help="fresh chains for the equilibrium check")
+    p.add_argument("--quick", action="store_true", help="synthetic, L = 10, 5 steps of 200 chains, 200 fresh chains")
     a = p.parse_args()
+    sizes = (1000, 2000, 4000, 8000, 16000)
+    if a.quick:
+        a.alignment, a.L, a.n_iter, a.n_chains, a.n_check, sizes = "synthetic", 10, 5, 200, 200, (1000, 2000)
+        limit_blas(1)  # a loaded machine's second BLAS thread slows the small products
+    if a.alignment is None or a.L is None:
+        p.error("give the alignment (a path or 'synthetic') and L, or --quick")
     X, w, true, source = load(a)
-    print(f"# {source}: {X.shape[0]} sequences, M_eff {w.sum():.1f}, alpha {a.alpha:g}; load {os.getloadavg()}")
-    ceiling = "; ".join(f"M = {m}: C r {r:.3f}, f1 r {f:.4f}" for m, r, f in noise_ceiling(X, w))
+    print(
+        header(
+            f"potts_moments.py: MCMCMaxLikelihood ({a.schedule}) against the alignment's statistics",
+            1 if a.quick else None,
+        )
+    )
+    print(f"# {source}: {X.shape[0]} sequences, M_eff {w.sum():.1f}, alpha {a.alpha:g}; load {load_average()}")
+    ceiling = "; ".join(f"M = {m}: C r {r:.3f}, f1 r {f:.4f}" for m, r, f in noise_ceiling(X, w, sizes))
     print(f"  noise ceiling (M rows drawn from the data by weight): {ceiling}")
     if a.schedule == "moments":
         given = {"n_iter": a.n_iter, "n_chains": a.n_chains, "n_sweeps": a.n_sweeps, "learning_rate": a.learning_rate}
@@ -134,7 +149,7 @@ def main():
     )
     est.fit(X, sample_weight=w)
     cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = peak_rss_mib()
     print(f"{schedule!r}: {est.n_iter_} steps, converged {est.converged_}, fit {cpu:.1f} s CPU, {wall:.1f} s wall")
     if "pearson_connected" in est.trace_:
         r_C, r_f = est.trace_["pearson_connected"][-1], est.trace_["pearson_frequencies"][-1]
@@ -161,7 +176,7 @@ def main():
             scores = coupling_scores(fitted).matrix
             text = ", ".join(f"top-{k} {precision(scores, true, k):.2f}" for k in ks)
             print(f"  {name}: precision of the APC pairs ({len(true)} true contacts at |i - j| >= {MIN_SEP}): {text}")
-    print(f"  peak memory {peak:.0f} MiB (at the end of the fit); load {os.getloadavg()}")
+    print(f"  peak memory {peak:.0f} MiB (at the end of the fit); load {load_average()}")
 
 
 if __name__ == "__main__":

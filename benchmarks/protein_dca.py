@@ -50,7 +50,9 @@ The skmrf tools run first, then the peers.
 Run:
 ``python benchmarks/protein_dca.py --alignment DHFR.a2m --focus DYR_ECOLI --columns 0:40 \\
 --plmc /path/plmc --pydca-python /path/venv/bin/python [--threads 1] [--skip-mcmc]``,
-``python benchmarks/protein_dca.py --synthetic --plmc ... --pydca-python ...``.
+``python benchmarks/protein_dca.py --synthetic --plmc ... --pydca-python ...``,
+``python benchmarks/protein_dca.py --quick`` (the synthetic alignment, 300 x 12, 6 contacts, 3 MCMC steps; the
+peers only if given).
 """
 
 import argparse
@@ -63,6 +65,7 @@ import tempfile
 import time
 
 import numpy as np
+from _harness import header
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -336,7 +339,10 @@ def main():
     p.add_argument("--lambda-J", type=float, help=argparse.SUPPRESS)
     p.add_argument("--worker-out", dest="out_worker", help=argparse.SUPPRESS)
     p.add_argument("--memory-probe", help="L,N,ITERS: peak memory of a synthetic complete-graph PL fit only")
+    p.add_argument("--quick", action="store_true", help="--synthetic, 300 sequences x 12 columns, 3 MCMC steps")
     a = p.parse_args()
+    if a.quick:
+        a.synthetic, a.n_sequences, a.n_columns_synthetic, a.n_contacts, a.mcmc_iter = True, 300, 12, 6, 3
     if a.worker:
         a.out = a.out_worker
         {"pydca": _worker_pydca, "memory": _worker_memory}.get(a.worker, _worker_skmrf)(a)
@@ -360,6 +366,7 @@ def main():
     # pydca's rule: neighbours at a strictly larger identity fraction, id / L > identity.
     w_strict = sequence_weights(X, (np.floor(a.identity * L) + 1) / L)
     lines = [
+        header("protein_dca.py: direct coupling analysis, skmrf against plmc and pydca", a.threads),
         f"# {source}",
         f"# q = {Q}, identity {a.identity} (plmc theta {1 - a.identity:.2f}), M_eff = {w.sum():.1f}, "
         f"lambda_h = {a.lambda_h}, lambda_J = {lambda_J:.4g} = {a.lambda_J_per_Lq} (q-1)(L-1); skmrf alpha = "

@@ -48,21 +48,23 @@ Usage::
 
 Tables are printed and saved to ``benchmarks/results/queries.txt`` and
 ``benchmarks/results/queries_crossover.txt`` (the command line on the first line).
+``--quick``: J = 6 and 8, 50 rows, peers for 1 s, one skmrf call (crossover: the first two
+workloads, k = 2, 8, 16); print only.
 """
 
 import argparse
 import gc
 import logging
 import os
-import resource
+import platform
 import sys
 import time
 import tracemalloc
 import warnings
 
 import numpy as np
+from _harness import commit, header, load_average, peak_rss_mib
 
-import skmrf
 import skmrf.inference._queries as queries_module
 from skmrf import grid_graph
 from skmrf._data.decompose import missing_component_labels
@@ -93,41 +95,17 @@ class _Tee:
         print(f"saved {os.path.relpath(self.path)}")
 
 
-def _load():
-    return " ".join(f"{x:.2f}" for x in os.getloadavg())
-
-
-def _source_state():
-    """The commit of the working tree and whether skmrf/ differs from it (the code that was timed)."""
-    import subprocess
-
-    def git(*a):
-        try:
-            return subprocess.run(["git", *a], cwd=HERE, capture_output=True, text=True).stdout.strip()
-        except OSError:
-            return ""
-
-    head = git("rev-parse", "--short", "HEAD") or "?"
-    dirty = git("status", "--porcelain", "--", os.path.join(HERE, "..", "skmrf"))
-    return head + (" + uncommitted changes to skmrf/" if dirty else "")
-
-
-def _header(out, argv):
-    import platform
-
+def _header(out, argv, title):
     out(f"# python benchmarks/queries.py {' '.join(argv)}".rstrip())
-    out(
-        f"# {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, skmrf {skmrf.__version__} at {_source_state()}, "
-        f"numpy {np.__version__}, python {platform.python_version()}, {os.cpu_count()} CPUs, "
-        f"load average (1/5/15 min) at start {_load()}"
-    )
-    return _source_state()
+    out(header(title))
+    out(f"# numpy {np.__version__}, python {platform.python_version()}")
+    return commit()
 
 
 def _footer(out, source):
-    out(f"# load average (1/5/15 min) at end {_load()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    if _source_state() != source:
-        out(f"# WARNING: skmrf's source changed during the run (now {_source_state()}); rerun for a clean table.")
+    out(f"# load average (1/5/15 min) at end {load_average()}; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    if commit() != source:
+        out(f"# WARNING: skmrf's source changed during the run (now {commit()}); rerun for a clean table.")
 
 
 # -- Models and evidence --------------------------------------------------------------------------
@@ -304,7 +282,7 @@ def run_peer(peer, X, P, budget, min_rows):
 def part_compare(args, argv):
     warnings.filterwarnings("ignore", category=FutureWarning)
     out = _Tee(os.path.join(RESULTS, "queries.txt"))
-    source = _header(out, argv)
+    source = _header(out, argv, "queries.py compare: conditional marginals, skmrf against peers")
     available = []
     for peer in PEERS:
         try:
@@ -349,7 +327,7 @@ def part_compare(args, argv):
             out(line)
     out()
     _footer(out, source)
-    out(f"# process max RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10:.0f} MiB (peers included)")
+    out(f"# process max RSS {peak_rss_mib():.0f} MiB (peers included)")
     out("# miss/row: mean missing entries per row; max comp: variables of the largest component of")
     out("# missing entries over all rows. peak MiB: tracemalloc peak of one skmrf call on all rows.")
     out("# rows: rows the peer ran in its budget; ratio = skmrf rows/s / peer rows/s (above 1: skmrf")
@@ -376,7 +354,7 @@ CROSSOVER_WORKLOADS = [
 
 def part_crossover(args, argv):
     out = _Tee(os.path.join(RESULTS, "queries_crossover.txt"))
-    source = _header(out, argv)
+    source = _header(out, argv, "queries.py crossover: enumerate or calibrate, by ENUMERATE_MAX_STATES")
     original = queries_module.ENUMERATE_MAX_STATES
     out(
         f"# {args.rows} rows per workload (Gibbs draws, seed 1), entries hidden at random; "
@@ -389,7 +367,7 @@ def part_crossover(args, argv):
     )
     out(hist_head)
     cases = []
-    for J, K, frac in CROSSOVER_WORKLOADS:
+    for J, K, frac in CROSSOVER_WORKLOADS[:2] if args.quick else CROSSOVER_WORKLOADS:
         model = grid_model(J, K)
         S = draw_rows(model, args.rows, seed=1)
         X = S.copy()
@@ -450,7 +428,11 @@ def main():
     parser.add_argument("--repeat", type=int, default=3, help="best of this many skmrf calls")
     parser.add_argument("--ks", type=int, nargs="+", default=list(range(2, 17, 2)), help="crossover: 2**k")
     parser.add_argument("--no-save", dest="save", action="store_false", help="print only")
+    parser.add_argument("--quick", action="store_true", help="J = 6, 8, 50 rows, peers 1 s, one call; print only")
     args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.rows, args.peer_budget, args.min_peer_rows, args.repeat = [6, 8], 50, 1.0, 2, 1
+        args.ks, args.save = [2, 8, 16], False
     (part_compare if args.part == "compare" else part_crossover)(args, argv)
 
 

@@ -58,6 +58,10 @@ Usage::
     python benchmarks/scale_out.py --parts compare --old-src DIR [--sizes 200 500 1000] [--n-jobs 2]
     OPENBLAS_NUM_THREADS=1 python benchmarks/scale_out.py --parts pl [--pl-J 200] [--pl-n 10000]
     OPENBLAS_NUM_THREADS=1 python benchmarks/scale_out.py --parts bayes [--bayes-n 10000000]
+    python benchmarks/scale_out.py --quick   # slice, memmap and dask on a 40 x 40 grid of 200 rows
+
+``--quick`` builds its files from 20 x 20 tiles (1000 cached rows) in a temporary folder and writes
+no results file.
 """
 
 from __future__ import annotations
@@ -71,9 +75,13 @@ import tempfile
 import time
 
 import numpy as np
+from _harness import header
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+#: The side of the tiles the big grid is made of, and the rows of cached Gibbs samples they are
+#: drawn from (``--quick``: 20 and 1000).
 TILE = 100
+TILE_ROWS = 10000
 
 
 def tile_rows(n, cache):
@@ -81,7 +89,7 @@ def tile_rows(n, cache):
     sys.path.insert(0, HERE)
     from lap_scaling import cached_data
 
-    X, _ = cached_data(TILE, max(n, 10000), cache)
+    X, _ = cached_data(TILE, max(n, TILE_ROWS), cache)
     return X
 
 
@@ -421,6 +429,9 @@ def main():
     p.add_argument("--shape", type=int, nargs=2)
     p.add_argument("--dtype")
     p.add_argument("--block", type=int)
+    p.add_argument(
+        "--quick", action="store_true", help="a 40 x 40 grid of 200 rows from 20 x 20 tiles; no results file"
+    )
     a = p.parse_args()
     if a.worker == "fit":
         worker_fit(a.estimator, a.graph, a.input, a.file, tuple(a.shape), a.dtype, a.block, a.out)
@@ -429,7 +440,13 @@ def main():
         run = worker_memmap if a.worker == "memmap" else worker_dask
         run(a.file, a.J, a.n, a.out, *([a.n_jobs] if a.worker == "memmap" else []))
         return
+    if a.quick:
+        global TILE, TILE_ROWS
+        TILE, TILE_ROWS, a.J, a.n = 20, 1000, 40, 200
+        tmp = tempfile.TemporaryDirectory()
+        a.cache = tmp.name
     os.makedirs(a.cache, exist_ok=True)
+    print(header(f"scale_out.py {' '.join(a.parts)}: fits from a memmap and from a dask array"), flush=True)
     if a.parts == ["compare"]:
         lines = run_compare(a.old_src, a.sizes, a.n, a.n_jobs or 2, a.cache)
         with open(a.results or os.path.join(HERE, "results", "lap_big_memmap.txt"), "w") as f:
@@ -443,7 +460,8 @@ def main():
         # The other tables stay; this one replaces its own earlier run.
         replace_table(a.results or os.path.join(HERE, "results", "scale_out.txt"), title, lines)
         return
-    a.results = a.results or os.path.join(HERE, "results", "scale_out.txt")
+    if not a.quick:
+        a.results = a.results or os.path.join(HERE, "results", "scale_out.txt")
     t = time.perf_counter()
     path = make_file(a.J, a.n, a.cache)
     lines = [
@@ -461,14 +479,14 @@ def main():
         for line in run_slice(path, a.J, a.n, a.cache):
             emit(line)
     thetas = {}
-    header = f"{'input':<8} {'wall s':>8} {'client GiB':>10} {'worker GiB':>16} {'load avg':>8}"
+    head = f"{'input':<8} {'wall s':>8} {'client GiB':>10} {'worker GiB':>16} {'load avg':>8}"
     for kind in [k for k in ("memmap", "dask") if k in a.parts]:
         out = os.path.join(a.cache, f"scale_theta_{kind}_{a.J}_{a.n}.npy")
         r = in_fresh_process(kind, path, a.J, a.n, out)
         thetas[kind] = np.load(out)
-        if header:
-            emit(header)
-            header = None
+        if head:
+            emit(head)
+            head = None
         workers = "/".join(r[3:]) if len(r) > 3 else "-"
         emit(f"{kind:<8} {float(r[0]):>8.1f} {float(r[1]):>10.2f} {workers:>16} {float(r[2]):>8.2f}")
     if len(thetas) == 2:

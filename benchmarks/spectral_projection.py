@@ -25,7 +25,10 @@ an unknown number of iterations (409 at N = 144, s = 1.2; 1938 at s = 2).
 
 Everything runs on one BLAS thread (both methods limit BLAS to one thread themselves).
 
-    PYTHONPATH=. python benchmarks/spectral_projection.py [--out benchmarks/results]
+    PYTHONPATH=. python benchmarks/spectral_projection.py [--out benchmarks/results] [--quick]
+
+``--quick``: grids 3x3 and 8x8 and a 3-regular graph of 400 nodes, repeats for 0.2 s, the dense
+iteration on 10x10 and 12x12 grids (a smoke run).
 """
 
 import os
@@ -34,12 +37,12 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import resource  # noqa: E402
 import time  # noqa: E402
 
 import networkx as nx  # noqa: E402
 import numpy as np  # noqa: E402
 import scipy.sparse as sp  # noqa: E402
+from _harness import header, load_average, peak_rss_mib  # noqa: E402
 from scipy.sparse.linalg import eigsh  # noqa: E402
 
 from skmrf import grid_graph  # noqa: E402
@@ -111,7 +114,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--out", default=None, help="directory for spectral_projection.txt")
     ap.add_argument("--budget", type=float, default=2.0, help="seconds of repeats per method and case")
+    ap.add_argument("--quick", action="store_true", help="small graphs only, 0.2 s of repeats")
     args = ap.parse_args()
+    if args.quick:
+        args.budget = 0.2
 
     lines = []
 
@@ -119,9 +125,9 @@ def main():
         print(s, flush=True)
         lines.append(s)
 
-    emit("# PYTHONPATH=. python benchmarks/spectral_projection.py")
-    load = "/".join(f"{v:.2f}" for v in os.getloadavg())
-    emit(f"load average at start {load}; {os.cpu_count()} CPUs; one BLAS thread")
+    emit("# PYTHONPATH=. python benchmarks/spectral_projection.py" + (" --quick" if args.quick else ""))
+    emit(header("spectral_projection.py: time per projection onto ||R(J)||_2 <= c", 1))
+    emit(f"load average at start {load_average()}; {os.cpu_count()} CPUs; one BLAS thread")
     emit(f"c = {C}; couplings uniform(-0.3, 0.3), seed 0, scaled to ||R||_2 = s c; tol = 1e-9 for both methods")
     emit("time: minimum over repeats; iters: Dykstra iterations / quasi-Newton + Newton iterations")
     emit("max|diff|: new - dense result; vs 1e-13: new - dense Dykstra run to tol = 1e-13 (its stopping error is")
@@ -137,7 +143,10 @@ def main():
 
     with single_blas_thread():
         cases = [("grid 3x3", grid_edges(3), 9), ("grid 8x8", grid_edges(8), 64), ("grid 12x12", grid_edges(12), 144)]
-        cases += [("grid 100x100", grid_edges(100), 10_000), ("3-regular", regular_edges(10_000), 10_000)]
+        if args.quick:
+            cases = cases[:2] + [("3-regular", regular_edges(400), 400)]
+        else:
+            cases += [("grid 100x100", grid_edges(100), 10_000), ("3-regular", regular_edges(10_000), 10_000)]
         for name, edges, n in cases:
             for scale in (1.2, 2.0):
                 J = couplings(edges, n, scale)
@@ -158,24 +167,24 @@ def main():
                     dense = "extrap." if name.startswith("grid") else "-"
                     cols = f"{dense:>9} {'':>6} {'':>9} | {t_new:9.4f} {it_new:>7} {d_new:9.1e} |"
                 emit(f"{name:>16} {n:6d} {len(edges):6d} {scale:4.1f} | " + cols)
-        peak_table = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
+        peak_table = peak_rss_mib()
         # Extrapolation of one dense iteration to N = 10^4.
-        t40 = dense_iteration_time(grid_edges(40), 1600)
-        t50 = dense_iteration_time(grid_edges(50), 2500)
-        t10k = t50 * (10_000 / 2500) ** 3
+        g1, g2 = (10, 12) if args.quick else (40, 50)
+        n1, n2 = g1 * g1, g2 * g2
+        t40 = dense_iteration_time(grid_edges(g1), n1)
+        t50 = dense_iteration_time(grid_edges(g2), n2)
+        t10k = t50 * (10_000 / n2) ** 3
     emit("")
-    emit(f"peak resident memory after the table: {peak_table:.0f} MiB (before the dense N = 2500 iterations)")
+    emit(f"peak resident memory after the table: {peak_table:.0f} MiB (before the dense N = {n2} iterations)")
     emit(
-        f"dense Dykstra, one iteration: {t40:.2f} s at N = 1600, {t50:.2f} s at N = 2500 "
-        f"(ratio {t50 / t40:.2f}; N^3 predicts {(2500 / 1600) ** 3:.2f})"
+        f"dense Dykstra, one iteration: {t40:.2f} s at N = {n1}, {t50:.2f} s at N = {n2} "
+        f"(ratio {t50 / t40:.2f}; N^3 predicts {(n2 / n1) ** 3:.2f})"
     )
     emit(
         f"extrap. to N = 10^4 by N^3: {t10k:.0f} s per iteration, i.e. {t10k * 409 / 3600:.0f} h for the 409 "
         "iterations of N = 144 at s = 1.2 (not run: the iteration count at N = 10^4 is unknown and likely higher)"
     )
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**10
-    load = "/".join(f"{v:.2f}" for v in os.getloadavg())
-    emit(f"peak resident memory at the end {peak:.0f} MiB; load average at end {load}")
+    emit(f"peak resident memory at the end {peak_rss_mib():.0f} MiB; load average at end {load_average()}")
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "spectral_projection.txt"), "w") as fh:

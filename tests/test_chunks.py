@@ -13,6 +13,7 @@ from skmrf import (
     ExactMaxLikelihood,
     LAPEstimator,
     MCMCMaxLikelihood,
+    PersistentChains,
     PseudoLikelihoodEstimator,
     TheorySchedule,
 )
@@ -676,7 +677,7 @@ MH_CASES = {
     "exact": {},
     "pseudo": {},
     "laplace": {},
-    "persistent_mc": {"n_particles": 50},
+    "persistent_mc": {"likelihood": PersistentChains(n_particles=50)},
     "exchange": {},
     # The exchange algorithm's Gibbs fallback (a junction tree over max_bytes): its chains start at the rows
     # (100 sweeps of them per step: few steps).

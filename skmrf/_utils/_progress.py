@@ -142,7 +142,7 @@ class Progress:
         def callback(step, /, **metrics):
             if self.verbose >= 2:
                 log("%s", line(step, **metrics) if callable(line) else line % {"step": step, **metrics})
-            if measure is not None and self.tol is not None:
+            if measure is not None and self.tol is not None and self.enabled:  # no time left to show when hidden
                 self._measures.append(float(metrics[measure]))
                 self._expect()
             self.update(int(step) - self.n)

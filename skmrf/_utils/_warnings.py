@@ -9,6 +9,7 @@ warning names. Python 3.12's ``warnings.warn(skip_file_prefixes=...)`` does the 
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import warnings
 from pathlib import Path
@@ -20,7 +21,7 @@ __all__ = ["user_stacklevel", "warn"]
 
 #: Folders whose frames are never the user's.
 _INTERNAL = tuple(
-    str(Path(module.__file__).resolve().parent) + "/"
+    str(Path(module.__file__).resolve().parent) + os.sep
     for module in (sys.modules[__name__.partition(".")[0]], sklearn, joblib)
 ) + (str(Path(contextlib.__file__).resolve()),)
 

@@ -56,13 +56,21 @@ def default_chunk_rows(X):
     return max(1, CHUNK_BYTES // max(1, X.shape[1] * X.dtype.itemsize))
 
 
-def _memmap_chunks(X, chunk_rows):
+def block_rows(n_columns):
+    """Rows of one block of the fixed grid of :meth:`~skmrf._data.Rows.grid_sum`: about
+    :data:`CHUNK_BYTES` of float64 (a memmap's default chunk is a whole number of them)."""
+    return max(1, CHUNK_BYTES // (8 * max(1, n_columns)))
+
+
+def _memmap_chunks(X, chunk_rows, block_rows=None):
     step = chunk_rows or default_chunk_rows(X)
+    if block_rows:
+        step = max(1, step // block_rows) * block_rows
     for a in range(0, X.shape[0], step):
         yield a, np.array(X[a : a + step])  # a copy of this chunk only, as a plain ndarray
 
 
-def reduce_row_chunks(X, func, *args, op=np.add, chunk_rows=None, name=None):
+def reduce_row_chunks(X, func, *args, op=np.add, chunk_rows=None, name=None, block_rows=None):
     """``func`` applied to every chunk of rows of ``X``, the results combined by ``op``.
 
     Parameters
@@ -84,6 +92,11 @@ def reduce_row_chunks(X, func, *args, op=np.add, chunk_rows=None, name=None):
     name : str, optional
         The name the dask tasks' keys start with (default ``func.__name__``): a wrapper
         passes the name of the function it wraps, so the task stream shows the real work.
+    block_rows : int, optional
+        Every chunk but the last is a whole number of blocks of this many rows, so each chunk
+        starts at a multiple of ``block_rows``: memmap chunks are rounded down to a multiple
+        (at least one block), and a dask array whose row chunks are not multiples is rechunked
+        to the multiple nearest its first chunk (its data move between the workers once).
 
     Returns
     -------
@@ -91,10 +104,12 @@ def reduce_row_chunks(X, func, *args, op=np.add, chunk_rows=None, name=None):
     counts (even in float64, below ``2^53``) do not depend on the chunking.
     """
     if _is_dask(X):
+        if block_rows and any(c % block_rows for c in X.chunks[0][:-1]):
+            X = X.rechunk({0: max(1, round(X.chunks[0][0] / block_rows)) * block_rows})
         return _reduce_dask(X, func, args, op, name or func.__name__)
     if isinstance(X, np.memmap):
         out = None
-        for start, chunk in _memmap_chunks(X, chunk_rows):
+        for start, chunk in _memmap_chunks(X, chunk_rows, block_rows):
             part = func(chunk, start, *args)
             out = part if out is None else _combine(out, part, op, inplace=True)
             del part

@@ -1,12 +1,20 @@
-"""Row-chunk statistics of the Gaussian estimators: location, scale, and sample covariances.
+"""Row statistics of the Gaussian estimators: location, scale, and sample covariances.
 
-Every statistic is a (weighted) sum or a maximum over rows, so it is
-accumulated chunk by chunk: from an in-memory array by slices of rows (views,
-so no transposed copy of the data exists at once), from a ``numpy.memmap`` or a
-``dask.array`` through :func:`skmrf._data.reduce_row_chunks`. Peak memory is a
-chunk of rows (about :data:`skmrf._data.chunks.CHUNK_BYTES`) plus the statistic.
+Every statistic is a (weighted) sum or a maximum over rows, taken through
+:class:`~skmrf._data.Rows` as the discrete estimators take theirs: from an
+in-memory array, a ``numpy.memmap`` or a ``dask.array``, block of rows by
+block, so peak memory is a block (about ``CHUNK_BYTES``) plus the statistic.
 
-A row of weight ``w`` counts as ``w`` rows: sums are weighted, and a chunk in
+Sums are bit for bit the same whatever the chunking (memmap chunks, dask
+blocks, in memory): they are taken over a fixed grid of row blocks
+(:meth:`Rows.grid_sum`), each block's sum rounded onto a grid on which any
+order of addition is exact (:func:`~skmrf._data.rows.on_grid`). The bound each
+grid needs is known before the pass: ``sum |w x| <= sum(w) max |x|`` for the
+column sums, one per row for the squares of data divided by their largest
+value, and ``sum(w) max factor^2`` for any product of two columns in the
+fit's units (Cauchy-Schwarz on the unit diagonal).
+
+A row of weight ``w`` counts as ``w`` rows: sums are weighted, and a block in
 the fit's units is ``sqrt(w) (x - location) / peak / rms * factor``, so that
 its Gram matrix is the weighted sum of products.
 """
@@ -17,36 +25,13 @@ import numpy as np
 from sklearn.utils import check_array
 
 from .._utils.validation import check_real
-from . import is_chunked, reduce_row_chunks
-from .chunks import CHUNK_BYTES, shift_rows
+from .chunks import reduce_row_chunks, shift_rows
+from .rows import Rows, on_grid
 
-__all__ = ["StandardisedRows", "reduce_rows"]
+__all__ = ["StandardisedRows", "gram_statistic", "standardise"]
 
 #: The end of the message refusing NaN or infinity in X.
 NON_FINITE_ADVICE = "A Gaussian MRF needs every value observed and finite; drop or impute missing values."
-
-
-def reduce_rows(X, func, *args, op=np.add, chunk_rows=None, name=None):
-    """``func(chunk, start, *args)`` over row chunks of ``X``, combined by ``op``.
-
-    As :func:`skmrf._data.reduce_row_chunks`, except that an in-memory array is
-    also taken by slices of rows (about ``CHUNK_BYTES`` each) rather than whole.
-    """
-    if is_chunked(X):
-        return reduce_row_chunks(X, func, *args, op=op, chunk_rows=chunk_rows, name=name)
-    n = X.shape[0]
-    step = chunk_rows or max(1, CHUNK_BYTES // max(1, X.shape[1] * X.itemsize))
-    out = None
-    for a in range(0, max(n, 1), step):
-        part = func(X[a : a + step], a, *args)
-        if out is None:
-            out = part
-        elif isinstance(out, tuple):
-            ops = op if isinstance(op, tuple) else (op,) * len(out)
-            out = tuple(o(u, v) for o, u, v in zip(ops, out, part))
-        else:
-            out = op(out, part)
-    return out
 
 
 def checked_chunk(chunk, start=0, validate=True):
@@ -63,83 +48,153 @@ def checked_chunk(chunk, start=0, validate=True):
         raise shift_rows(err, start) from None
 
 
-def _chunk_weights(weights, start, m):
-    return None if weights is None else weights[start : start + m]
+def column_ranges(chunk, start, weights, validate, block_rows):
+    """``(min, max)`` per column over the rows of positive weight, the chunk validated (if
+    ``validate``) ``block_rows`` rows at a time."""
+    low, high = np.full(chunk.shape[1], np.inf), np.full(chunk.shape[1], -np.inf)
+    for a in range(0, chunk.shape[0], block_rows):
+        block = checked_chunk(chunk[a : a + block_rows], start + a, validate)
+        if weights is not None:
+            block = block[weights[start + a : start + a + len(block)] > 0]
+        if len(block):
+            np.minimum(low, block.min(axis=0), out=low)
+            np.maximum(high, block.max(axis=0), out=high)
+    return low, high
 
 
-def column_sums(chunk, start, weights=None, validate=True):
-    """``(sum w x, min, max)`` per column over the rows of positive weight."""
-    chunk = checked_chunk(chunk, start, validate)
-    w = _chunk_weights(weights, start, chunk.shape[0])
-    if w is None:
-        return chunk.sum(axis=0), chunk.min(axis=0), chunk.max(axis=0)
-    kept = chunk[w > 0]
-    inf = np.full(chunk.shape[1], np.inf)
-    if not len(kept):
-        return w @ chunk, inf, -inf
-    return w @ chunk, kept.min(axis=0), kept.max(axis=0)
+def _float_block(block, w):
+    """The block as C-contiguous float64 (the same arithmetic whatever the layout of X)."""
+    return np.ascontiguousarray(block, dtype=np.float64)
 
 
-def centred_peak(chunk, start, location, weights=None, validate=True):
+def column_sums(block, w):
+    """``sum w x`` per column."""
+    block = _float_block(block, w)
+    return block.sum(axis=0) if w is None else w @ block
+
+
+def centred_peak(block, w, location):
     """Largest ``sqrt(w) |x - location|`` per column."""
-    Z = checked_chunk(chunk, start, validate) - location
-    w = _chunk_weights(weights, start, Z.shape[0])
+    Z = _float_block(block, w) - location
     if w is not None:
         Z *= np.sqrt(w)[:, None]
     return np.max(np.abs(Z), axis=0) if len(Z) else np.zeros(Z.shape[1])
 
 
-def centred_squares(chunk, start, location, peak, weights=None, validate=True):
+def centred_squares(block, w, location, peak):
     """``sum w ((x - location) / peak)^2`` per column."""
-    Z = (checked_chunk(chunk, start, validate) - location) / peak
-    w = _chunk_weights(weights, start, Z.shape[0])
+    Z = (_float_block(block, w) - location) / peak
     if w is not None:
         Z *= np.sqrt(w)[:, None]
     return np.einsum("ij,ij->j", Z, Z)
 
 
 class StandardisedRows:
-    """Data (in memory, a memmap or a dask array) and the affine map to the fit's units.
+    """Validated rows (:class:`~skmrf._data.Rows`) and the affine map to the fit's units.
 
-    The chunk's transpose is centred by ``location``, multiplied by the square
+    A block of rows, transposed, is centred by ``location``, multiplied by the square
     roots of the row weights (if any), divided by ``peak`` and by ``rms`` and
-    multiplied by ``factor`` (if not None): the operations that standardise an
-    in-memory X.
+    multiplied by ``factor`` (if not None).
 
     Parameters
     ----------
-    X : ndarray, numpy.memmap or dask.array of shape (n_samples, n_features)
+    rows : Rows
+        Real-valued rows (``n_states=None``) and their weights.
     location, peak, rms : ndarray of shape (n_features,)
     factor : ndarray of shape (n_features,) or None
-    weights : ndarray of shape (n_samples,) or None
+
+    Attributes
+    ----------
+    XT : ndarray of shape (n_features, n_samples) or None
+        The whole data in the fit's units, after :meth:`materialise`.
+    bound : float
+        A bound on ``sum_t |z_ti z_tj|`` for any two columns ``i, j`` in the fit's units
+        (with a factor 2 for rounding): the grid of every Gram statistic.
     """
 
-    def __init__(self, X, location, peak, rms, factor, weights=None):
-        self.X, self.location, self.peak, self.rms, self.factor = X, location, peak, rms, factor
-        self.weights = weights
+    def __init__(self, rows, location, peak, rms, factor):
+        self.rows, self.location, self.peak, self.rms, self.factor = rows, location, peak, rms, factor
+        top = 1.0 if factor is None else max(1.0, float(np.max(factor)) ** 2)
+        self.bound = 2.0 * rows.total * top
+        self.XT = None
 
     @property
     def shape(self):
         """``(n_features, n_samples)``, as the transposed data it stands for."""
-        return self.X.shape[1], self.X.shape[0]
+        return self.rows.n_columns, self.rows.n_rows
 
     @property
     def params(self):
-        """The arguments of :func:`standardised_chunk` after ``chunk, start``."""
-        return self.location, self.peak, self.rms, self.factor, self.weights
+        """The arguments of :func:`standardised_chunk` after ``chunk, weights``."""
+        return self.location, self.peak, self.rms, self.factor
+
+    def materialise(self):
+        """Keep the whole data in the fit's units in memory (:attr:`XT`), for a kernel that
+        gathers variables; :meth:`reduce` then reads it instead of X."""
+        X, weights = self.rows.dense()
+        self.XT = standardised_chunk(X, weights, *self.params)
+        return self
 
     def reduce(self, func, *args):
-        """``sum over chunks of func(ZT, *args)``, ``ZT`` a chunk in the fit's units (one row per variable)."""
-        return reduce_rows(self.X, _standardised_apply, func, self.params, args, name=func.__name__)
+        """``sum over blocks of func(ZT, *args)``, ``ZT`` a block of rows in the fit's units (one row
+        per variable), bit for bit whatever the chunking (:meth:`Rows.grid_sum`).
+
+        ``func`` returns products of two columns of ``ZT`` summed over its rows (a Gram statistic,
+        bounded by :attr:`bound`).
+        """
+        if self.XT is None:
+            return self.rows.grid_sum(_standardised_apply, func, self.params, args, bound=self.bound)
+        B, n = self.rows.block_rows(), self.XT.shape[1]
+        total = None
+        for a in range(0, max(n, 1), B):
+            # The same contiguous block of the fit's units as a chunk gives (standardised_chunk).
+            ZT = self.XT if n <= B else np.ascontiguousarray(self.XT[:, a : a + B])
+            part = func(ZT, *args)
+            on_grid(part, self.bound, out=part)
+            total = part if total is None else np.add(total, part, out=total)
+        return total
 
 
-def standardised_chunk(chunk, start, location, peak, rms, factor, weights=None):
-    """One chunk of rows in the fit's units, transposed: ``(n_features, rows)``."""
+def standardise(X, weights, assume_centered, check_variance, units, validate):
+    """X (in memory, a memmap or a dask array) in the fit's units: ``(data, n_div, scale, mu)``.
+
+    Four passes over the rows, each by blocks: the column ranges (validating each block when
+    ``validate``), the column sums (the location), the largest centred absolute values and the
+    sums of squares (the scale). ``check_variance(peak)`` returns the columns of zero variance
+    (raising for them when they are not allowed); ``units(peak, rms, zero)`` returns
+    ``(scale, mu, factor)`` (see the Gaussian estimators' ``_units``). ``data`` is the
+    :class:`StandardisedRows` (``data.location`` the location); ``n_div`` is the number of rows,
+    or the sum of the weights.
+    """
+    rows = Rows(X, None, weights)
+    n_div = rows.total
+    B = rows.block_rows()
+    low, high = reduce_row_chunks(X, column_ranges, weights, validate, B, op=(np.minimum, np.maximum), block_rows=B)
+    if assume_centered:
+        location = np.zeros(rows.n_columns)
+    else:
+        magnitude = np.where(np.isfinite(low), np.maximum(np.abs(low), np.abs(high)), 0.0)
+        location = rows.grid_sum(column_sums, bound=2.0 * n_div * magnitude) / n_div
+        # The rounded mean of a constant column c can differ from c, which would leave a constant
+        # residue c - mean(c) (variance zero) in the centred data. With weights, "constant" is
+        # over the rows of positive weight.
+        const = high == low
+        location[const] = low[const]
+    peak = rows.block_reduce(centred_peak, location, op=np.maximum)
+    zero = check_variance(peak)
+    peak[zero] = 1.0
+    # Each term (sqrt(w) (x - location) / peak)^2 is at most 1.
+    rms = np.sqrt(rows.grid_sum(centred_squares, location, peak, bound=2.0 * rows.n_rows) / n_div)
+    scale, mu, factor = units(peak, rms, zero)
+    return StandardisedRows(rows, location, peak, rms, factor), n_div, scale, mu
+
+
+def standardised_chunk(chunk, weights, location, peak, rms, factor):
+    """Rows in the fit's units, transposed: ``(n_features, rows)``; ``weights`` those of the rows."""
     ZT = np.asarray(chunk, dtype=np.float64).T.copy()
     ZT -= location[:, None]
-    w = _chunk_weights(weights, start, ZT.shape[1])
-    if w is not None:
-        ZT *= np.sqrt(w)[None, :]
+    if weights is not None:
+        ZT *= np.sqrt(weights)[None, :]
     ZT /= peak[:, None]
     ZT /= rms[:, None]
     if factor is not None:
@@ -147,8 +202,14 @@ def standardised_chunk(chunk, start, location, peak, rms, factor, weights=None):
     return ZT
 
 
-def _standardised_apply(chunk, start, func, params, args):
-    return func(standardised_chunk(chunk, start, *params), *args)
+def _standardised_apply(block, weights, func, params, args):
+    return func(standardised_chunk(block, weights, *params), *args)
+
+
+def gram_statistic(data, func, *args):
+    """``func(ZT, *args)`` summed over the data: :meth:`StandardisedRows.reduce`, or ``func`` of an
+    in-memory array of standardised data, one row per variable (tests, research scripts)."""
+    return data.reduce(func, *args) if isinstance(data, StandardisedRows) else func(data, *args)
 
 
 def dense_gram(ZT):
@@ -211,8 +272,8 @@ def covariance_on_pattern(data, rows, cols, n_div, shrinkage=0.0, mu=1.0):
 
     Parameters
     ----------
-    data : ndarray of shape (p, n) or StandardisedRows
-        Standardised data, one row per variable (in memory), or read by row chunks.
+    data : StandardisedRows or ndarray of shape (p, n)
+        Standardised data (an array: one row per variable).
     rows, cols : ndarray of int64 of shape (q,)
         Positions of the entries.
     n_div : float
@@ -226,14 +287,14 @@ def covariance_on_pattern(data, rows, cols, n_div, shrinkage=0.0, mu=1.0):
     -------
     ndarray of shape (q,)
     """
-    s = data.reduce(pattern_gram, rows, cols) if isinstance(data, StandardisedRows) else pattern_gram(data, rows, cols)
+    s = gram_statistic(data, pattern_gram, rows, cols)
     diag = np.flatnonzero(rows == cols)
     return _shrink_diagonal(s, diag, rows[diag], n_div, shrinkage, mu)
 
 
 def dense_covariance_rows(data, n_div, shrinkage=0.0, mu=1.0):
-    """The dense (shrunk) sample covariance of standardised data read by row chunks."""
-    S = data.reduce(dense_gram)
+    """The dense (shrunk) sample covariance of standardised data (:class:`StandardisedRows`)."""
+    S = gram_statistic(data, dense_gram)
     p = S.shape[0]
     S = _shrink_diagonal(S.reshape(-1), np.arange(p) * (p + 1), np.arange(p), n_div, shrinkage, mu)
     return S.reshape(p, p)

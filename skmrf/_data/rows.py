@@ -11,34 +11,61 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import chunks
 from .chunks import _is_dask, _memmap_chunks, default_chunk_rows, is_chunked, reduce_row_chunks
 from .compress import distinct_rows, finish_distinct_rows, merge_distinct_rows, state_dtype
 
-__all__ = ["Rows", "summable_weights"]
+__all__ = ["Rows", "on_grid", "summable_weights"]
+
+
+def on_grid(values, bound, out=None):
+    """``values`` rounded to the nearest multiple of ``q = 2^(e - 52)``, where ``bound < 2^e``.
+
+    If the absolute values of some terms sum to at most ``bound`` (per entry when ``bound`` is an
+    array), every partial sum of the rounded terms is an integer multiple of ``q`` no larger than
+    ``2^53 q``, which float64 holds exactly: the terms then add up to the same number bit for
+    bit in any order and any grouping (by chunks, on dask workers, by a tree of tasks). A term
+    moves by at most ``q / 2 <= 2^-52 bound``, the rounding of one float64 addition of the total.
+    Returns a new array, or ``out`` (which may be ``values`` itself, a float64 array).
+    """
+    _, e = np.frexp(bound)  # bound < 2^e
+    q = np.ldexp(1.0, np.asarray(e, dtype=np.int64) - 52)
+    out = np.divide(values, q, out=out)  # exact: a power of two
+    np.round(out, out=out)
+    out *= q
+    return out
 
 
 def summable_weights(weight):
-    """Non-negative float64 ``weight`` rounded to the grid on which every sum of them is exact.
+    """Non-negative float64 ``weight`` rounded onto the grid of :func:`on_grid` for their sum.
 
-    Each weight is rounded to the nearest multiple of ``q = 2^(e - 52)``, where ``2^(e - 1) <=
-    sum(weight) < 2^e``: then every partial sum of the rounded weights is an integer multiple of
-    ``q`` no larger than ``2^53 q``, which float64 holds exactly, so a count or a moment summed
-    over any grouping of the rows (by chunks, on dask workers, by ``bincount`` or BLAS) is the
-    same number bit for bit. A weight moves by at most ``q / 2 <= 2^-52 sum(weight)``: the
-    rounding of a float64 sum of the weights, below the resolution of the weighted objective.
-    Integer weights summing to less than ``2^52`` lie on the grid and are returned unchanged.
-    Returns a new array (never the caller's).
+    Every partial sum of the rounded weights is then exact, so a count or a moment summed over
+    any grouping of the rows (by chunks, on dask workers, by ``bincount`` or BLAS) is the same
+    number bit for bit. A weight moves by at most ``2^-52 sum(weight)``, below the resolution of
+    the weighted objective. Integer weights summing to less than ``2^52`` lie on the grid and are
+    returned unchanged. Returns a new array (never the caller's).
     """
-    total = float(np.sum(weight))
-    _, e = np.frexp(total)  # total < 2^e
-    q = np.ldexp(1.0, int(e) - 52)
-    return np.round(weight / q) * q
+    return on_grid(weight, float(np.sum(weight)))
 
 
 def _weighted_chunk(chunk, start, func, weight, *args):
     """``func(chunk, weights of its rows, *args)``: the chunk's slice of ``weight`` (or None)."""
     w = None if weight is None else weight[start : start + chunk.shape[0]]
     return func(chunk, w, *args)
+
+
+def _blocks_chunk(chunk, start, func, weight, block_rows, bound, op, args):
+    """``func(block, its weights, *args)`` over the blocks of ``block_rows`` rows of a chunk
+    (starting at a multiple of it), combined by ``op``; each rounded :func:`on_grid` for
+    ``bound`` first unless it is None."""
+    total = None
+    for a in range(0, chunk.shape[0], block_rows):
+        w = None if weight is None else weight[start + a : start + a + block_rows]
+        part = func(chunk[a : a + block_rows], w, *args)
+        if bound is not None:
+            part = on_grid(part, bound, out=part)  # func's own new array
+        total = part if total is None else op(total, part, out=total)  # on the grid, a sum is exact
+    return total
 
 
 #: Entries (rows x columns) of a memmap chunk compressed to distinct rows at once: its copy in the
@@ -60,9 +87,10 @@ class Rows:
     Parameters
     ----------
     X : ndarray, numpy.memmap or dask.array of shape (n_rows, n_columns)
-        Integer states ``0..K-1`` (``-1`` for a missing entry where an estimator allows them).
-    n_states : ndarray of int of shape (n_columns,)
-        States of each column.
+        Integer states ``0..K-1`` (``-1`` for a missing entry where an estimator allows them),
+        or real values (validated) with ``n_states=None``.
+    n_states : ndarray of int of shape (n_columns,) or None
+        States of each column; None for real-valued columns (the Gaussian estimators).
     weight : ndarray of float64 of shape (n_rows,), optional
         Non-negative row weights (``sample_weight``); None means every row counts once.
 
@@ -77,7 +105,7 @@ class Rows:
 
     def __init__(self, X, n_states, weight=None):
         self.X = X
-        self.n_states = np.asarray(n_states)
+        self.n_states = None if n_states is None else np.asarray(n_states)
         self.weight = weight
         self.n_rows = int(X.shape[0])
         self.total = float(self.n_rows) if weight is None else float(np.sum(weight))
@@ -105,6 +133,36 @@ class Rows:
             chunk_rows = min(chunk_rows or default_chunk_rows(self.X), cap)
         return reduce_row_chunks(
             self.X, _weighted_chunk, func, self.weight, *args, op=op, chunk_rows=chunk_rows, name=func.__name__
+        )
+
+    def block_rows(self):
+        """Rows of one block of the fixed grid of :meth:`grid_sum` (:func:`~skmrf._data.chunks.block_rows`)."""
+        return chunks.block_rows(self.n_columns)
+
+    def grid_sum(self, func, *args, bound):
+        """``sum over blocks of on_grid(func(block, block_weight, *args), bound)``, bit for bit
+        whatever the chunking.
+
+        The blocks are the rows ``[k B, (k + 1) B)`` (``B`` = :meth:`block_rows`), the same for an
+        in-memory array, a memmap and a dask array (its row chunks are aligned on them), so each
+        block's ``func`` sees the same rows; rounded :func:`on_grid`, the block results add up
+        exactly in any order. ``bound`` (a float, or an array broadcasting with ``func``'s result)
+        must be at least the sum over all rows of the absolute values of their terms, with room
+        for the rounding of ``func`` (twice the exact bound is safe). ``func`` must return an
+        array (a module-level function, as for :meth:`reduce`) and must not keep its ``block``
+        (a view of the chunk).
+        """
+        return self._over_blocks(func, args, bound, np.add)
+
+    def block_reduce(self, func, *args, op):
+        """``func(block, block_weight, *args)`` over the blocks of :meth:`grid_sum`, combined by an
+        exact ``op`` (``numpy.maximum``): an in-memory array too is read a block at a time."""
+        return self._over_blocks(func, args, None, op)
+
+    def _over_blocks(self, func, args, bound, op):
+        B = self.block_rows()
+        return reduce_row_chunks(
+            self.X, _blocks_chunk, func, self.weight, B, bound, op, args, op=op, name=func.__name__, block_rows=B
         )
 
     def dense(self):

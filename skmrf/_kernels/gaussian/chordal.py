@@ -24,7 +24,7 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from ..._data.gaussian import StandardisedRows, _shrink_diagonal, covariance_on_pattern
+from ..._data.gaussian import _shrink_diagonal, covariance_on_pattern, gram_statistic
 
 
 class _ImportedOnFirstUse:
@@ -422,14 +422,11 @@ def embedding_gram(ZT, blocks, n_stored):
 def covariance_on_embedding(data, pattern, n_div, shrinkage=0.0, mu=1.0):
     """The (shrunk) sample covariance on the whole chordal embedding, in its block storage.
 
-    ``data`` is standardised data, one row per variable (in memory) or read by
-    row chunks (:class:`skmrf._data.gaussian.StandardisedRows`). Costs ``n`` times the
+    ``data`` is standardised data (:class:`skmrf._data.gaussian.StandardisedRows`, or an
+    in-memory array with one row per variable). Costs ``n`` times the
     storage of the embedding in multiply-adds, one dense product per supernode.
     """
-    if isinstance(data, StandardisedRows):
-        s = data.reduce(embedding_gram, pattern.blocks, pattern.n_stored)
-    else:
-        s = embedding_gram(data, pattern.blocks, pattern.n_stored)
+    s = gram_statistic(data, embedding_gram, pattern.blocks, pattern.n_stored)
     s[pattern.upper_slots] = 0.0
     variables = np.asarray(pattern.symb.p, dtype=np.int64).ravel()
     return _shrink_diagonal(s, pattern.diagonal_slots, variables, n_div, shrinkage, mu)

@@ -3,8 +3,7 @@
 Dempster (1972): minimise ``-log det Theta + tr(S Theta)`` over precisions
 that are zero outside the graph. Two solvers on dense arrays: Newton's method
 with the exact Hessian (:func:`newton_covsel`) and the modified regression
-algorithm of Hastie, Tibshirani & Friedman (:func:`regression_covsel`). Also
-the dense sample covariance both solvers start from (:func:`dense_covariance`).
+algorithm of Hastie, Tibshirani & Friedman (:func:`regression_covsel`).
 """
 
 from __future__ import annotations
@@ -14,35 +13,7 @@ import scipy.linalg as sla
 
 from ..._solvers.line_search import backtrack
 
-__all__ = ["dense_covariance", "newton_covsel", "regression_covsel"]
-
-
-def dense_covariance(XT, n_div, shrinkage=0.0, mu=1.0):
-    """Dense, optionally shrunk, sample covariance of centred data.
-
-    Parameters
-    ----------
-    XT : ndarray of shape (n_features, n_samples)
-        Centred data, one row per variable.
-    n_div : float
-        Divisor (the number of samples).
-    shrinkage : float, default=0.0
-        Weight of the ridge target.
-    mu : float or ndarray of shape (n_features,), default=1.0
-        Ridge target (the mean sample variance), or one per variable.
-
-    Returns
-    -------
-    S : ndarray of shape (n_features, n_features)
-        ``(1 - shrinkage) * XT XT^T / n_div + shrinkage * diag(mu)``.
-    """
-    p = XT.shape[0]
-    S = XT @ XT.T
-    S /= n_div
-    if shrinkage:
-        S *= 1.0 - shrinkage
-        S[np.diag_indices(p)] += shrinkage * mu
-    return S
+__all__ = ["newton_covsel", "regression_covsel"]
 
 
 class _PatternObjective:

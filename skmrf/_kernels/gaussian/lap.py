@@ -15,13 +15,13 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..._data.gaussian import StandardisedRows
+from ..._data.gaussian import StandardisedRows, dense_covariance_rows
+from ..._data.rows import on_grid
 from ..._utils._budgets import GLAP_CHUNK_ENTRIES as CHUNK_ENTRIES
 from ..._utils._budgets import GLAP_MIN_WORK_PER_WORKER
 from ..._utils._parallel import parallel_or_serial, workers_for
 from ..._utils._sklearn_compat import delayed
 from ..._utils._threads import single_blas_thread
-from .covariance_selection import dense_covariance
 
 __all__ = [
     "CHUNK_ENTRIES",
@@ -228,8 +228,26 @@ def _targets_first(A, ti, tj):
     return np.argsort(rank, axis=1, kind="stable")
 
 
-def _gram_buffer(XT, cl_ptr, cl_idx):
-    """Flat buffer of the Gram matrices ``XT[U] @ XT[U].T`` of every cluster.
+def _gram(x, grid):
+    """``x x^T`` (one matrix, or a stack of them); with ``grid = (bound, block_rows)``, the sum over
+    the blocks of ``block_rows`` columns of their products rounded :func:`on_grid` for ``bound``,
+    each block contiguous: bit for bit what :meth:`StandardisedRows.reduce` sums block by block."""
+    if grid is None:
+        return x @ np.swapaxes(x, -1, -2)
+    bound, B = grid
+    n = x.shape[-1]
+    total = None
+    for a in range(0, max(n, 1), B):
+        xb = x if n <= B else np.ascontiguousarray(x[..., a : a + B])
+        part = xb @ np.swapaxes(xb, -1, -2)
+        on_grid(part, bound, out=part)
+        total = part if total is None else total + part
+    return total
+
+
+def _gram_buffer(XT, cl_ptr, cl_idx, grid=None):
+    """Flat buffer of the Gram matrices ``XT[U] @ XT[U].T`` of every cluster (see :func:`_gram`
+    for ``grid``).
 
     Clusters of equal size are stacked into one batched ``matmul``.
     Returns ``(buffer, offsets)``; cluster ``c`` occupies
@@ -246,12 +264,7 @@ def _gram_buffer(XT, cl_ptr, cl_idx):
         step = max(1, CHUNK_ENTRIES // max(1, size * n))
         for s in range(0, len(cl), step):
             block = idx[s : s + step]
-            if len(block) == 1:
-                x = XT[block[0]]
-                g = (x @ x.T)[None]
-            else:
-                x = XT[block]
-                g = np.matmul(x, x.transpose(0, 2, 1))
+            g = _gram(XT[block[0]], grid)[None] if len(block) == 1 else _gram(XT[block], grid)
             pos = offsets[cl[s : s + step]][:, None] + np.arange(size * size)
             buf[pos] = g.reshape(len(block), -1)
     return buf, offsets
@@ -360,7 +373,7 @@ def _solve_tasks(sizes, ti, tj, a_ptr, a_idx, gather, n_div=None, bias_dof=None)
     return out
 
 
-def _lap_chunk(XT, n_div, shrinkage, mu, cl_ptr, cl_idx, task_cluster, a_ptr, a_idx, ti, tj, bias_dof=None):
+def _lap_chunk(XT, n_div, shrinkage, mu, cl_ptr, cl_idx, task_cluster, a_ptr, a_idx, ti, tj, bias_dof=None, grid=None):
     """Worker: LAP precision entries for one chunk of clusters, from the data.
 
     Parameters
@@ -377,12 +390,14 @@ def _lap_chunk(XT, n_div, shrinkage, mu, cl_ptr, cl_idx, task_cluster, a_ptr, a_
         From :meth:`LapPlan.chunk_args`.
     bias_dof : float or None
         See :func:`_solve_tasks`.
+    grid : tuple, optional
+        ``(bound, block_rows)`` of the data's :class:`StandardisedRows` (see :func:`_gram`).
 
     Returns
     -------
     ndarray of shape (n_tasks,)
     """
-    buf, offsets = _gram_buffer(XT, cl_ptr, cl_idx)
+    buf, offsets = _gram_buffer(XT, cl_ptr, cl_idx, grid)
     return _lap_from_gram(
         buf, offsets, XT.shape[0], n_div, shrinkage, mu, cl_ptr, cl_idx, task_cluster, a_ptr, a_idx, ti, tj, bias_dof
     )
@@ -444,8 +459,8 @@ def lap_from_covariance(S, plan, n_div=None, bias_dof=None):
         return _solve_tasks(plan.sizes, plan.ti, plan.tj, plan.a_ptr, plan.a_idx, gather, n_div, bias_dof)
 
 
-def lap_from_data(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0, bias_dof=None):
-    """LAP precision values from centred data and a plan.
+def lap_from_data(data, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0, bias_dof=None):
+    """LAP precision values from standardised data and a plan.
 
     When the dense sample covariance costs about as much as the cluster Gram
     matrices (small ``p``), it is computed in one ``syrk`` and the blocks are
@@ -453,9 +468,10 @@ def lap_from_data(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0
 
     Parameters
     ----------
-    XT : ndarray of shape (n_features, n_samples) or StandardisedRows
-        Centred data, one row per variable; or the rows of a memmap or a dask array, whose
-        Gram blocks are summed over row chunks (on the workers for a dask array).
+    data : StandardisedRows
+        The data. In memory (``data.XT``), the clusters are processed in parallel chunks;
+        else (a memmap or a dask array) their Gram blocks are summed over row chunks (on the
+        workers for a dask array). Both give the same Gram blocks bit for bit.
     plan : LapPlan
         The plan of the graph.
     n_div : float
@@ -477,24 +493,25 @@ def lap_from_data(XT, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose=0
     values : ndarray of shape (plan.n_tasks,)
         Aligned with ``plan.ti``, ``plan.tj``.
     """
-    if isinstance(XT, StandardisedRows):
-        return _lap_from_chunks(XT, plan, n_div, shrinkage, mu, bias_dof)
-    p, n = XT.shape
+    p, n = data.shape
     gram_cost = float(np.sum(plan.cluster_sizes.astype(np.float64) ** 2))
     if p <= _DENSE_GRAM_MAX_FEATURES and p * p <= 10 * gram_cost:
-        S = dense_covariance(XT, n_div, shrinkage, mu)  # one large product: all BLAS threads
+        S = dense_covariance_rows(data, n_div, shrinkage, mu)  # large products: all BLAS threads
         return lap_from_covariance(S, plan, n_div=n_div, bias_dof=bias_dof)
+    if data.XT is None:
+        return _lap_from_chunks(data, plan, n_div, shrinkage, mu, bias_dof)
     # The blocks are small: BLAS threads only add overhead (and oversubscribe
     # with n_jobs > 1), so they are limited to one for the batched small
     # products and solves (process workers get joblib's own limit).
     n_workers = workers_for(n_jobs, plan.cost(n), GLAP_MIN_WORK_PER_WORKER)
     chunks = plan.chunks(n, min_chunks=4 * n_workers if n_workers > 1 else 1)
-    common = (XT, float(n_div), float(shrinkage), mu)
+    common = (data.XT, float(n_div), float(shrinkage), mu)
+    options = dict(bias_dof=bias_dof, grid=(data.bound, data.rows.block_rows()))
     with single_blas_thread(), parallel_or_serial(n_workers, verbose=max(0, verbose - 1), prefer="threads") as pool:
         if pool is None:
-            results = [_lap_chunk(*common, **plan.chunk_args(*ch), bias_dof=bias_dof) for ch in chunks]
+            results = [_lap_chunk(*common, **plan.chunk_args(*ch), **options) for ch in chunks]
         else:
-            results = pool(delayed(_lap_chunk)(*common, **plan.chunk_args(*ch), bias_dof=bias_dof) for ch in chunks)
+            results = pool(delayed(_lap_chunk)(*common, **plan.chunk_args(*ch), **options) for ch in chunks)
     return np.concatenate(results) if results else np.empty(0)
 
 

@@ -19,14 +19,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator
 
 from ..._data import is_chunked
-from ..._data.gaussian import (
-    NON_FINITE_ADVICE,
-    StandardisedRows,
-    centred_peak,
-    centred_squares,
-    column_sums,
-    reduce_rows,
-)
+from ..._data.gaussian import NON_FINITE_ADVICE, standardise
 from ..._utils._atomic import atomic_fit
 from ..._utils._sklearn_compat import (
     Interval,
@@ -195,11 +188,12 @@ class _BaseGaussianMRF(FittedGaussianMixin, MeanScoreMixin, BaseEstimator):
     def _prepare(self, X, sample_weight=None):
         """Validate X and the weights, resolve the pattern, centre and standardise.
 
-        Returns ``(data, n_div, mu)``. ``data`` is the standardised data: a
-        transposed in-memory array (one row per variable) when the subclass sets
-        ``_materialise`` and X is in memory, else a :class:`StandardisedRows`
-        read by row chunks (in memory, from a memmap or from a dask array: no
-        transposed copy of X). ``n_div`` is the number of rows, or the sum of the
+        Returns ``(data, n_div, mu)``. ``data`` is the standardised data, a
+        :class:`~skmrf._data.gaussian.StandardisedRows` read by blocks of rows (in
+        memory, from a memmap or from a dask array: no transposed copy of X), with
+        the whole transposed array in memory (``data.XT``) when the subclass sets
+        ``_materialise`` and X is in memory. Its sums are the same bit for bit
+        whatever the chunking. ``n_div`` is the number of rows, or the sum of the
         weights: a row of weight ``w`` counts as ``w`` rows.
 
         The fit works in standardised units: every column is divided by its
@@ -227,10 +221,18 @@ class _BaseGaussianMRF(FittedGaussianMixin, MeanScoreMixin, BaseEstimator):
             X = check_real(X, names, advice=_NON_FINITE_ADVICE)
         weights = None if sample_weight is None else check_count_weights(sample_weight, X.shape[0], type(self).__name__)
         self.adjacency_ = resolve_adjacency(self.graph, X.shape[1], names)
+        # A memmap or a dask array is validated block by block here (an in-memory X is already).
+        data, n_div, self.scale_, mu = standardise(
+            X,
+            weights,
+            self.assume_centered,
+            lambda peak: self._check_variance(peak, names),
+            self._units,
+            validate=is_chunked(X),
+        )
+        self.location_ = data.location
         if self._materialise and not is_chunked(X):
-            prepared = self._prepare_in_memory(X, weights, names)
-        else:
-            prepared = self._prepare_rows(X, weights, names)  # a memmap or dask array is validated here
+            data.materialise()
         if not _is_dask(X) and _few_integer_values(X):
             warn(
                 f"{type(self).__name__} was fitted to integer data spanning at most {DISCRETE_MAX_VALUES} values "
@@ -240,79 +242,7 @@ class _BaseGaussianMRF(FittedGaussianMixin, MeanScoreMixin, BaseEstimator):
                 "or fit a discrete MRF (ExactMaxLikelihood, PseudoLikelihoodEstimator, ...) to categorical data.",
                 DiscreteDataWarning,
             )
-        return prepared
-
-    def _prepare_in_memory(self, X, weights, names):
-        """:meth:`_prepare` of an in-memory X into one transposed standardised array."""
-        if weights is None:
-            self.location_ = np.zeros(X.shape[1]) if self.assume_centered else X.mean(axis=0)
-            n_div = float(X.shape[0])
-        else:
-            n_div = float(np.sum(weights))
-            self.location_ = np.zeros(X.shape[1]) if self.assume_centered else (weights @ X) / n_div
-        if not self.assume_centered:
-            # The rounded mean of a constant column c can differ from c, which would
-            # leave a constant residue c - mean(c) (variance zero) in the centred data.
-            # With weights, "constant" is over the rows of positive weight.
-            _, low, high = reduce_rows(X, column_sums, weights, False, op=(np.add, np.minimum, np.maximum))
-            const = high == low
-            self.location_[const] = low[const]
-        XT = X.T.copy()  # one row per variable: the kernels gather variables
-        XT -= self.location_[:, None]
-        if weights is not None:
-            XT *= np.sqrt(weights)[None, :]
-        self.scale_, mu = self._standardise(XT, n_div, names)
-        return XT, n_div, mu
-
-    def _standardise(self, XT, n, names):
-        """Divide the rows of the centred ``XT`` by their standard deviations, in place.
-
-        Returns ``(scale, mu)``: the standard deviations (computed through the
-        largest absolute value, so they neither under- nor overflow) and the
-        per-variable shrinkage target in standardised units (1.0 without
-        shrinkage). With ``shrinkage > 0`` the unit of column ``j`` is its
-        shrunk standard deviation instead (see the comment below). Raises
-        when a column has zero variance, unless ``shrinkage > 0``. ``n`` is the
-        number of rows, or the sum of the weights (weighted rows are already
-        multiplied by ``sqrt(w)``).
-        """
-        # max |x| as max(max x, -min x): np.abs(XT) would be a fresh array of XT's size (2.1 s of
-        # page faults for 800 MB at p = 10^5, n = 1000, against 0.07 s).
-        peak = np.maximum(XT.max(axis=1), -XT.min(axis=1)) if XT.shape[1] else np.zeros(XT.shape[0])
-        zero = self._check_variance(peak, names)
-        peak[zero] = 1.0
-        XT /= peak[:, None]
-        rms = np.sqrt(np.einsum("ij,ij->i", XT, XT) / n)
-        scale, mu, factor = self._units(peak, rms, zero)
-        XT /= rms[:, None]
-        if factor is not None:
-            XT *= factor[:, None]
-        return scale, mu
-
-    def _prepare_rows(self, X, weights, names):
-        """:meth:`_prepare` by row chunks: ``(StandardisedRows, n_div, mu)``.
-
-        Three passes of :func:`~skmrf._data.gaussian.reduce_rows` (each chunk validated as X
-        would be): column sums and ranges (the location), the largest centred
-        absolute values, and the sums of squares (the scale); the statistics of
-        the fit are accumulated by further passes (:meth:`StandardisedRows.reduce`).
-        Sums over chunks are added in another order than in memory: the fit
-        agrees with the in-memory one to about 1e-12, not bit for bit.
-        """
-        n, p = X.shape
-        n_div = float(n) if weights is None else float(np.sum(weights))
-        check = is_chunked(X)  # an in-memory X is validated already
-        total, low, high = reduce_rows(X, column_sums, weights, check, op=(np.add, np.minimum, np.maximum))
-        self.location_ = np.zeros(p) if self.assume_centered else total / n_div
-        if not self.assume_centered:
-            const = high == low
-            self.location_[const] = low[const]
-        peak = reduce_rows(X, centred_peak, self.location_, weights, check, op=np.maximum)
-        zero = self._check_variance(peak, names)
-        peak[zero] = 1.0
-        rms = np.sqrt(reduce_rows(X, centred_squares, self.location_, peak, weights, check) / n_div)
-        self.scale_, mu, factor = self._units(peak, rms, zero)
-        return StandardisedRows(X, self.location_, peak, rms, factor, weights), n_div, mu
+        return data, n_div, mu
 
     def _check_variance(self, peak, names):
         """The columns whose largest centred absolute value ``peak`` is zero; raises for them

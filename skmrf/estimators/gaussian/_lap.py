@@ -374,20 +374,20 @@ class GaussianLAP(_BaseGaussianMRF):
         warn(msg, NotPositiveDefiniteWarning)  # fit's caller
         return precision, is_pd, logdet
 
-    def _fit_precision(self, XT, n_div, mu, log):
-        p, n_rows = XT.shape
+    def _fit_precision(self, data, n_div, mu, log):
+        p, n_rows = data.shape
         log("validated %d x %d data", n_rows, p)
         n = int(n_div) if n_div.is_integer() else n_div  # rows, or the sum of the weights
         plan = self._plan(n, log)
         values = lap_from_data(
-            XT, plan, n_div, self.shrinkage, mu, n_jobs=self.n_jobs, verbose=self.verbose, bias_dof=self._bias_dof(n)
+            data, plan, n_div, self.shrinkage, mu, n_jobs=self.n_jobs, verbose=self.verbose, bias_dof=self._bias_dof(n)
         )
         precision = assemble_symmetric(plan.ti, plan.tj, values, p)
         log("solved the neighbourhood blocks")
         self.n_iter_ = 0
         if self.newton_steps:
             precision, logdet, info = refine_lap(
-                XT,
+                data,
                 self.adjacency_,
                 n_div,
                 precision,

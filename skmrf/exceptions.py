@@ -73,19 +73,22 @@ class TreewidthError(ValueError):
     """The model is too wide for exact inference within the memory budget."""
 
 
-def _moved(module, names, name):
-    """``module.name`` for a warning or error that moved here: the class, with a FutureWarning.
+def _moved(module, names):
+    """The ``__getattr__`` of a package that exported the warnings and errors ``names`` before this
+    module held them all: ``module.name`` gives the class here, with a FutureWarning (kept for one
+    release)."""
 
-    Used by the ``__getattr__`` of the packages that exported them before (kept for one release).
-    """
-    if name not in names:
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    import warnings
+    def __getattr__(name):
+        if name not in names:
+            raise AttributeError(f"module {module!r} has no attribute {name!r}")
+        import warnings
 
-    warnings.warn(
-        f"{module}.{name} moved to skmrf.exceptions.{name}; import it from there (the old name goes "
-        "in the next release).",
-        FutureWarning,
-        stacklevel=3,
-    )
-    return globals()[name]
+        warnings.warn(
+            f"{module}.{name} moved to skmrf.exceptions.{name}; import it from there (the old name goes "
+            "in the next release).",
+            FutureWarning,
+            stacklevel=2,
+        )
+        return globals()[name]
+
+    return __getattr__

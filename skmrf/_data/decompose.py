@@ -125,10 +125,8 @@ def missing_components(missing, cliques):
 
     Parameters
     ----------
-    missing : ndarray of bool, shape (n_rows, n_variables)
-        Which entries are missing.
-    cliques : sequence of tuple of int
-        The variables of each factor.
+    missing, cliques
+        As in :func:`missing_component_labels`.
 
     Returns
     -------

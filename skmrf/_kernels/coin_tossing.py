@@ -329,12 +329,8 @@ def score_tables(n_agree, n_samples, eta0):
 
     Parameters
     ----------
-    n_agree : ndarray of shape (p,)
-        ``alpha_0`` per edge.
-    n_samples : int
-        ``n``.
-    eta0 : ndarray of shape (p,)
-        The external effect per edge.
+    n_agree, n_samples, eta0
+        As in :func:`quadrature_tables`.
 
     Returns
     -------

@@ -203,6 +203,11 @@ DOCS = {
     -------
     ax : matplotlib Axes
         The Axes drawn on.""",
+    # The first lines of the plotting functions' examples: a backend without a display.
+    "plot_example_setup": """>>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np""",
     "model_X": """X : array-like of int of shape (n_samples, n_variables)
             States ``0..K_i-1`` of each variable, one row per sample.""",
 }

@@ -42,16 +42,15 @@ __all__ = [
 
 
 #: Warnings and errors exported here before skmrf.exceptions held them all (deprecated).
-_MOVED = (
-    "EstimatedLikelihoodWarning",
-    "ImpossibleLikelihoodError",
-    "MixingBoundWarning",
-    "NeighbourhoodTooLargeError",
-    "NoFiniteEstimateWarning",
-    "NotPositiveDefiniteWarning",
-    "ScaleWarning",
+__getattr__ = _moved(
+    __name__,
+    (
+        "EstimatedLikelihoodWarning",
+        "ImpossibleLikelihoodError",
+        "MixingBoundWarning",
+        "NeighbourhoodTooLargeError",
+        "NoFiniteEstimateWarning",
+        "NotPositiveDefiniteWarning",
+        "ScaleWarning",
+    ),
 )
-
-
-def __getattr__(name):
-    return _moved(__name__, _MOVED, name)

@@ -61,8 +61,4 @@ __all__ = [
 
 
 #: Warnings and errors exported here before skmrf.exceptions held them all (deprecated).
-_MOVED = ("TreewidthError",)
-
-
-def __getattr__(name):
-    return _moved(__name__, _MOVED, name)
+__getattr__ = _moved(__name__, ("TreewidthError",))

@@ -23,6 +23,11 @@ __all__ = ["BatchedJunctionTree"]
 _SAFE_SCALE = 1e-250
 
 
+def _max(table, axes):
+    """The max-product message: ``table`` maximised over ``axes`` (none: itself)."""
+    return table.max(axis=axes) if axes else table
+
+
 class BatchedJunctionTree:
     """Junction tree over a few variables, calibrated for a batch of evidence patterns.
 
@@ -98,9 +103,7 @@ class BatchedJunctionTree:
         """
         tree = self.tree
         n_batch = evidence.shape[0]
-        beliefs = [np.zeros((n_batch,) + s) for s in tree.shapes]
-        for c, k in enumerate(tree.assign):
-            beliefs[k] += scope_tables[c].reshape((n_batch,) + self._in_node[c])
+        beliefs = self._node_tables(scope_tables)
         for v in np.flatnonzero((evidence >= 0).any(axis=0)):
             k = self._home[v]
             state = evidence[:, v]
@@ -214,19 +217,30 @@ class BatchedJunctionTree:
         -------
         ndarray of shape (P,)
         """
-        tree = self.tree
+        return self._collect(scope_tables, _logsumexp)[1]
+
+    def _node_tables(self, scope_tables):
+        """Each tree node's log-potential table: the sum of the scope tables assigned to it."""
         n_batch = scope_tables[0].shape[0]
-        beliefs = [np.zeros((n_batch,) + s) for s in tree.shapes]
-        for c, k in enumerate(tree.assign):
+        beliefs = [np.zeros((n_batch,) + s) for s in self.tree.shapes]
+        for c, k in enumerate(self.tree.assign):
             beliefs[k] += scope_tables[c].reshape((n_batch,) + self._in_node[c])
-        log_z = np.zeros(n_batch)
-        for k in tree.schedule:  # children before parents
+        return beliefs
+
+    def _collect(self, scope_tables, reduce):
+        """The collect pass, children before parents, with ``reduce(table, axes)`` (log-sum-exp
+        or max) as the message: the collected node tables and the sum of the roots' reductions."""
+        tree = self.tree
+        beliefs = self._node_tables(scope_tables)
+        n_batch = beliefs[0].shape[0]
+        total = np.zeros(n_batch)
+        for k in tree.schedule:
             e = tree._edges[k]
             if e is None:
-                log_z += _logsumexp(beliefs[k], tuple(range(1, beliefs[k].ndim)))
+                total += reduce(beliefs[k], tuple(range(1, beliefs[k].ndim)))
             else:
-                beliefs[tree.parent[k]] += _logsumexp(beliefs[k], tuple(1 + a for a in e[0])).reshape((n_batch,) + e[2])
-        return log_z
+                beliefs[tree.parent[k]] += reduce(beliefs[k], tuple(1 + a for a in e[0])).reshape((n_batch,) + e[2])
+        return beliefs, total
 
     def _top_down(self, tables):
         """Yield, parents before children, each node ``k`` with variables outside its separator:
@@ -265,20 +279,9 @@ class BatchedJunctionTree:
         from each root, every node's variables are set to the maximiser of its collected table
         given the states already chosen on its separator (Koller & Friedman, Section 13.3).
         """
-        tree, ns = self.tree, self.n_states
-        n_batch = scope_tables[0].shape[0]
-        beliefs = [np.zeros((n_batch,) + s) for s in tree.shapes]
-        for c, k in enumerate(tree.assign):
-            beliefs[k] += scope_tables[c].reshape((n_batch,) + self._in_node[c])
-        log_max = np.zeros(n_batch)
-        for k in tree.schedule:  # children before parents
-            e = tree._edges[k]
-            b = beliefs[k]
-            if e is None:
-                log_max += b.reshape(n_batch, -1).max(axis=1)
-            else:
-                up = b.max(axis=tuple(1 + a for a in e[0])) if e[0] else b
-                beliefs[tree.parent[k]] += up.reshape((n_batch,) + e[2])
+        ns = self.n_states
+        beliefs, log_max = self._collect(scope_tables, _max)
+        n_batch = len(log_max)
         x = np.zeros((n_batch, len(ns)), dtype=np.int64)
         rows = np.arange(n_batch)
         for _, sep, rest, table in self._top_down(beliefs):

@@ -163,10 +163,7 @@ def plot_couplings(obj, kind=None, ax=None, cmap="RdBu_r", colorbar=True):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
-    >>> import numpy as np
+    %(plot_example_setup)s
     >>> from skmrf import GaussianLAP
     >>> from skmrf.plotting import plot_couplings
     >>> X = np.random.default_rng(0).normal(size=(100, 4))

@@ -45,10 +45,7 @@ def plot_graph(obj, kind=None, pos=None, ax=None, cmap="RdBu_r", colorbar=True, 
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
-    >>> import numpy as np
+    %(plot_example_setup)s
     >>> from skmrf import ExactMaxLikelihood
     >>> from skmrf.plotting import plot_graph
     >>> X = np.random.default_rng(0).integers(0, 2, size=(200, 4))

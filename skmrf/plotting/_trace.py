@@ -53,10 +53,7 @@ def plot_trace(estimator, keys=None, ax=None):
 
     Examples
     --------
-    >>> import matplotlib
-    >>> matplotlib.use("Agg")
-    >>> import matplotlib.pyplot as plt
-    >>> import numpy as np
+    %(plot_example_setup)s
     >>> from skmrf import DecomposedEM
     >>> from skmrf.plotting import plot_trace
     >>> X = np.random.default_rng(0).integers(0, 2, size=(100, 3)).astype(float)

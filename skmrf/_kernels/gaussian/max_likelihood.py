@@ -372,12 +372,13 @@ def _fit_sparse(run, pattern, max_time, max_stored):
             log=run.log,
             callback=run.callback,
         )
-        x, s, resid, logdet, run.n_iter = fit.x, fit.s, fit.residual, fit.log_det, fit.n_iter
-        run.decrement, embedding_bound, cg_iterations = fit.decrement, fit.embedding_bound, fit.cg_iterations
+        newton = fit.newton
+        x, s, resid, logdet, run.n_iter = newton.x, fit.s, newton.residual, newton.log_det, newton.n_iter
+        run.decrement, embedding_bound, cg_iterations = newton.decrement, fit.embedding_bound, newton.cg_iterations
         if not (np.all(np.isfinite(x)) and np.isfinite(resid)):  # pragma: no cover - steps keep definiteness
             run.fail(None, "Newton's method diverged")
         # The kernel certified its estimate already (a factorisation and a completion at p = 10^6).
-        bounds = fit.objective, fit.lower_bound, fit.objective - fit.lower_bound
+        bounds = newton.objective, fit.lower_bound, newton.objective - fit.lower_bound
     run.check_solution(None, x[:p], s[:p], resid, True)
     precision = assemble_symmetric(pattern.cols, pattern.rows, x, p)
     return precision, _info(run, resid, True, logdet, None, *bounds, embedding_bound, cg_iterations)

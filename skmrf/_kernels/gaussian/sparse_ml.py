@@ -31,7 +31,7 @@ from ..._data.gaussian import covariance_on_pattern
 from .chordal import ChordalPattern, covariance_on_embedding, dual_bound, embedding_start, likelihood_start, objective
 from .lap import assemble_symmetric, pattern_unknowns
 from .lattice import detect_lattice, stationary_fit
-from .newton_cg import DECREMENT_TOL, newton_cg_covsel
+from .newton_cg import DECREMENT_TOL, NewtonResult, newton_cg_covsel
 
 __all__ = [
     "LapRefinement",
@@ -49,12 +49,11 @@ class SparseFit(NamedTuple):
 
     Attributes
     ----------
-    x : ndarray of shape (q,)
-        The precision on the pattern (``pattern.rows``, ``pattern.cols`` order).
+    newton : NewtonResult
+        The Newton-CG run: its ``x`` is the precision on the pattern (``pattern.rows``,
+        ``pattern.cols`` order), its ``Y`` the projected inverse of ``x`` on the embedding.
     s : ndarray of shape (q,)
         The sample covariance on the pattern.
-    n_iter, residual, decrement, objective, log_det, cg_iterations
-        As in :class:`.newton_cg.NewtonResult`.
     lower_bound : float
         A certified lower bound on the optimum: the larger of the dual bound
         and the embedding bound.
@@ -65,24 +64,15 @@ class SparseFit(NamedTuple):
     start_objective : float
     lattice : bool
         Whether the torus preconditioner was used.
-    Y : chompack.cspmatrix
-        The projected inverse of ``x`` on the embedding.
     """
 
-    x: np.ndarray
+    newton: NewtonResult
     s: np.ndarray
-    n_iter: int
-    residual: float
-    decrement: float
-    objective: float
-    log_det: float
-    cg_iterations: list
     lower_bound: float
     embedding_bound: float
     start: str
     start_objective: float
     lattice: bool
-    Y: object
 
 
 def rescale(pattern, s, x):
@@ -223,22 +213,7 @@ def sparse_max_likelihood(
     if result.newton_dual is not None:
         lower = max(lower, dual_bound(pattern, s, result.newton_dual))
     log("certified gap %.4g (objective %.10g, bound %.10g)", result.objective - lower, result.objective, lower)
-    return SparseFit(
-        result.x,
-        s,
-        result.n_iter,
-        result.residual,
-        result.decrement,
-        result.objective,
-        result.log_det,
-        result.cg_iterations,
-        lower,
-        embedding_bound,
-        start,
-        f0,
-        lattice is not None,
-        result.Y,
-    )
+    return SparseFit(result, s, lower, embedding_bound, start, f0, lattice is not None)
 
 
 class LapRefinement(NamedTuple):

@@ -250,16 +250,8 @@ def fit_moments(
 
     Parameters
     ----------
-    layout : CliqueLayout
-        The (pairwise) model's layout.
-    colours : list of ndarray
-        Colour classes of the graph, for the chromatic Gibbs sweeps.
-    rows : Rows
-        The data (chains start at data rows, drawn by weight).
-    mean_stats : ndarray of shape (n_params,)
-        The data's mean features (weighted).
-    alpha : float or CentredRidge
-        Ridge on the mean negative log-likelihood (:mod:`skmrf._penalty`).
+    layout, colours, rows, mean_stats, alpha
+        As in :func:`.adaptive.fit_adaptive`.
     n_chains, n_iter : int
         Chains, steps at most.
     n_sweeps : int or "auto"

@@ -39,8 +39,4 @@ __all__ = ["CovarianceSelection", "GaussianLAP", "GaussianMaxLikelihood", "covar
 
 
 #: Warnings and errors exported here before skmrf.exceptions held them all (deprecated).
-_MOVED = ("NotPositiveDefiniteWarning", "ScaleWarning")
-
-
-def __getattr__(name):
-    return _moved(__name__, _MOVED, name)
+__getattr__ = _moved(__name__, ("NotPositiveDefiniteWarning", "ScaleWarning"))

@@ -6,6 +6,7 @@ non-convergence is scikit-learn's :class:`~sklearn.exceptions.ConvergenceWarning
 
 __all__ = [
     "ApproximateInferenceWarning",
+    "CostWarning",
     "DiscreteDataWarning",
     "EstimatedLikelihoodWarning",
     "ImpossibleLikelihoodError",
@@ -23,6 +24,11 @@ __all__ = [
 
 class ApproximateInferenceWarning(UserWarning):
     """A conditional query was answered by Monte-Carlo chains, not exactly (the junction tree did not fit)."""
+
+
+class CostWarning(UserWarning):
+    """A fit found, while running, that it costs far more than the size of its problem suggests
+    (the warning says what was measured, and how to bound the work)."""
 
 
 class DiscreteDataWarning(UserWarning):

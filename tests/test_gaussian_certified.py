@@ -575,3 +575,37 @@ def test_max_time_stops_early_and_the_warning_quotes_the_certified_gap():
         <= best.objective_ + 1e-9 * abs(best.objective_)
         <= est.objective_ + 2e-9 * abs(best.objective_)
     )
+
+
+# -- the cost of a poorly preconditioned pattern is said while the fit runs -------------------------
+
+
+def _l_lt_problem():
+    """L L^T on a 10 x 10 grid (13-point pattern), n = 1000: its Newton systems need tens of CG
+    iterations near the optimum (the preconditioned condition number is in the hundreds)."""
+    precision = laplacian_precision(10, 10)
+    Z = standardised(sample(precision, 1000, seed=0))
+    S = Z.T @ Z / len(Z)
+    rows, cols = lower_pattern(precision)
+    pattern = ChordalPattern(rows, cols, precision.shape[0])
+    s = S[rows, cols]
+    x0 = np.where(rows == cols, 1.0 / S[rows, rows], 0.0)
+    return pattern, s, x0, detect_lattice(rows, cols, precision.shape[0])
+
+
+def test_a_newton_system_at_the_cg_cap_warns_once_with_its_cost():
+    from skmrf.exceptions import CostWarning
+
+    pattern, s, x0, lattice = _l_lt_problem()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        newton_cg_covsel(pattern, s, x0, lattice=lattice, max_cg=3, max_iter=30, decrement_tol=1e-3 * len(s) / 1000)
+    costs = [w for w in caught if issubclass(w.category, CostWarning)]
+    assert len(costs) == 1  # once per fit, however many systems reach the cap
+    assert "cap of 3 conjugate-gradient iterations" in str(costs[0].message)
+    assert "max_time" in str(costs[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CostWarning)
+        # Under the default cap the same fit needs no warning; with max_time the work is bounded already.
+        newton_cg_covsel(pattern, s, x0, lattice=lattice, max_iter=30, decrement_tol=1e-3 * len(s) / 1000)
+        newton_cg_covsel(pattern, s, x0, lattice=lattice, max_cg=3, max_iter=30, max_time=60.0)

@@ -31,6 +31,8 @@ import numpy as np
 
 from ..._solvers.cg import conjugate_gradient
 from ..._solvers.line_search import backtrack
+from ..._utils._warnings import warn
+from ...exceptions import CostWarning
 from .lattice import TorusPreconditioner
 
 __all__ = ["DECREMENT_TOL", "NewtonResult", "newton_cg_covsel"]
@@ -159,6 +161,20 @@ def _preconditioner(pattern, lattice, L, Y, x, w=None, start=None):
     return lambda r: pattern.hessian(L, Y, r, inverse=True)
 
 
+def _warn_cost(step, max_cg, elapsed, seconds_per_cg, lattice):
+    """The fit's :class:`~skmrf.exceptions.CostWarning`: a Newton system took ``max_cg`` CG iterations."""
+    preconditioner = "stationary-torus" if lattice is not None else "chordal"
+    warn(
+        f"Newton-CG covariance selection: the Newton system of step {step} needed the cap of {max_cg} "
+        f"conjugate-gradient iterations, {elapsed:.3g} s into the iterations ({seconds_per_cg:.2g} s an "
+        f"iteration): the {preconditioner} preconditioner fits this pattern poorly (an ill-conditioned "
+        f"precision, or a stencil wider than nearest neighbours), so each further step may cost up to "
+        f"{2 * max_cg * seconds_per_cg:.3g} s and many steps may follow. Pass max_time to stop at a "
+        "certified duality gap (duality_gap_ reports it), or a larger decrement_tol.",
+        CostWarning,
+    )
+
+
 def _confirmed(pattern, s, x, dx, f, decrement_tol):
     """The full step ``(L, log det, f)`` if it lowers ``f`` by at most ``2 decrement_tol``, else None.
 
@@ -263,14 +279,15 @@ def newton_cg_covsel(
     """
     weight = pattern.weight
     scale = float(np.max(s[pattern.diagonal]))
-    deadline = None if max_time is None else time.perf_counter() + max_time
+    began = time.perf_counter()
+    deadline = None if max_time is None else began + max_time
     x = np.array(x0, dtype=np.float64)
     L, logdet = pattern.cholesky(x)
     if L is None:
         raise ValueError("The initial precision for Newton's method is not positive definite.")
     f = -logdet + float(np.dot(weight * s, x))
     residual, cg_iterations, n_iter, seconds_per_cg, eigenvector = np.inf, [], 0, None, None
-    dual = None
+    dual, warned = None, max_time is not None  # a time limit bounds the cost already
     while True:
         decrement = np.nan
         Y, w = pattern.inverse_on_pattern(L)
@@ -289,11 +306,16 @@ def newton_cg_covsel(
         dx, lam2, n_cg = _newton_direction(pattern, L, Y, g, precondition, rtol, cap)
         cg_seconds = time.perf_counter() - started
         seconds_per_cg = cg_seconds / max(n_cg, 1)
+        capped = n_cg >= max_cg
         decrement = lam2 / 2
         if decrement_tol is not None and decrement <= decrement_tol and rtol > CONFIRM_RTOL:
             dx, lam2, more = _newton_direction(pattern, L, Y, g, precondition, CONFIRM_RTOL, max_cg, x0=dx)
             n_cg += more
+            capped = capped or more > max_cg  # more counts the one product of the warm start
             decrement = lam2 / 2
+        if capped and not warned:
+            warned = True
+            _warn_cost(n_iter + 1, max_cg, time.perf_counter() - began, seconds_per_cg, lattice)
         cg_iterations.append(n_cg)
         final = None
         if decrement_tol is not None and decrement <= decrement_tol:

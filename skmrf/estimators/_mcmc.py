@@ -167,6 +167,14 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         most about 1 at the maximum-likelihood estimate. Above 2 (or the 0.1 %%
         tail of ``chi2(d) / d`` for few parameters) the fit warns and ``converged_`` is False.
         None for the other schedules and spectral constraint sets.
+    mc_error_fraction_ : float or None
+        Adaptive schedule with "auto" chains: the Monte-Carlo error of ``theta_`` as a fraction
+        of maximum likelihood's statistical error that the chains and averaged steps were sized
+        for (:func:`~skmrf._kernels.mcmc.defaults.adaptive_defaults`): 0.1, or more where the
+        work budget cut them (the fit then warns). ``n (theta_ - theta_ML)^T F (theta_ -
+        theta_ML)``, ``F`` the Fisher information, is then about ``mc_error_fraction_^2`` times
+        the number of parameters (measured 0.4 to 0.8 of that on 4 x 4 grids). None when the
+        chains were given.
     trace_ : dict
         One value per step: ``"gradient_norm"``, ``"noise_ratio"``, ``"step_noise_ratio"`` and
         ``"step_norm"`` (adaptive); ``"pearson_connected"`` and ``"pearson_frequencies"`` (moments: the

@@ -68,6 +68,7 @@ class ScheduleFit(NamedTuple):
     mixing_rate: float | None = None
     suff_stat_bound: float | None = None
     distance_bound: float | None = None
+    mc_error_fraction: float | None = None
     #: ``(fields, couplings)`` in the ``{-1, +1}`` coordinates when the schedule works in them.
     ising: tuple | None = None
 
@@ -266,6 +267,7 @@ class AdaptiveSchedule(_ChainSchedule):
             lipschitz=info.lipschitz,
             sweep_autocorrelation=plan.sweep_autocorrelation,
             moment_ratio=info.moment_ratio,
+            mc_error_fraction=plan.mc_fraction,
         )
 
 

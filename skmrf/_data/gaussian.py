@@ -26,7 +26,7 @@ from sklearn.utils import check_array
 
 from .._utils.validation import check_real
 from .chunks import reduce_row_chunks, shift_rows
-from .rows import Rows, on_grid
+from .rows import Rows, over_blocks
 
 __all__ = ["StandardisedRows", "gram_statistic", "standardise"]
 
@@ -144,15 +144,14 @@ class StandardisedRows:
         """
         if self.XT is None:
             return self.rows.grid_sum(_standardised_apply, func, self.params, args, bound=self.bound)
-        B, n = self.rows.block_rows(), self.XT.shape[1]
-        total = None
-        for a in range(0, max(n, 1), B):
-            # The same contiguous block of the fit's units as a chunk gives (standardised_chunk).
-            ZT = self.XT if n <= B else np.ascontiguousarray(self.XT[:, a : a + B])
-            part = func(ZT, *args)
-            on_grid(part, self.bound, out=part)
-            total = part if total is None else np.add(total, part, out=total)
-        return total
+        # The blocks of columns of XT: the same contiguous arrays as the chunks give.
+        B = self.rows.block_rows()
+        return over_blocks(self.XT.T, 0, _columns_apply, None, B, self.bound, np.add, (func, args))
+
+
+def _columns_apply(block_t, _, func, args):
+    """``func`` of a block of columns of ``XT`` (given as rows of ``XT.T``), as a contiguous array."""
+    return func(np.ascontiguousarray(block_t.T), *args)
 
 
 def standardise(X, weights, assume_centered, check_variance, units, validate):

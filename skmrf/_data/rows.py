@@ -15,7 +15,7 @@ from . import chunks
 from .chunks import _is_dask, _memmap_chunks, default_chunk_rows, is_chunked, reduce_row_chunks
 from .compress import distinct_rows, finish_distinct_rows, merge_distinct_rows, state_dtype
 
-__all__ = ["Rows", "on_grid", "summable_weights"]
+__all__ = ["Rows", "on_grid", "over_blocks", "summable_weights"]
 
 
 def on_grid(values, bound, out=None):
@@ -54,7 +54,7 @@ def _weighted_chunk(chunk, start, func, weight, *args):
     return func(chunk, w, *args)
 
 
-def _blocks_chunk(chunk, start, func, weight, block_rows, bound, op, args):
+def over_blocks(chunk, start, func, weight, block_rows, bound, op, args):
     """``func(block, its weights, *args)`` over the blocks of ``block_rows`` rows of a chunk
     (starting at a multiple of it), combined by ``op``; each rounded :func:`on_grid` for
     ``bound`` first unless it is None."""
@@ -162,7 +162,7 @@ class Rows:
     def _over_blocks(self, func, args, bound, op):
         B = self.block_rows()
         return reduce_row_chunks(
-            self.X, _blocks_chunk, func, self.weight, B, bound, op, args, op=op, name=func.__name__, block_rows=B
+            self.X, over_blocks, func, self.weight, B, bound, op, args, op=op, name=func.__name__, block_rows=B
         )
 
     def dense(self):

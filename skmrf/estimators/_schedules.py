@@ -1,8 +1,7 @@
 """The schedules of :class:`~skmrf.MCMCMaxLikelihood`, as parameter objects.
 
-Each schedule owns exactly the settings that mean something to it, so none is silently
-ignored; both are scikit-learn parameter objects (``get_params(deep=True)``, ``clone`` and
-``GridSearchCV`` over ``schedule__eps`` work), the way scikit-learn passes kernels.
+Each schedule owns exactly the settings that mean something to it (none is silently ignored) and is a
+scikit-learn parameter object, as a kernel is: ``clone`` and ``GridSearchCV`` over ``schedule__eps`` work.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..._data.gaussian import StandardisedRows, dense_covariance_rows
-from ..._data.rows import on_grid
+from ..._data.rows import over_blocks
 from ..._utils._budgets import GLAP_CHUNK_ENTRIES as CHUNK_ENTRIES
 from ..._utils._budgets import GLAP_MIN_WORK_PER_WORKER
 from ..._utils._parallel import parallel_or_serial, workers_for
@@ -230,19 +230,19 @@ def _targets_first(A, ti, tj):
 
 def _gram(x, grid):
     """``x x^T`` (one matrix, or a stack of them); with ``grid = (bound, block_rows)``, the sum over
-    the blocks of ``block_rows`` columns of their products rounded :func:`on_grid` for ``bound``,
+    the blocks of ``block_rows`` columns of their products rounded onto the grid of ``bound``
+    (:func:`~skmrf._data.rows.on_grid`),
     each block contiguous: bit for bit what :meth:`StandardisedRows.reduce` sums block by block."""
     if grid is None:
         return x @ np.swapaxes(x, -1, -2)
     bound, B = grid
-    n = x.shape[-1]
-    total = None
-    for a in range(0, max(n, 1), B):
-        xb = x if n <= B else np.ascontiguousarray(x[..., a : a + B])
-        part = xb @ np.swapaxes(xb, -1, -2)
-        on_grid(part, bound, out=part)
-        total = part if total is None else total + part
-    return total
+    return over_blocks(np.moveaxis(x, -1, 0), 0, _block_gram, None, B, bound, np.add, ())
+
+
+def _block_gram(block, _):
+    """``z z^T`` of a block of columns given with the columns first (see :func:`_gram`)."""
+    z = np.ascontiguousarray(np.moveaxis(block, 0, -1))
+    return z @ np.swapaxes(z, -1, -2)
 
 
 def _gram_buffer(XT, cl_ptr, cl_idx, grid=None):

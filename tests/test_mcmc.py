@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize
 from scipy.special import logsumexp
+from sklearn.exceptions import ConvergenceWarning
 
 from skmrf import (
     AdaptiveSchedule,
@@ -767,3 +768,28 @@ def test_default_is_within_its_stated_monte_carlo_error_of_exact_ml(weight):
     # An explicit schedule states nothing.
     given = MCMCMaxLikelihood(graph, schedule=AdaptiveSchedule(n_iter=60, n_chains=100), random_state=0).fit(X)
     assert given.mc_error_fraction_ is None
+
+
+def test_auto_steps_are_cut_to_the_total_work_budget(monkeypatch):
+    # #42: the "auto" steps of a run whose stopping rule does not fire were bounded by ADAPTIVE_MAX_ITER
+    # alone (2000 steps of 1000 chains x 50 sweeps on the 20 x 20 digits: 92 s). They are cut so that
+    # chains x steps x (sweeps + 1) x variables stays within ADAPTIVE_MAX_TOTAL_WORK, never below twice
+    # the averaged steps; the fit says so and returns the average of the last half, a valid model.
+    from skmrf._kernels.mcmc import adaptive, defaults
+
+    monkeypatch.setattr(defaults, "ADAPTIVE_MAX_TOTAL_WORK", 1000 * 2 * 9 * 700)  # 700 steps of 1000 chains
+    monkeypatch.setattr(adaptive, "ADAPTIVE_MIN_ITER", 10_000)  # a rule that cannot fire
+    X = _strongly_coupled_data(3, 3, 300, 0)
+    schedule = AdaptiveSchedule(n_chains=1000, n_sweeps=1)
+    with pytest.warns(ConvergenceWarning, match=r"cut to the 700 steps that ADAPTIVE_MAX_TOTAL_WORK"):
+        est = MCMCMaxLikelihood("grid:3x3", schedule=schedule, random_state=0).fit(X)
+    assert est.schedule_.n_iter == est.n_iter_ == 700 and not est.converged_
+    assert est.schedule_.n_chains * est.n_iter_ * 2 * 9 <= defaults.ADAPTIVE_MAX_TOTAL_WORK
+    assert np.all(np.isfinite(est.theta_)) and np.isfinite(est.score(X))
+    # Never below twice the averaged steps (the rule needs them); a given n_iter is never cut.
+    monkeypatch.setattr(defaults, "ADAPTIVE_MAX_TOTAL_WORK", 1.0)
+    layout, rows = est.model_.layout, Rows(X, [2] * 9)
+    plan = defaults.plan_adaptive(("auto", 1000, 1), 0.1, layout, est.theta_, None, rows, None, measure=False)
+    assert plan.n_iter == 2 * defaults.ADAPTIVE_AVERAGE and plan.work_cut
+    plan = defaults.plan_adaptive((50, 1000, 1), 0.1, layout, est.theta_, None, rows, None, measure=False)
+    assert plan.n_iter == 50 and not plan.work_cut

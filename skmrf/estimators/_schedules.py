@@ -15,7 +15,7 @@ from sklearn.base import BaseEstimator
 from .._kernels.mcmc.adaptive import ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW, fit_adaptive
 from .._kernels.mcmc.chains import binary_theta
 from .._kernels.mcmc.constraint import constraint_set
-from .._kernels.mcmc.defaults import ADAPTIVE_MAX_WORK, ADAPTIVE_MC_FRACTION, plan_adaptive
+from .._kernels.mcmc.defaults import budget_notes, plan_adaptive
 from .._kernels.mcmc.moments import AUTO_START_SWEEPS, fit_moments
 from .._kernels.mcmc.theory import fit_theory, ising_data_statistics, plan_theory
 from .._solvers._convergence import warn_not_converged
@@ -220,17 +220,9 @@ class AdaptiveSchedule(_ChainSchedule):
         theta0 = constraint.project_theta(est._start(rows, self.start_iter, log))
         plan = plan_adaptive(self._given(), self.tol, model.layout, theta0, colours, rows, rng)
         n_iter, n_chains, n_sweeps = plan.n_iter, plan.n_chains, plan.n_sweeps
-        if plan.mc_fraction is not None and plan.mc_fraction > ADAPTIVE_MC_FRACTION * (1 + 1e-9):
-            warn(
-                f"{name}: the adaptive schedule's auto chains were cut to {n_chains} chains x "
-                f"{plan.n_average} averaged steps of {n_sweeps} sweeps, the work of about "
-                f"{ADAPTIVE_MAX_WORK:.3g} single-site updates (ADAPTIVE_MAX_WORK, about 50 s on one core), so the "
-                f"estimate's Monte-Carlo error is {plan.mc_fraction:.3g} of its statistical error instead of "
-                f"{ADAPTIVE_MC_FRACTION:g} ({rows.total:.6g} rows, or the sum of the weights, ask for that many). "
-                "Give the schedule's n_chains and n_iter to spend more, or weights that sum to the number of rows "
-                "they stand for.",
-                UserWarning,
-            )
+        chains_cut, steps_cut = budget_notes(plan, rows.total)
+        if chains_cut is not None:
+            warn(f"{name}: {chains_cut}", UserWarning)
         mean_stats = table_counts(model.layout, rows)[model.layout.theta_pos] / rows.total
         with est._pool(n_chains, n_sweeps) as parallel, Progress(n_iter, name, est.verbose) as bar:
             theta, info = fit_adaptive(
@@ -254,7 +246,7 @@ class AdaptiveSchedule(_ChainSchedule):
                 parallel=parallel,
                 callback=bar.reporter(log, _step_line) if est.verbose else None,
             )
-        _warn_if_adaptive_not_converged(name, info, n_chains, n_iter, self.tol)
+        _warn_if_adaptive_not_converged(name, info, n_chains, n_iter, self.tol, steps_cut or "")
         return ScheduleFit(
             theta,
             MCMCSchedule(self.kind, n_iter, n_chains, n_sweeps, constraint.fast_mixing),
@@ -270,9 +262,9 @@ class AdaptiveSchedule(_ChainSchedule):
         )
 
 
-def _warn_if_adaptive_not_converged(name, info, n_chains, n_iter, tol):
+def _warn_if_adaptive_not_converged(name, info, n_chains, n_iter, tol, budget):
     """The adaptive schedule's warnings: moments of fresh chains far from the data's, or no stop by
-    the noise-level rule."""
+    the noise-level rule (``budget``: a sentence on the steps the work budget cut, or "")."""
     if info.moment_ratio is not None and info.moment_ratio > info.moment_ratio_max:
         steps = info.trace["step_noise_ratio"][-ADAPTIVE_WINDOW:]
         warn_not_converged(
@@ -287,7 +279,7 @@ def _warn_if_adaptive_not_converged(name, info, n_chains, n_iter, tol):
             "Do not use these parameters as maximum-likelihood estimates. Raise the schedule's n_chains (more "
             "chains estimate the natural step's Fisher matrix better: on the 32 x 32 Ising torus with 1000 rows, "
             "1063 chains oscillated and 4000 converged) and n_iter, or compare with PseudoLikelihoodEstimator, "
-            "whose estimate is consistent and needs no chains.",
+            "whose estimate is consistent and needs no chains." + budget,
         )
     elif not info.converged:
         ratio = info.trace["noise_ratio"][max(ADAPTIVE_MIN_ITER, ADAPTIVE_WINDOW) - 1 : n_iter // 2]
@@ -296,7 +288,7 @@ def _warn_if_adaptive_not_converged(name, info, n_chains, n_iter, tol):
             f"in {n_iter} steps: in its first {n_iter // 2} the mean gradient of the last {ADAPTIVE_WINDOW} "
             f"steps stayed at least {ratio.min(initial=np.inf):.3g} times its Monte-Carlo variance (the rule "
             f"needs below {1 + tol:g}); the estimate averages the last half of the steps",
-            "Raise the schedule's n_iter, or n_chains for less noise.",
+            "Raise the schedule's n_iter, or n_chains for less noise." + budget,
         )
 
 

@@ -21,10 +21,12 @@ from .chains import gibbs_kernel
 __all__ = [
     "ADAPTIVE_AVERAGE",
     "ADAPTIVE_MAX_ITER",
+    "ADAPTIVE_MAX_TOTAL_WORK",
     "ADAPTIVE_MC_FRACTION",
     "AdaptiveDefaults",
     "AdaptivePlan",
     "adaptive_defaults",
+    "budget_notes",
     "plan_adaptive",
     "sweep_autocorrelation",
 ]
@@ -42,10 +44,18 @@ ADAPTIVE_STEP_COST = 1.0
 #: first half and the average fit in the second).
 ADAPTIVE_MAX_ITER = 2000
 #: Budget of the averaged phase of an "auto" schedule, in single-site updates (``M K (v + 1) n``):
-#: about 50 s at the 4e7 updates per second of the theory schedule's chains on one core (#40: a
+#: about 50 s at the 4e7 updates per second of the theory schedule's chains on one core, 5 s at the
+#: 4e8 of the adaptive schedule's binary chains (#42, 20 x 20 digits) (#40: a
 #: chain model with weights summing to 2e8 asked for 1,058,253 chains and ran past 150 s). Beyond
 #: it the chains and steps are cut to fit, and the fit warns with the Monte-Carlo error it gets.
 ADAPTIVE_MAX_WORK = 2e9
+#: Budget of a whole "auto" run, in single-site updates (``M n_iter (v + 1) n``): the "auto" steps
+#: are cut to fit it (not below twice the averaged steps). #42: on the 20 x 20 binarised digits the
+#: chains barely mix (autocorrelation 0.999 a sweep), the stopping rule never fires, and 2000 steps of
+#: 1000 chains x 50 sweeps took 92 s (held-out log-likelihood -64.6 per row, exact log Z); 490 steps,
+#: the 1e10 updates of this budget, take 23 s at the binary chains' 4.4e8 updates a second on one
+#: core (-64.8; pseudo-likelihood -116.3). A run whose rule fires early never meets it.
+ADAPTIVE_MAX_TOTAL_WORK = 1e10
 #: The probe that measures the sweeps' autocorrelation at the start: chains and sweeps.
 ADAPTIVE_PROBE_CHAINS = 1000
 ADAPTIVE_PROBE_SWEEPS = 20
@@ -236,6 +246,8 @@ class AdaptivePlan(NamedTuple):
     mc_fraction: float | None = None
     """The Monte-Carlo error over the statistical error of "auto" chains (above
     ``ADAPTIVE_MC_FRACTION`` where ``ADAPTIVE_MAX_WORK`` cut them); None when chains were given."""
+    work_cut: bool = False
+    """Whether ``ADAPTIVE_MAX_TOTAL_WORK`` cut the "auto" steps below ``ADAPTIVE_MAX_ITER``."""
 
 
 def plan_adaptive(given, tol, layout, theta0, colours, rows, rng, measure=True):
@@ -244,8 +256,10 @@ def plan_adaptive(given, tol, layout, theta0, colours, rows, rng, measure=True):
     "auto" chains and sweeps come from :func:`adaptive_defaults` for ``rows.total`` rows, with
     the autocorrelation per sweep measured at ``theta0`` (:func:`sweep_autocorrelation`, which
     draws from ``rng``) unless both are given or ``measure`` is False (then taken as 0). "auto"
-    ``n_iter`` is at most ``max(ADAPTIVE_MAX_ITER, 2 n_average)`` steps, ended by the stopping
-    rule with ``tol``; an integer runs exactly that many steps and averages their last half.
+    ``n_iter`` is at most ``max(ADAPTIVE_MAX_ITER, 2 n_average)`` steps, and no more than the
+    whole run's ``ADAPTIVE_MAX_TOTAL_WORK`` single-site updates allow (at least ``2 n_average``),
+    ended by the stopping rule with ``tol``; an integer runs exactly that many steps and averages
+    their last half.
     """
     n_iter, n_chains, n_sweeps = given
     given_sweeps = None if isinstance(n_sweeps, str) else int(n_sweeps)
@@ -254,12 +268,41 @@ def plan_adaptive(given, tol, layout, theta0, colours, rows, rng, measure=True):
         rho = sweep_autocorrelation(layout, theta0, colours, rows, rng)
     auto = adaptive_defaults(rows.total, len(layout.n_states), 0.0 if rho is None else rho, n_sweeps=given_sweeps)
     fixed = not isinstance(n_iter, str)
+    chains = auto.n_chains if isinstance(n_chains, str) else int(n_chains)
+    steps, cut = int(n_iter) if fixed else max(ADAPTIVE_MAX_ITER, 2 * auto.n_average), False
+    if not fixed:
+        step_work = chains * (auto.n_sweeps + ADAPTIVE_STEP_COST) * len(layout.n_states)
+        affordable = int(ADAPTIVE_MAX_TOTAL_WORK // step_work)
+        cut = affordable < steps
+        steps = max(2 * auto.n_average, min(steps, affordable))
     return AdaptivePlan(
-        int(n_iter) if fixed else max(ADAPTIVE_MAX_ITER, 2 * auto.n_average),
-        auto.n_chains if isinstance(n_chains, str) else int(n_chains),
+        steps,
+        chains,
         auto.n_sweeps,
         auto.n_average,
         None if fixed else tol,
         rho,
         auto.mc_fraction if isinstance(n_chains, str) else None,
+        cut,
     )
+
+
+def budget_notes(plan, n_rows):
+    """``(chains, steps)``: what the work budgets cut in an adaptive plan, as sentences for the fit's
+    warnings (None where nothing was cut). ``n_rows``: the rows (sum of weights) the chains follow."""
+    chains = steps = None
+    if plan.mc_fraction is not None and plan.mc_fraction > ADAPTIVE_MC_FRACTION * (1 + 1e-9):
+        chains = (
+            f"the adaptive schedule's auto chains were cut to {plan.n_chains} chains x {plan.n_average} averaged "
+            f"steps of {plan.n_sweeps} sweeps, the work of about {ADAPTIVE_MAX_WORK:.3g} single-site updates "
+            f"(ADAPTIVE_MAX_WORK), so the estimate's Monte-Carlo error is {plan.mc_fraction:.3g} of its "
+            f"statistical error instead of {ADAPTIVE_MC_FRACTION:g} ({n_rows:.6g} rows, or the sum of the "
+            "weights, ask for that many). Give the schedule's n_chains and n_iter to spend more, or weights "
+            "that sum to the number of rows they stand for."
+        )
+    if plan.work_cut:
+        steps = (
+            f" The run was cut to the {plan.n_iter} steps that ADAPTIVE_MAX_TOTAL_WORK "
+            f"({ADAPTIVE_MAX_TOTAL_WORK:.3g} single-site updates) allows; give the schedule's n_iter to run more."
+        )
+    return chains, steps

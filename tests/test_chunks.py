@@ -239,9 +239,14 @@ def test_gaussian_lap_memmap_refuses_nan_and_constant_columns(gaussian_data, tmp
 
 
 @pytest.mark.slow
-def test_gaussian_lap_dask_on_a_two_worker_cluster_matches_in_memory(gaussian_data, two_workers):
+def test_gaussian_lap_dask_on_a_two_worker_cluster_matches_in_memory(gaussian_data, two_workers, monkeypatch):
     from skmrf import GaussianLAP
+    from skmrf._kernels.gaussian import lap as lap_kernel
 
+    # The clusters' Gram blocks, not the dense covariance that 16 columns would take (decided here),
+    # over blocks of 100 rows (the sums' fixed grid; by default one block of 256 MB holds all 400 rows).
+    monkeypatch.setattr(lap_kernel, "_DENSE_GRAM_MAX_FEATURES", 0)
+    monkeypatch.setattr(chunks, "CHUNK_BYTES", 100 * 16 * 8)
     da = pytest.importorskip("dask.array")
     X = da.from_array(gaussian_data, chunks=(100, 16))
     est, n_tasks = tasks_run(two_workers, lambda: GaussianLAP("grid:4x4", shrinkage=0.05).fit(X), "_gram_chunk")

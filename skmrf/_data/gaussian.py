@@ -143,7 +143,8 @@ class StandardisedRows:
         bounded by :attr:`bound`).
         """
         if self.XT is None:
-            return self.rows.grid_sum(_standardised_apply, func, self.params, args, bound=self.bound)
+            params, name = self.params, func.__name__
+            return self.rows.grid_sum(_standardised_apply, func, params, args, bound=self.bound, name=name)
         # The blocks of columns of XT: the same contiguous arrays as the chunks give.
         B = self.rows.block_rows()
         return over_blocks(self.XT.T, 0, _columns_apply, None, B, self.bound, np.add, (func, args))

@@ -139,7 +139,7 @@ class Rows:
         """Rows of one block of the fixed grid of :meth:`grid_sum` (:func:`~skmrf._data.chunks.block_rows`)."""
         return chunks.block_rows(self.n_columns)
 
-    def grid_sum(self, func, *args, bound):
+    def grid_sum(self, func, *args, bound, name=None):
         """``sum over blocks of on_grid(func(block, block_weight, *args), bound)``, bit for bit
         whatever the chunking.
 
@@ -150,19 +150,19 @@ class Rows:
         must be at least the sum over all rows of the absolute values of their terms, with room
         for the rounding of ``func`` (twice the exact bound is safe). ``func`` must return an
         array (a module-level function, as for :meth:`reduce`) and must not keep its ``block``
-        (a view of the chunk).
+        (a view of the chunk). ``name``: the dask tasks' name (default ``func``'s).
         """
-        return self._over_blocks(func, args, bound, np.add)
+        return self._over_blocks(func, args, bound, np.add, name)
 
     def block_reduce(self, func, *args, op):
         """``func(block, block_weight, *args)`` over the blocks of :meth:`grid_sum`, combined by an
         exact ``op`` (``numpy.maximum``): an in-memory array too is read a block at a time."""
         return self._over_blocks(func, args, None, op)
 
-    def _over_blocks(self, func, args, bound, op):
+    def _over_blocks(self, func, args, bound, op, name=None):
         B = self.block_rows()
         return reduce_row_chunks(
-            self.X, over_blocks, func, self.weight, B, bound, op, args, op=op, name=func.__name__, block_rows=B
+            self.X, over_blocks, func, self.weight, B, bound, op, args, op=op, name=name or func.__name__, block_rows=B
         )
 
     def dense(self):

@@ -159,8 +159,8 @@ def standardise(X, weights, assume_centered, check_variance, units, validate):
     """X (in memory, a memmap or a dask array) in the fit's units: ``(data, n_div, scale, mu)``.
 
     Four passes over the rows, each by blocks: the column ranges (validating each block when
-    ``validate``), the column sums (the location), the largest centred absolute values and the
-    sums of squares (the scale). ``check_variance(peak)`` returns the columns of zero variance
+    ``validate``), the column sums (the location), the largest centred absolute values (with
+    weights only) and the sums of squares (the scale). ``check_variance(peak)`` returns the columns of zero variance
     (raising for them when they are not allowed); ``units(peak, rms, zero)`` returns
     ``(scale, mu, factor)`` (see the Gaussian estimators' ``_units``). ``data`` is the
     :class:`StandardisedRows` (``data.location`` the location); ``n_div`` is the number of rows,
@@ -180,7 +180,12 @@ def standardise(X, weights, assume_centered, check_variance, units, validate):
         # over the rows of positive weight.
         const = high == low
         location[const] = low[const]
-    peak = rows.block_reduce(centred_peak, location, op=np.maximum)
+    if weights is None:
+        # max |x - location| itself: rounding is monotone and symmetric, so the largest rounded
+        # difference is the rounded difference of the extremes (one pass over X fewer).
+        peak = np.maximum(high - location, location - low)
+    else:
+        peak = rows.block_reduce(centred_peak, location, op=np.maximum)
     zero = check_variance(peak)
     peak[zero] = 1.0
     # Each term (sqrt(w) (x - location) / peak)^2 is at most 1.

@@ -63,7 +63,7 @@ import numpy as np
 from _harness import header, limit_blas, load_average, peak_rss_mib
 from ais_log_partition import grid_log_partition, image_data
 from mcmc_defaults import relative
-from potts_moments import criterion
+from potts_moments import criterion, start_states
 from potts_moments import load as load_dhfr
 from sklearn.model_selection import train_test_split
 
@@ -89,15 +89,20 @@ POTTS_ALPHA = 1e-4
 # -- a fit in a child process, with a wall-clock cap ----------------------------------------------
 
 
+def _recorded_fit(est, X, fit_kwargs):
+    """Fit ``est``: ``(cpu seconds, wall seconds, its warnings' classes and first words)``."""
+    c, w = time.process_time(), time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, **fit_kwargs)
+    cpu, wall = time.process_time() - c, time.perf_counter() - w
+    return cpu, wall, sorted({f"{type(m.message).__name__}: {str(m.message)[:200]}" for m in caught})
+
+
 def _child(conn, make, X, fit_kwargs, keep):
     try:
         est = make()
-        c, w = time.process_time(), time.perf_counter()
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            est.fit(X, **fit_kwargs)
-        cpu, wall = time.process_time() - c, time.perf_counter() - w
-        seen = sorted({f"{type(m.message).__name__}: {str(m.message)[:200]}" for m in caught})
+        cpu, wall, seen = _recorded_fit(est, X, fit_kwargs)
         conn.send(("ok", cpu, wall, seen, keep(est)))
     except BaseException:  # noqa: BLE001 (reported to the parent, which records it)
         conn.send(("error", 0.0, 0.0, [], traceback.format_exc()[-1500:]))
@@ -141,12 +146,7 @@ def capped_fit(make, X, cap, keep=lambda est: est, **fit_kwargs):
 
 def timed_fit(est, X, **fit_kwargs):
     """The same record for a fit in this process (the fast estimators: PL, LAP, exact ML)."""
-    c, w = time.process_time(), time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        est.fit(X, **fit_kwargs)
-    cpu, wall = time.process_time() - c, time.perf_counter() - w
-    seen = sorted({f"{type(m.message).__name__}: {str(m.message)[:200]}" for m in caught})
+    cpu, wall, seen = _recorded_fit(est, X, fit_kwargs)
     return {"status": "ok", "cpu": cpu, "wall": wall, "warnings": seen, "value": est}
 
 
@@ -334,11 +334,7 @@ def fresh_r(model, X, w, n_chains, n_sweeps, start):
     t = time.perf_counter()
     rng = np.random.default_rng(1)
     sampler = GibbsSampler(model)
-    if start == "data":
-        S = X[rng.choice(len(X), size=n_chains, p=w / w.sum())]
-    else:
-        S = sampler.random_states(n_chains, rng)
-    S = sampler.run(S, n_sweeps, rng)
+    S = sampler.run(start_states(sampler, X, w, n_chains, start, rng), n_sweeps, rng)
     return criterion(X, w, S)[0], time.perf_counter() - t
 
 

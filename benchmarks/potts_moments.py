@@ -81,14 +81,18 @@ def noise_ceiling(X, w, sizes=(1000, 2000, 4000, 8000, 16000)):
     return [(m, *criterion(X, w, X[rng.choice(len(X), m, p=w / w.sum())])) for m in sizes]
 
 
+def start_states(sampler, X, w, n_chains, start, rng):
+    """``n_chains`` start states: data rows drawn by weight (``start="data"``) or uniform random states."""
+    if start == "data":
+        return X[rng.choice(len(X), size=n_chains, p=w / w.sum())]
+    return sampler.random_states(n_chains, rng)
+
+
 def fresh_chains(model, X, w, n_chains, start):
     """Criterion of new chains after 10, 100 and 1000 sweeps from data rows or uniform states."""
     rng = np.random.default_rng(1)
     sampler = GibbsSampler(model)
-    if start == "data":
-        S = X[rng.choice(len(X), size=n_chains, p=w / w.sum())]
-    else:
-        S = sampler.random_states(n_chains, rng)
+    S = start_states(sampler, X, w, n_chains, start, rng)
     out, done = [], 0
     for total in (10, 100, 1000):
         S = sampler.run(S, total - done, rng)

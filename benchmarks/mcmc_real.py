@@ -18,15 +18,17 @@ CPU seconds are the child's (all its threads); wall seconds include the fork. On
    next to PL and exact ML.
 4. ``potts``: generative Potts models, q = 21, ``alpha`` 1e-4, plmc's sequence weights (identity 0.8).
    DHFR (plmc's example alignment, the first 75 columns of its focus sequence, duplicates dropped, as
-   ``potts_moments.py`` reads it) with ``MomentMatchingSchedule(n_sweeps="auto")`` as it is, and
-   with the issue's measured settings (``learning_rate=0.05, n_iter=30``); the chorismate mutase
+   ``potts_moments.py`` reads it) with ``MomentMatchingSchedule()``, with the anchor's schedule (adabmDCA:
+   10 sweeps a step, learning rate 0.05, plain steps) and with ``n_sweeps="auto"``; the chorismate mutase
    family (adabmDCA's ``CM_130530_MC.fasta``, 1259 x 96, every row, non-standard letters read as gaps)
-   with ``MomentMatchingSchedule()``. For each: fit time, steps, the r on the fit's own chains (from
-   ``trace_``) and the fresh-chain r: Pearson r of the connected correlations ``C_ij(a, b)`` (pairs
-   i < j, all states) of ``--n-check`` new Gibbs chains against the data's weighted ones
-   (``potts_moments.criterion``), after ``--fresh-sweeps`` sweeps from uniform random states and from
+   with ``MomentMatchingSchedule()``; ``potts159`` (its own case): DHFR's 159 focus columns with the
+   default and ``n_iter=--n-iter-159`` under ``--potts-cap-159``. For each: fit time, steps, the r on
+   the fit's own chains (from ``trace_``) and the fresh-chain r: Pearson r of the connected correlations
+   ``C_ij(a, b)`` (pairs i < j, all states) of ``--n-check`` new Gibbs chains against the data's weighted
+   ones (``potts_moments.criterion``), after ``--fresh-sweeps`` sweeps from uniform random states and from
    data rows drawn by weight. The noise ceiling (``--n-check`` rows drawn from the data by weight) says
-   how high r can go with that many samples.
+   how high r can go with that many samples. Beside them pseudo-likelihood at plmc's ridge, and on DHFR
+   the precision of each model's top-ranked pairs against the crystal structure's contacts.
 
 The alignments are not in the repository (nothing is downloaded at run time); give their paths:
 
@@ -40,7 +42,7 @@ code run ``PYTHONPATH=/path/to/checkout python benchmarks/mcmc_real.py``.
 
 Usage::
 
-    python benchmarks/mcmc_real.py [--cases grid12,digits20,weights,potts] [--cap 150] [--potts-cap 300]
+    python benchmarks/mcmc_real.py [--cases grid12,digits20,weights,potts,potts159] [--cap 150] [--potts-cap 300]
         [--dhfr PATH] [--cm PATH] [--n-check 4000] [--fresh-sweeps 100] [--n-jobs 1] [--verbose 0] [--out]
 
 ``--out`` writes ``benchmarks/results/mcmc_real.txt`` (``--out-name`` to change it). ``--quick``: every
@@ -65,6 +67,8 @@ from ais_log_partition import grid_log_partition, image_data
 from mcmc_defaults import relative
 from potts_moments import criterion, start_states
 from potts_moments import load as load_dhfr
+from potts_moments import precision as contact_precision
+from protein_dca import MIN_SEP
 from sklearn.model_selection import train_test_split
 
 from skmrf import (
@@ -78,7 +82,7 @@ from skmrf import (
 )
 from skmrf.datasets import make_random_mrf
 from skmrf.inference import GibbsSampler
-from skmrf.protein import make_synthetic_alignment, read_alignment, sequence_weights
+from skmrf.protein import coupling_scores, make_synthetic_alignment, read_alignment, sequence_weights
 
 HERE = Path(__file__).resolve().parent
 CACHE = Path.home() / ".cache" / "skmrf-bench"
@@ -376,46 +380,71 @@ def potts_fit(table, a, name, label, X, w, schedule, cap, starts):
     _add_mcmc(table, name, label, rec, fresh=fresh)
     if extra:
         table.rows[-1] = table.rows[-1][:-1] + (table.rows[-1][-1].replace(" [load", extra + " [load", 1),)
+    return rec["value"]["model"] if rec["status"] == "ok" else None
+
+
+def _contacts(table, name, label, fitted, true, L):
+    scores = coupling_scores(fitted).matrix
+    text = ", ".join(f"top-{k} {contact_precision(scores, true, k):.2f}" for k in (L // 5, L // 2, L))
+    table.note(f"{name} / {label}: precision of the APC pairs at |i - j| >= {MIN_SEP} ({len(true)} contacts): {text}")
+
+
+def _potts_data(a):
+    """``(name, X, w, true contacts or None, source)`` of every Potts case asked for and present."""
+    if a.quick:
+        for name, L in (("dhfr-syn", 10), ("cm-syn", 12)):
+            aln = make_synthetic_alignment(500, L, n_states=Q, n_contacts=L, random_state=0)
+            yield name, aln.X, np.ones(len(aln.X)), None, f"synthetic Potts alignment, 500 x {L}"
+        return
+    cases = a.cases.split(",")
+    for name, path, L in (("dhfr75", a.dhfr, 75), ("cm", a.cm, None), ("dhfr159", a.dhfr, 159)):
+        if name == "dhfr159" and "potts159" not in cases or name != "dhfr159" and "potts" not in cases:
+            continue
+        if not Path(path).exists():
+            yield name, None, None, None, f"no alignment at {path} (see the module docstring for where to get it)"
+        elif L is None:
+            yield name, *load_cm(path)[:2], None, load_cm(path)[2]
+        else:
+            X, w, true, source = load_dhfr(argparse.Namespace(alignment=path, L=L, quick=False))
+            yield name, X, w, true, source
 
 
 def case_potts(table, a):
     print(f"== potts: q = {Q}, alpha {POTTS_ALPHA:g}, plmc's weights (identity 0.8) (load {load_average()}) ==")
-    sizes = []
-    if a.quick:
-        for name, L in (("dhfr-syn", 10), ("cm-syn", 12)):
-            aln = make_synthetic_alignment(500, L, n_states=Q, n_contacts=L, random_state=0)
-            sizes.append((name, aln.X, np.ones(len(aln.X)), f"synthetic Potts alignment, 500 x {L}"))
-    else:
-        for name, path, loader in (("dhfr75", a.dhfr, None), ("cm", a.cm, load_cm)):
-            if not Path(path).exists():
-                table.add(name, "MCMC moments", {"status": "skipped"})
-                table.note(f"{name}: no alignment at {path} (see the module docstring for where to get it)")
-                continue
-            if loader is None:
-                X, w, _, source = load_dhfr(argparse.Namespace(alignment=path, L=75, quick=False))
-            else:
-                X, w, source = loader(path)
-            sizes.append((name, X, w, source))
-    for name, X, w, source in sizes:
+    quick = dict(n_iter=5, n_chains=200) if a.quick else {}
+    for name, X, w, true, source in _potts_data(a):
+        if X is None:
+            table.add(name, "MCMC moments", {"status": "skipped"})
+            table.note(f"{name}: {source}")
+            continue
         rng = np.random.default_rng(0)
         ceiling = criterion(X, w, X[rng.choice(len(X), a.n_check, p=w / w.sum())])[0]
         table.note(
             f"{name}: {source}: {X.shape[0]} x {X.shape[1]}, M_eff {w.sum():.1f}; noise ceiling of {a.n_check} "
             f"rows drawn from the data by weight C r {ceiling:.3f}"
         )
-        quick = dict(n_iter=5, n_chains=200) if a.quick else {}
-        if name.startswith("dhfr"):
-            runs = [
+        cap = a.potts_cap_159 if name == "dhfr159" else a.potts_cap
+        steps = {"n_iter": a.n_iter_159} if name == "dhfr159" else {}
+        runs = [("moments, defaults", MomentMatchingSchedule(**(steps | quick)))]
+        if name == "dhfr75":
+            runs += [
+                ("anchor: 10 sweeps, lr .05", MomentMatchingSchedule(n_sweeps=10, learning_rate=0.05, **quick)),
                 ("moments, sweeps auto", MomentMatchingSchedule(n_sweeps="auto", **quick)),
-                (
-                    "same, lr 0.05, 30 steps",
-                    MomentMatchingSchedule(n_sweeps="auto", learning_rate=0.05, **({"n_iter": 30} | quick)),
-                ),
             ]
-        else:
-            runs = [("moments, defaults", MomentMatchingSchedule(**quick))]
         for label, schedule in runs:
-            potts_fit(table, a, name, label, X, w, schedule, a.potts_cap, ("uniform", "data"))
+            model = potts_fit(table, a, name, label, X, w, schedule, cap, ("uniform", "data"))
+            if model is not None and true is not None and label == "moments, defaults":
+                _contacts(table, name, "MCMC default", model, true, X.shape[1])
+        # plmc's lambda_J = 0.01 (q - 1)(L - 1) on the summed objective is alpha = 2 lambda_J / M_eff here
+        dca_alpha = 2 * 0.01 * (Q - 1) * (X.shape[1] - 1) / w.sum()
+        rec = timed_fit(PseudoLikelihoodEstimator("complete", n_states=Q, alpha=dca_alpha), X, sample_weight=w)
+        fresh = ", ".join(
+            f"{start[:4]} {fresh_r(rec['value'].model_, X, w, a.n_check, a.fresh_sweeps, start)[0]:.3f}"
+            for start in ("uniform", "data")
+        )
+        table.add(name, "PL, plmc's ridge", rec, fresh=fresh, notes=f"alpha {dca_alpha:.3g}")
+        if true is not None:
+            _contacts(table, name, "PL, plmc's ridge", rec["value"], true, X.shape[1])
     table.note(
         f"potts: fresh C r = Pearson r of the connected correlations of {a.n_check} new chains after "
         f"{a.fresh_sweeps} sweeps (unif: from uniform random states, data: from data rows drawn by weight) "
@@ -428,6 +457,8 @@ def main():
     ap.add_argument("--cases", default="grid12,digits20,weights,potts")
     ap.add_argument("--cap", type=float, default=150.0, help="wall seconds allowed to an MCMC fit (cases 1-3)")
     ap.add_argument("--potts-cap", type=float, default=300.0, help="wall seconds allowed to a Potts fit")
+    ap.add_argument("--potts-cap-159", type=float, default=900.0, help="wall seconds allowed to the L = 159 fit")
+    ap.add_argument("--n-iter-159", type=int, default=2000, help="the L = 159 fit's n_iter (to end it within its cap)")
     ap.add_argument("--dhfr", default=str(CACHE / "DHFR.a2m"))
     ap.add_argument("--cm", default=str(CACHE / "CM_130530_MC.fasta"))
     ap.add_argument("--n-check", type=int, default=4000, help="fresh chains (and noise-ceiling rows)")
@@ -457,7 +488,7 @@ def main():
         case_digits(table, a, 10 if a.quick else 20)
     if "weights" in cases:
         case_weights(table, a, 200, a.cap)
-    if "potts" in cases:
+    if "potts" in cases or "potts159" in cases:
         case_potts(table, a)
     table.note("dist to ML = ||theta - theta_ML|| / ||theta_ML|| against ExactMaxLikelihood on the same data")
     table.note("every fit alpha='auto' but the Potts fits (alpha 1e-4); MCMC fits random_state=0")

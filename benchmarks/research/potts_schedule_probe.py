@@ -26,6 +26,20 @@ from potts_moments import load as load_dhfr  # noqa: E402
 from skmrf import MCMCMaxLikelihood, MomentMatchingSchedule  # noqa: E402
 
 
+def schedule_of(spec):
+    """The schedule of ``chains:sweeps:learning_rate:steps[:damping]`` (damping 0.01 if absent), target 1."""
+    chains, sweeps, lr, steps, *rest = spec.split(":")
+    return MomentMatchingSchedule(
+        n_chains=int(chains),
+        n_sweeps=int(sweeps),
+        learning_rate=float(lr),
+        n_iter=int(steps),
+        target=1.0,
+        target_frequencies=1.0,
+        damping=float(rest[0]) if rest else 0.01,
+    )
+
+
 def main():
     limit_blas(1)
     which, specs = sys.argv[1], sys.argv[2:]
@@ -34,16 +48,7 @@ def main():
     else:
         X, w, _ = load_cm(str(CACHE / "CM_130530_MC.fasta"))
     for spec in specs:
-        chains, sweeps, lr, steps, *rest = spec.split(":")
-        schedule = MomentMatchingSchedule(
-            n_chains=int(chains),
-            n_sweeps=int(sweeps),
-            learning_rate=float(lr),
-            n_iter=int(steps),
-            target=1.0,
-            target_frequencies=1.0,
-            damping=float(rest[0]) if rest else 0.01,
-        )
+        schedule = schedule_of(spec)
         cpu = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -18,17 +18,18 @@ CPU seconds are the child's (all its threads); wall seconds include the fork. On
    next to PL and exact ML.
 4. ``potts``: generative Potts models, q = 21, ``alpha`` 1e-4, plmc's sequence weights (identity 0.8).
    DHFR (plmc's example alignment, the first 75 columns of its focus sequence, duplicates dropped, as
-   ``potts_moments.py`` reads it) with ``MomentMatchingSchedule()``, with the anchor's schedule (adabmDCA:
-   10 sweeps a step, learning rate 0.05, plain steps) and with ``n_sweeps="auto"``; the chorismate mutase
-   family (adabmDCA's ``CM_130530_MC.fasta``, 1259 x 96, every row, non-standard letters read as gaps)
-   with ``MomentMatchingSchedule()``; ``potts159`` (its own case): DHFR's 159 focus columns with the
-   default and ``n_iter=--n-iter-159`` under ``--potts-cap-159``. For each: fit time, steps, the r on
-   the fit's own chains (from ``trace_``) and the fresh-chain r: Pearson r of the connected correlations
-   ``C_ij(a, b)`` (pairs i < j, all states) of ``--n-check`` new Gibbs chains against the data's weighted
-   ones (``potts_moments.criterion``), after ``--fresh-sweeps`` sweeps from uniform random states and from
-   data rows drawn by weight. The noise ceiling (``--n-check`` rows drawn from the data by weight) says
-   how high r can go with that many samples. Beside them pseudo-likelihood at plmc's ridge, and on DHFR
-   the precision of each model's top-ranked pairs against the crystal structure's contacts.
+   ``potts_moments.py`` reads it) with ``MomentMatchingSchedule()``, with the anchor's schedule
+   (adabmDCA: 10 sweeps a step, learning rate 0.05, plain steps) and with ``n_sweeps="auto"``; the
+   chorismate mutase family (adabmDCA's ``CM_130530_MC.fasta``, 1259 x 96, every row, non-standard
+   letters read as gaps) with ``MomentMatchingSchedule()``; and, with ``--potts dhfr159``, DHFR's 159
+   focus columns with the default under ``--potts-cap-159`` (``--potts-n-iter`` sets the cm and dhfr159
+   fits' ``n_iter``). For each: fit time, steps, the r on the fit's own chains (from ``trace_``) and the
+   fresh-chain r: Pearson r of the connected correlations ``C_ij(a, b)`` (pairs i < j, all states) of
+   ``--n-check`` new Gibbs chains against the data's weighted ones (``potts_moments.criterion``), after
+   ``--fresh-sweeps`` sweeps from uniform random states and from data rows drawn by weight. The noise
+   ceiling (``--n-check`` rows drawn from the data by weight) says how high r can go with that many
+   samples. Beside them pseudo-likelihood at plmc's ridge, and on DHFR the precision of each model's
+   top-ranked pairs against the crystal structure's contacts.
 
 The alignments are not in the repository (nothing is downloaded at run time); give their paths:
 
@@ -42,7 +43,8 @@ code run ``PYTHONPATH=/path/to/checkout python benchmarks/mcmc_real.py``.
 
 Usage::
 
-    python benchmarks/mcmc_real.py [--cases grid12,digits20,weights,potts,potts159] [--cap 150] [--potts-cap 300]
+    python benchmarks/mcmc_real.py [--cases grid12,digits20,weights,potts] [--potts dhfr75,cm,dhfr159] [--cap 150]
+        [--potts-cap 300] [--potts-cap-159 900] [--potts-n-iter N]
         [--dhfr PATH] [--cm PATH] [--n-check 4000] [--fresh-sweeps 100] [--n-jobs 1] [--verbose 0] [--out]
 
 ``--out`` writes ``benchmarks/results/mcmc_real.txt`` (``--out-name`` to change it). ``--quick``: every
@@ -396,9 +398,8 @@ def _potts_data(a):
             aln = make_synthetic_alignment(500, L, n_states=Q, n_contacts=L, random_state=0)
             yield name, aln.X, np.ones(len(aln.X)), None, f"synthetic Potts alignment, 500 x {L}"
         return
-    cases = a.cases.split(",")
     for name, path, L in (("dhfr75", a.dhfr, 75), ("cm", a.cm, None), ("dhfr159", a.dhfr, 159)):
-        if name == "dhfr159" and "potts159" not in cases or name != "dhfr159" and "potts" not in cases:
+        if name not in a.potts.split(","):
             continue
         if not Path(path).exists():
             yield name, None, None, None, f"no alignment at {path} (see the module docstring for where to get it)"
@@ -424,7 +425,7 @@ def case_potts(table, a):
             f"rows drawn from the data by weight C r {ceiling:.3f}"
         )
         cap = a.potts_cap_159 if name == "dhfr159" else a.potts_cap
-        steps = {"n_iter": a.n_iter_159} if name == "dhfr159" else {}
+        steps = {} if name == "dhfr75" or a.potts_n_iter is None else {"n_iter": a.potts_n_iter}
         runs = [("moments, defaults", MomentMatchingSchedule(**(steps | quick)))]
         if name == "dhfr75":
             runs += [
@@ -458,7 +459,10 @@ def main():
     ap.add_argument("--cap", type=float, default=150.0, help="wall seconds allowed to an MCMC fit (cases 1-3)")
     ap.add_argument("--potts-cap", type=float, default=300.0, help="wall seconds allowed to a Potts fit")
     ap.add_argument("--potts-cap-159", type=float, default=900.0, help="wall seconds allowed to the L = 159 fit")
-    ap.add_argument("--n-iter-159", type=int, default=2000, help="the L = 159 fit's n_iter (to end it within its cap)")
+    ap.add_argument("--potts", default="dhfr75,cm", help="the Potts families of case potts (dhfr75, cm, dhfr159)")
+    ap.add_argument(
+        "--potts-n-iter", type=int, help="n_iter of the cm and dhfr159 default fits (to end within the cap)"
+    )
     ap.add_argument("--dhfr", default=str(CACHE / "DHFR.a2m"))
     ap.add_argument("--cm", default=str(CACHE / "CM_130530_MC.fasta"))
     ap.add_argument("--n-check", type=int, default=4000, help="fresh chains (and noise-ceiling rows)")
@@ -474,7 +478,8 @@ def main():
     limit_blas(1)
     cases = a.cases.split(",")
     lines = [
-        f"# python benchmarks/mcmc_real.py --cases {a.cases} --cap {a.cap:g} --potts-cap {a.potts_cap:g} "
+        f"# python benchmarks/mcmc_real.py --cases {a.cases} --potts {a.potts} --potts-n-iter {a.potts_n_iter} "
+        f"--cap {a.cap:g} --potts-cap {a.potts_cap:g} "
         f"--n-check {a.n_check} --fresh-sweeps {a.fresh_sweeps} --n-jobs {a.n_jobs}" + (" --quick" if a.quick else ""),
         header("mcmc_real.py: MCMCMaxLikelihood's default against PL, LAP and exact ML on the cases of #42", 1),
         f"# python {platform.python_version()}; every MCMC fit in a forked child under its wall-clock cap",
@@ -488,7 +493,7 @@ def main():
         case_digits(table, a, 10 if a.quick else 20)
     if "weights" in cases:
         case_weights(table, a, 200, a.cap)
-    if "potts" in cases or "potts159" in cases:
+    if "potts" in cases:
         case_potts(table, a)
     table.note("dist to ML = ||theta - theta_ML|| / ||theta_ML|| against ExactMaxLikelihood on the same data")
     table.note("every fit alpha='auto' but the Potts fits (alpha 1e-4); MCMC fits random_state=0")

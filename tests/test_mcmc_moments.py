@@ -260,6 +260,9 @@ def test_lagging_chains_need_fresh_chains_to_stop_and_auto_sweeps_decorrelate():
     checked, passed = _checks_follow_the_rule(est.trace_, lagging)
     assert not est.converged_ and len(checked) == 1 and not passed
     assert not est.trace_["decorrelated"][checked[0]]
+    # Without a confirmation the estimate is the checked one (there the average of one iterate), not the
+    # average of every iterate since (fresh chains' r can fall as the fit goes on)
+    assert est.n_averaged_ == 1
     auto = MomentMatchingSchedule(n_chains=500, n_sweeps="auto", n_iter=60)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)

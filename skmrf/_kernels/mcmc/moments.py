@@ -254,9 +254,10 @@ def confirmations(fresh):
     steps = np.flatnonzero(~np.isnan(fresh))
     if not len(steps):
         return "no step's chains met the targets, so fresh chains never checked them; the estimate is the last iterate"
+    best = steps[np.argmax(fresh[steps])]
     return (
-        f"fresh chains checked {len(steps)} steps that did and reached connected r {fresh[steps].max():.3f} at best; "
-        f"the estimate is the average of the iterates from step {steps[0] + 1} on"
+        f"fresh chains checked {len(steps)} steps that did and reached connected r {fresh[best]:.3f} at best; the "
+        f"estimate is the one checked at step {best + 1} (the average of the iterates from step {steps[0] + 1} on)"
     )
 
 
@@ -308,7 +309,8 @@ def fit_moments(
     states run :data:`CONFIRM_SWEEPS` sweeps under the estimate, the average of the iterates since the
     first step that met them (:data:`AVERAGE_RATE`), at most one such check per
     :data:`CONFIRM_SPACING` times its sweeps; the run stops at the first estimate whose fresh chains
-    meet both targets too, and returns it, or after ``n_iter`` steps with the estimate of then.
+    meet both targets too, and returns it; after ``n_iter`` steps without one it returns the checked
+    estimate whose fresh chains gave the highest r (the last iterate if none was checked).
     Every step also records
     whether the chains forgot their states of the step before (:func:`decorrelation`). With
     ``n_sweeps="auto"`` (adabmDCA's adaptive waiting time) the sweeps per step start at
@@ -341,7 +343,7 @@ def fit_moments(
     centred = Centred(layout, mean_stats)
     scale = learning_rate / centred.preconditioner(damping)
     theta = independent_start(layout, mean_stats, rows.total)
-    c, average, n_averaged = centred.from_theta(theta), None, 0
+    c, average, n_averaged, best = centred.from_theta(theta), None, 0, None  # best: the best-checked estimate
     auto = n_sweeps == "auto"
     sweeps = AUTO_START_SWEEPS if auto else n_sweeps
     chains = Chains(layout, colours, rows, n_chains, sweeps, "data", True, rng, parallel, block=MOMENTS_CHAIN_BLOCK)
@@ -364,6 +366,8 @@ def fit_moments(
                 average, n_averaged = theta.copy(), 1
             if since >= CONFIRM_SPACING * CONFIRM_SWEEPS:
                 fresh, since = connected_pearson(centred, _fresh_mean(chains, average, rng), data), 0
+                if best is None or fresh[0] > best[0]:
+                    best = (fresh[0], average.copy(), n_averaged)
         grad = mean - mean_stats + ridge_gradient(alpha, theta)
         now = time.perf_counter() - start
         values = (r_pair, r_unary, float(np.linalg.norm(grad)), now, sweeps, q_self, q_between, decorrelated, *fresh)
@@ -387,6 +391,7 @@ def fit_moments(
         if average is not None:
             n_averaged += 1
             average += max(1.0 / n_averaged, AVERAGE_RATE) * (theta - average)
-    return theta if average is None else average, MomentsFit(
-        k, converged, max(n_averaged, 1), {key: np.array(v) for key, v in trace.items()}
-    )
+    if not converged and best is not None:  # fresh chains' r can fall as the fit goes on (#42)
+        _, average, n_averaged = best
+    trace = {key: np.array(v) for key, v in trace.items()}
+    return theta if average is None else average, MomentsFit(k, converged, max(n_averaged, 1), trace)

@@ -310,9 +310,9 @@ def fit_moments(
     first step that met them (:data:`AVERAGE_RATE`), at most one such check per
     :data:`CONFIRM_SPACING` times its sweeps; the run stops at the first estimate whose fresh chains
     meet both targets too, and returns it; after ``n_iter`` steps without one it returns the checked
-    estimate whose fresh chains gave the highest r (the last iterate if none was checked).
-    Every step also records
-    whether the chains forgot their states of the step before (:func:`decorrelation`). With
+    estimate whose fresh chains gave the highest r (the last iterate if none was checked). Every
+    step also records whether the chains forgot their states of the step before
+    (:func:`decorrelation`). With
     ``n_sweeps="auto"`` (adabmDCA's adaptive waiting time) the sweeps per step start at
     :data:`AUTO_START_SWEEPS` and double after every step whose chains did not, up to
     :data:`MAX_AUTO_SWEEPS`, and the run stops only on chains that did: chains that lag the model

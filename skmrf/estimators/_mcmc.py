@@ -148,6 +148,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         Iterates in the returned average: those after the adaptive stopping rule fired (at
         least ``max(200, k)`` for the rule firing at step ``k``, fewer only when ``n_iter``
         cuts them), the last half of a fixed or unconverged run, all ``K`` of the theory
+        schedule, those since the first step whose chains met the targets for the moment-matching
         schedule; 1 with ``average=False``.
     sweep_autocorrelation_ : float or None
         Lag-one autocorrelation per Gibbs sweep of the chains' energy or fraction of non-zero
@@ -158,7 +159,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
     converged_ : bool
         Whether the adaptive stopping rule ended the run (True for fixed schedules) and, for the
         adaptive schedule, the moment conditions hold on fresh chains at the estimate
-        (``moment_ratio_``).
+        (``moment_ratio_``); for the moment-matching schedule, whether fresh chains of the
+        estimate met the targets.
     moment_ratio_ : float or None
         Adaptive schedule: the mean over the parameters of ``g_j^2 / var_j`` at the returned
         estimate, for the gradient ``g = E_theta[t] - t_bar + alpha theta`` measured on fresh
@@ -181,7 +183,8 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         chains' criterion), ``"n_sweeps"``, ``"overlap_self"``, ``"overlap_between"`` and
         ``"decorrelated"`` (moments: the sweeps of the step, the chains' mean overlap with their
         own states of the step before and with other chains' states of the step before, and
-        whether they forgot those states);
+        whether they forgot those states), ``"fresh_connected"`` and ``"fresh_frequencies"``
+        (moments: the r of fresh chains from random states where a step was checked, NaN elsewhere);
         and ``"time"`` (seconds since the first step).
     log_partition_ : float or None
         ``log Z`` when scoring is exact, its AIS estimate when it is ``"ais"``, None for

@@ -452,8 +452,9 @@ class MomentMatchingSchedule(BaseEstimator):
     from uniformly random states run 100 sweeps under the estimate, and the run stops only when
     they meet the criterion too (``trace_["fresh_connected"]``); confirmations take at most a
     fifth of the run's sweeps. A run that ends at ``n_iter`` unconfirmed warns and returns the
-    checked estimate whose fresh chains came closest. ``n_sweeps="auto"`` also doubles the sweeps per step until the
-    persistent chains forget their states of the step before (adabmDCA's overlap test).
+    checked estimate whose fresh chains came closest. ``n_sweeps="auto"`` also doubles the sweeps
+    per step until the persistent chains forget their states of the step before (adabmDCA's
+    overlap test).
     ``benchmarks/mcmc_real.py`` measures the default on two protein families and
     ``benchmarks/research/potts_schedule_probe.py`` the choices behind it.
 

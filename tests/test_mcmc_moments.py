@@ -275,6 +275,46 @@ def test_lagging_chains_need_fresh_chains_to_stop_and_auto_sweeps_decorrelate():
     assert sweeps[-1] > sweeps[0] and est.schedule_.n_sweeps == sweeps[-1]
 
 
+def test_steps_shrink_from_the_first_step_that_met_the_targets(monkeypatch):
+    """From the first step whose chains meet the targets on, the steps shrink as DECAY_STEPS /
+    (DECAY_STEPS + n) with n the iterates averaged (#42: constant steps outran the persistent chains);
+    the iterates before are those of a run whose steps never shrink."""
+    import skmrf._kernels.mcmc.moments as moments
+
+    X = make_synthetic_alignment(300, 8, n_states=3, n_contacts=2, random_state=1).X
+    schedule = MomentMatchingSchedule(
+        n_chains=200, n_sweeps=CONFIRM_SWEEPS, n_iter=20, target=0.5, target_frequencies=0.5
+    )
+    runs, chains_class, decay_steps = [], moments.Chains, moments.DECAY_STEPS
+    for decay in (decay_steps, 1e300):  # 1e300 / (1e300 + n) is 1.0 exactly
+        iterates = []
+
+        class Recording(chains_class):  # keeps the theta each step's chains run under
+            record = iterates
+
+            def advance(self, theta, n_sweeps, statistic=True):
+                self.record.append(theta.copy()) if statistic else None
+                return super().advance(theta, n_sweeps, statistic)
+
+        monkeypatch.setattr(moments, "Chains", Recording)
+        monkeypatch.setattr(moments, "_check", lambda *args: (0.5, 0.0))  # fresh chains that never confirm
+        monkeypatch.setattr(moments, "DECAY_STEPS", decay)
+        with pytest.warns(ConvergenceWarning, match="did not converge"):
+            est = MCMCMaxLikelihood("complete", n_states=3, schedule=schedule, random_state=0).fit(X)
+        runs.append((est.trace_, np.array(iterates)))
+    (trace, iterates), (unshrunk_trace, unshrunk) = runs
+    met = (trace["pearson_connected"] >= 0.5) & (trace["pearson_frequencies"] >= 0.5)
+    first = int(np.argmax(met))
+    assert 0 < first < 18  # the chains of the start do not meet the targets; later ones do
+    steps = np.arange(20)
+    expected = np.where(steps < first, 1.0, decay_steps / (decay_steps + 1 + steps - first))
+    np.testing.assert_array_equal(trace["step_scale"], expected)
+    np.testing.assert_array_equal(unshrunk_trace["step_scale"], np.ones(20))
+    # theta of step k is the one its chains ran under: the first shrunk step moves the iterate of step first + 2
+    np.testing.assert_array_equal(iterates[: first + 1], unshrunk[: first + 1])
+    assert not np.array_equal(iterates[first + 1], unshrunk[first + 1])
+
+
 def test_threads_give_the_serial_result():
     """The chain blocks (MOMENTS_CHAIN_BLOCK chains each, their random streams drawn up front) run in
     threads with n_jobs=2 and give the n_jobs=1 fit bit for bit (2100 chains: three blocks; 2100 x 10

@@ -184,8 +184,9 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         ``"decorrelated"`` (moments: the sweeps of the step, the chains' mean overlap with their
         own states of the step before and with other chains' states of the step before, and
         whether they forgot those states), ``"fresh_connected"`` and ``"fresh_frequencies"``
-        (moments: the r of fresh chains from random states where a step was checked, NaN elsewhere);
-        and ``"time"`` (seconds since the first step).
+        (moments: the r of fresh chains from random states where a step was checked, NaN elsewhere),
+        ``"step_scale"`` (moments: the factor the steps shrank by after a check slid); and
+        ``"time"`` (seconds since the first step).
     log_partition_ : float or None
         ``log Z`` when scoring is exact, its AIS estimate when it is ``"ais"``, None for
         ``"pseudo"``.

@@ -441,7 +441,7 @@ class MomentMatchingSchedule(BaseEstimator):
     """Moment matching, as Boltzmann-machine DCA (bmDCA, adabmDCA) fits generative Potts models.
 
     Persistent Gibbs chains, a start at the independent-site model (couplings zero, fields the
-    log frequencies), constant-rate gradient steps in centred coordinates, and a stop when the
+    log frequencies), gradient steps in centred coordinates (constant, then shrinking), a stop when the
     model reproduces the data's connected correlations and one-site frequencies (adabmDCA's
     criterion) (:func:`~skmrf._kernels.mcmc.moments.fit_moments`). For pairwise models with any
     numbers of states, unconstrained.
@@ -451,8 +451,11 @@ class MomentMatchingSchedule(BaseEstimator):
     the model's own equilibrium does not, so a stop must be confirmed: ``n_chains`` fresh chains
     from uniformly random states run 100 sweeps under the estimate, and the run stops only when
     they meet the criterion too (``trace_["fresh_connected"]``); confirmations take at most a
-    fifth of the run's sweeps. A run that ends at ``n_iter`` unconfirmed warns and returns the
-    checked estimate whose fresh chains came closest. ``n_sweeps="auto"`` also doubles the sweeps
+    fifth of the run's sweeps. From the first step whose chains meet the criterion on, the steps
+    shrink as ``20 / (20 + j)`` after ``j`` steps (``trace_["step_scale"]``): constant steps
+    outrun the persistent chains, and on a diverse family fresh chains' r then falls as the fit
+    goes on. A run that ends at ``n_iter`` unconfirmed warns and returns the checked estimate
+    whose fresh chains came closest. ``n_sweeps="auto"`` also doubles the sweeps
     per step until the persistent chains forget their states of the step before (adabmDCA's
     overlap test).
     ``benchmarks/mcmc_real.py`` measures the default on two protein families and
@@ -479,11 +482,12 @@ class MomentMatchingSchedule(BaseEstimator):
     learning_rate : float, default=1.0
         The step on each centred coordinate is ``learning_rate`` times its gradient divided by
         the variance of its centred feature under the independent-site model plus ``damping``,
-        and at most ``learning_rate``. From the first step whose chains meet the targets on, the
-        estimate is the average of the iterates (over about the last 50 steps), which takes the
-        constant steps' noise out of it. Measured on 75 columns of DHFR (4000 chains, fresh
-        chains' r after 100 sweeps, ``benchmarks/results/potts_schedule_probe.txt``): 0.93 after
-        about 250 steps at rate 1, 350-400 at 0.6; at 0.1, 0.92 after 1000 steps.
+        and at most ``learning_rate``, until the first step whose chains meet the targets; from
+        there on the steps shrink (above) and the estimate is the average of the iterates (over
+        about the last 50 steps), which takes the steps' noise out of it. Measured on 75 columns
+        of DHFR (4000 chains, fresh chains' r after 100 sweeps,
+        ``benchmarks/results/potts_schedule_probe.txt``, constant rates): 0.93 after about 250
+        steps at rate 1, 350-400 at 0.6; at 0.1, 0.92 after 1000 steps.
     target : float, default=0.93
         Pearson r of the chains' and the data's connected correlations ``f_ij(a, b) - f_i(a)
         f_j(b)`` over the graph's edges and all pairs of states (adabmDCA's criterion) at which

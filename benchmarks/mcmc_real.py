@@ -426,6 +426,7 @@ def case_potts(table, a):
         )
         cap = a.potts_cap_159 if name == "dhfr159" else a.potts_cap
         steps = {} if name == "dhfr75" or a.potts_n_iter is None else {"n_iter": a.potts_n_iter}
+        steps |= {} if a.potts_chains is None else {"n_chains": a.potts_chains}
         runs = [("moments, defaults", MomentMatchingSchedule(**(steps | quick)))]
         if name == "dhfr75":
             runs += [
@@ -465,6 +466,7 @@ def main():
     )
     ap.add_argument("--dhfr", default=str(CACHE / "DHFR.a2m"))
     ap.add_argument("--cm", default=str(CACHE / "CM_130530_MC.fasta"))
+    ap.add_argument("--potts-chains", type=int, default=None, help="n_chains of the default Potts fits (else 4000)")
     ap.add_argument("--n-check", type=int, default=4000, help="fresh chains (and noise-ceiling rows)")
     ap.add_argument("--fresh-sweeps", type=int, default=100)
     ap.add_argument("--n-jobs", type=int, default=1, help="n_jobs of the Potts fits")
@@ -479,7 +481,8 @@ def main():
     cases = a.cases.split(",")
     lines = [
         f"# python benchmarks/mcmc_real.py --cases {a.cases} --potts {a.potts} --potts-n-iter {a.potts_n_iter} "
-        f"--cap {a.cap:g} --potts-cap {a.potts_cap:g} "
+        f"--potts-chains {a.potts_chains} --cap {a.cap:g} --potts-cap {a.potts_cap:g} "
+        f"--potts-cap-159 {a.potts_cap_159:g} "
         f"--n-check {a.n_check} --fresh-sweeps {a.fresh_sweeps} --n-jobs {a.n_jobs}" + (" --quick" if a.quick else ""),
         header("mcmc_real.py: MCMCMaxLikelihood's default against PL, LAP and exact ML on the cases of #42", 1),
         f"# python {platform.python_version()}; every MCMC fit in a forked child under its wall-clock cap",

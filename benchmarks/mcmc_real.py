@@ -44,7 +44,7 @@ code run ``PYTHONPATH=/path/to/checkout python benchmarks/mcmc_real.py``.
 Usage::
 
     python benchmarks/mcmc_real.py [--cases grid12,digits20,weights,potts] [--potts dhfr75,cm,dhfr159] [--cap 150]
-        [--potts-cap 300] [--potts-cap-159 900] [--potts-n-iter N]
+        [--potts-cap 300] [--potts-cap-159 900] [--potts-n-iter N] [--potts-chains N]
         [--dhfr PATH] [--cm PATH] [--n-check 4000] [--fresh-sweeps 100] [--n-jobs 1] [--verbose 0] [--out]
 
 ``--out`` writes ``benchmarks/results/mcmc_real.txt`` (``--out-name`` to change it). ``--quick``: every

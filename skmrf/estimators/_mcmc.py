@@ -185,7 +185,7 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         own states of the step before and with other chains' states of the step before, and
         whether they forgot those states), ``"fresh_connected"`` and ``"fresh_frequencies"``
         (moments: the r of fresh chains from random states where a step was checked, NaN elsewhere),
-        ``"step_scale"`` (moments: the factor the steps shrank by after a check slid); and
+        ``"step_scale"`` (moments: the steps' factor, 1 until the chains first met the targets); and
         ``"time"`` (seconds since the first step).
     log_partition_ : float or None
         ``log Z`` when scoring is exact, its AIS estimate when it is ``"ais"``, None for

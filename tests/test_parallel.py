@@ -4,6 +4,7 @@ The thresholds are measured (``benchmarks/parallel_threshold.py``); these tests 
 logic around them, never a time.
 """
 
+import multiprocessing
 import warnings
 
 import numpy as np
@@ -34,6 +35,35 @@ def test_workers_for_resolves_n_jobs_as_joblib_does():
         assert workers_for(None, 1e12, 10) == 2
         assert workers_for(None, 5, 10) == 1  # the cap holds in a parallel_config context too
     assert workers_for(2, 1, 0) == 2  # threshold 0: no cap
+
+
+def _workers_in_a_daemon(conn):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # joblib warns when it resolves loky's n_jobs in a daemon
+        conn.send((workers_for(2, 1e12, 10, prefer="threads"), workers_for(2, 1e12, 10)))
+    conn.close()
+
+
+@pytest.mark.skipif("fork" not in multiprocessing.get_all_start_methods(), reason="needs the fork start method")
+def test_thread_sites_keep_their_workers_in_a_daemonic_process():
+    # A multiprocessing worker (the benchmarks' capped fits, a user's Pool): joblib's process
+    # backend resolves any n_jobs to 1 there, but threads still run; the thread call sites
+    # ran serially there until workers_for resolved n_jobs with their preference.
+    ctx = multiprocessing.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_workers_in_a_daemon, args=(child,), daemon=True)
+    proc.start()
+    threads, processes = parent.recv()
+    proc.join()
+    assert threads == 2
+    assert processes == 1
+
+
+def test_an_outer_backend_wins_over_the_thread_preference():
+    with parallel_config(backend="sequential"):
+        assert workers_for(2, 1e12, 10, prefer="threads") == 1
+    with parallel_config(backend="threading", n_jobs=3):
+        assert workers_for(None, 1e12, 10, prefer="threads") == 3
 
 
 def test_parallel_or_serial_makes_no_pool_for_one_worker():

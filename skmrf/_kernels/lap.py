@@ -194,7 +194,7 @@ def _fit_passes(rows, groups, reads, alpha, max_iter, tol, n_jobs, verbose, log)
     the number of problems (9.1 GiB on the 1000 x 1000 grid before, when every frequency was
     held at once).
     """
-    n_workers = workers_for(n_jobs, _solve_work(groups), LAP_MIN_WORK_PER_WORKER)
+    n_workers = workers_for(n_jobs, _solve_work(groups), LAP_MIN_WORK_PER_WORKER, prefer="threads")
     passes = _passes(_tasks(groups), groups)
     _release_mapped_pages(rows.X)  # the pages the validation's scan left mapped
     # Threads by default: numpy releases the GIL in the batched products and solves. The

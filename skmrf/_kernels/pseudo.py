@@ -410,7 +410,7 @@ def _objective(layout, graph, X, weight, total, alpha, tables, path, tol, n_jobs
         obj = PseudoLikelihoodObjective(layout, graph, X, a, weight=weight, total=total, tables=tables)
         minimize = partial(minimize_in_box, n_corrections=LBFGS_CORRECTIONS)
         x0 = np.zeros(layout.n_table if tables else layout.n_params)
-        return obj, workers_for(n_jobs, obj.work, PL_MIN_WORK_PER_WORKER), x0, minimize
+        return obj, workers_for(n_jobs, obj.work, PL_MIN_WORK_PER_WORKER, prefer="threads"), x0, minimize
     dtype = np.float32 if tol >= DENSE_FLOAT32_TOL else np.float64
     obj = DensePseudoLikelihood(layout, X, a, weight, total, tables=tables, dtype=dtype)
     del a  # the objective keeps the ridge as runs of one value; no parameter-sized vector
@@ -418,7 +418,7 @@ def _objective(layout, graph, X, weight, total, alpha, tables, path, tol, n_jobs
     pairs = int(np.clip(DENSE_LBFGS_BYTES // (8 * obj.index.size), 2, DENSE_LBFGS_CORRECTIONS))
     f_noise = DENSE_F_NOISE[np.dtype(dtype).name]
     minimize = partial(minimize_low_memory, n_corrections=pairs, f_noise=f_noise, overwrite_x0=True)  # x0 is ours
-    return obj, workers_for(n_jobs, obj.work, DENSE_MIN_WORK_PER_WORKER), x0, minimize
+    return obj, workers_for(n_jobs, obj.work, DENSE_MIN_WORK_PER_WORKER, prefer="threads"), x0, minimize
 
 
 class _Penalised:
@@ -445,7 +445,7 @@ def _fit_asymmetric(layout, X, weight, total, alpha, tables, max_iter, tol, n_jo
     mean pseudo-log-likelihood of the averaged model (one evaluation of the symmetric objective)."""
     n, L = X.shape
     work = 2.0 * n * L * L * (int(layout.n_states.max()) - 1)  # entries of one sweep of sparse products
-    n_workers = workers_for(n_jobs, work, DENSE_MIN_WORK_PER_WORKER)
+    n_workers = workers_for(n_jobs, work, DENSE_MIN_WORK_PER_WORKER, prefer="threads")
     with parallel_or_serial(n_workers, prefer="threads", verbose=max(0, verbose - 1)) as parallel:
         theta, n_iter, grad_max = fit_asymmetric(
             layout,

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext
 
-from joblib import effective_n_jobs
+from joblib import effective_n_jobs, parallel_config
 from joblib.externals.loky import reusable_executor
 
 from ._sklearn_compat import Parallel
@@ -25,7 +25,7 @@ from ._sklearn_compat import Parallel
 __all__ = ["parallel_or_serial", "workers_for"]
 
 
-def workers_for(n_jobs, work, min_work_per_worker):
+def workers_for(n_jobs, work, min_work_per_worker, prefer=None):
     """The number of workers for ``work`` units: ``n_jobs`` resolved, capped by the work.
 
     Parameters
@@ -37,6 +37,11 @@ def workers_for(n_jobs, work, min_work_per_worker):
         The work of the call, in the call site's unit.
     min_work_per_worker : float
         The work each worker needs to pay for its share of the pool; 0 caps nothing.
+    prefer : {"threads", "processes"} or None
+        The backend preference the call site gives :func:`parallel_or_serial`, so ``n_jobs``
+        is resolved by the backend that will run the work: in a daemonic process (a
+        multiprocessing worker) joblib's default process backend resolves any ``n_jobs`` to 1,
+        the thread backend does not.
 
     Returns
     -------
@@ -45,7 +50,8 @@ def workers_for(n_jobs, work, min_work_per_worker):
         ``2 * min_work_per_worker``, so small problems run serially whatever ``n_jobs`` or
         the backend (a Dask cluster included).
     """
-    n = effective_n_jobs(n_jobs)
+    with parallel_config(prefer=prefer):  # an outer backend set by the user still wins
+        n = effective_n_jobs(n_jobs)
     if n <= 1 or min_work_per_worker <= 0:
         return max(1, n)
     return int(max(1, min(n, work // min_work_per_worker)))

@@ -377,9 +377,9 @@ class MCMCMaxLikelihood(BaseDiscreteMRF):
         dense Gibbs kernel releases the GIL, and a thread needs far less work to pay for itself)."""
         work = n_chains * n_sweeps * self.n_features_in_
         minimum = MOMENTS_MIN_WORK_PER_THREAD if threads else chains.MCMC_MIN_WORK_PER_WORKER
-        n_workers = workers_for(self.n_jobs, work, minimum)
-        prefer = {"prefer": "threads"} if threads else {}
-        return parallel_or_serial(n_workers, verbose=max(0, self.verbose - 1), **prefer)
+        prefer = "threads" if threads else None
+        n_workers = workers_for(self.n_jobs, work, minimum, prefer=prefer)
+        return parallel_or_serial(n_workers, verbose=max(0, self.verbose - 1), prefer=prefer)
 
     def _start(self, rows, max_iter, log):
         """The pseudo-likelihood estimate (the PL kernel, with this fit's ridge, ``max_iter``

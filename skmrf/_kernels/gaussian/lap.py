@@ -505,7 +505,7 @@ def lap_from_data(data, plan, n_div, shrinkage=0.0, mu=1.0, n_jobs=None, verbose
     # The blocks are small: BLAS threads only add overhead (and oversubscribe
     # with n_jobs > 1), so they are limited to one for the batched small
     # products and solves (process workers get joblib's own limit).
-    n_workers = workers_for(n_jobs, plan.cost(n), GLAP_MIN_WORK_PER_WORKER)
+    n_workers = workers_for(n_jobs, plan.cost(n), GLAP_MIN_WORK_PER_WORKER, prefer="threads")
     chunks = plan.chunks(n, min_chunks=4 * n_workers if n_workers > 1 else 1)
     common = (data.XT, float(n_div), float(shrinkage), mu)
     options = dict(bias_dof=bias_dof, grid=(data.bound, data.rows.block_rows()))

@@ -85,7 +85,7 @@ def fit_incomplete(
         return value / n_rows - log_z, stats - marginals[lay.theta_pos], stats
 
     report = callback or (lambda step, **metrics: None)
-    n_workers = workers_for(n_jobs, data.work, EM_MIN_WORK_PER_WORKER)
+    n_workers = workers_for(n_jobs, data.work, EM_MIN_WORK_PER_WORKER, prefer="threads")
     with parallel_or_serial(n_workers, prefer="threads", verbose=verbose) as pool:
         loop = _em if method == "em" else _gradient
         trace, gmax, n_iter = loop(model, evaluate, penalty, pool, max_iter, tol, max_bytes, report)

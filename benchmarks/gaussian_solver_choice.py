@@ -9,6 +9,7 @@ default's time over the fastest solver's. With ``--r`` and R's ``glasso`` instal
 on the same sample covariance, timed inside R.
 
     python benchmarks/gaussian_solver_choice.py [--quick] [--sizes 49 196 1024 6084] [--r]
+        [--patterns laplacian5 laplacian random] [--solvers auto sparse newton regression]
 
 A solver is not run where it would not finish in reason: dense Newton above 6000 unknowns
 (a q x q Hessian), dense solvers above 2500 variables in ``--quick``; ``--max-time`` caps the
@@ -69,6 +70,7 @@ def main():
     ap.add_argument("--patterns", nargs="+", default=["laplacian5", "laplacian", "random"])
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--max-time", type=float, default=300.0)
+    ap.add_argument("--solvers", nargs="+", default=list(SOLVERS), choices=SOLVERS, help="auto is always run")
     ap.add_argument("--quick", action="store_true", help="p = 49 and 196 only, best of 2")
     ap.add_argument("--r", action="store_true", help="also time R's glasso(rho=0, zero=)")
     args = ap.parse_args()
@@ -84,6 +86,8 @@ def main():
             q = p + (Q.nnz - p) // 2
             times, picked = {}, "-"
             for solver in SOLVERS:
+                if solver not in args.solvers and solver != "auto":
+                    continue
                 if solver == "newton" and q > 6000:  # a q x q Hessian: 300 s and more
                     continue
                 if solver in ("newton", "regression") and args.quick and p > 2500:

@@ -609,3 +609,38 @@ def test_a_newton_system_at_the_cg_cap_warns_once_with_its_cost():
         # Under the default cap the same fit needs no warning; with max_time the work is bounded already.
         newton_cg_covsel(pattern, s, x0, lattice=lattice, max_iter=30, decrement_tol=1e-3 * len(s) / 1000)
         newton_cg_covsel(pattern, s, x0, lattice=lattice, max_cg=3, max_iter=30, max_time=60.0)
+
+
+def test_a_stencil_wider_than_nearest_neighbours_warns_before_the_newton_steps(monkeypatch):
+    # The threshold is lowered so that a 10 x 10 grid stands for the large ones (above
+    # WIDE_STENCIL_WARN_P variables, whose fits take minutes).
+    from skmrf._kernels.gaussian import sparse_ml
+    from skmrf.exceptions import CostWarning
+
+    monkeypatch.setattr(sparse_ml, "WIDE_STENCIL_WARN_P", 50)
+    wide = laplacian_precision(10, 10)  # L L^T: 13 points
+    X = sample(wide, 1000, seed=0)
+
+    class Started(Exception):
+        pass
+
+    def newton(*args, **kwargs):
+        raise Started
+
+    with warnings.catch_warnings(record=True) as caught, monkeypatch.context() as m:
+        warnings.simplefilter("always")
+        m.setattr(sparse_ml, "newton_cg_covsel", newton)
+        with pytest.raises(Started):
+            GaussianMaxLikelihood(wide, solver="sparse").fit(X)
+    costs = [w for w in caught if issubclass(w.category, CostWarning)]
+    assert len(costs) == 1  # said before the first Newton step
+    assert "13-point stencil on a 10 x 10 grid" in str(costs[0].message)
+    assert "max_time" in str(costs[0].message)
+    assert costs[0].filename == __file__  # at the user's line
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CostWarning)
+        GaussianMaxLikelihood(wide, solver="sparse", max_time=60.0).fit(X)  # the cost is bounded
+        GaussianMaxLikelihood(five_point(10, 10), solver="sparse").fit(X)  # nearest neighbours
+        # Once per fit: after the warning at the start, a system at the CG cap says nothing more.
+        pattern, s, x0, lattice = _l_lt_problem()
+        newton_cg_covsel(pattern, s, x0, lattice=lattice, max_cg=3, max_iter=30, warn_cost=False)

@@ -192,3 +192,9 @@ EM_MIN_WORK_PER_WORKER = 1e6
 #: in parallel. Measured (benchmarks/results/parallel_threshold.txt): t(2 jobs) / t(1 job)
 #: was 4.7 at 3e4, 1.24 at 8.4e7, 0.97 at 2.2e8, 0.90 at 5.4e8, so two threads start at 3e8.
 GLAP_MIN_WORK_PER_WORKER = 1.5e8
+
+# Used by skmrf/_kernels/gaussian/sparse_ml.py.
+#: Above this many variables, GaussianMaxLikelihood on a lattice stencil wider than nearest
+#: neighbours warns before its Newton steps what they may cost (a CostWarning). Measured on the
+#: 13-point pattern of L L^T, n = 1000 (benchmarks/results/gaussian_wide_stencil.txt).
+WIDE_STENCIL_WARN_P = 2500

@@ -222,6 +222,7 @@ def newton_cg_covsel(
     max_time=None,
     callback=None,
     certify=True,
+    warn_cost=True,
 ):
     """Maximum-likelihood precision on a pattern by Newton-CG on its chordal embedding.
 
@@ -267,6 +268,9 @@ def newton_cg_covsel(
     certify : bool, default=True
         Keep the last Newton system's dual point (``newton_dual`` of the
         result, one more Hessian product) for the caller's certificate.
+    warn_cost : bool, default=True
+        Warn (a :class:`~skmrf.exceptions.CostWarning`, once) when a Newton system
+        reaches ``max_cg``; never with ``max_time``, which bounds the cost already.
 
     Returns
     -------
@@ -287,7 +291,7 @@ def newton_cg_covsel(
         raise ValueError("The initial precision for Newton's method is not positive definite.")
     f = -logdet + float(np.dot(weight * s, x))
     residual, cg_iterations, n_iter, seconds_per_cg, eigenvector = np.inf, [], 0, None, None
-    dual, warned = None, max_time is not None  # a time limit bounds the cost already
+    dual, warned = None, max_time is not None or not warn_cost  # a time limit bounds the cost already
     while True:
         decrement = np.nan
         Y, w = pattern.inverse_on_pattern(L)

@@ -28,10 +28,17 @@ from typing import NamedTuple
 import numpy as np
 
 from ..._data.gaussian import covariance_on_pattern
+from ..._utils._budgets import WIDE_STENCIL_WARN_P
+from ..._utils._warnings import warn
+from ...exceptions import CostWarning
 from .chordal import ChordalPattern, covariance_on_embedding, dual_bound, embedding_start, likelihood_start, objective
 from .lap import assemble_symmetric, pattern_unknowns
 from .lattice import detect_lattice, stationary_fit
-from .newton_cg import DECREMENT_TOL, NewtonResult, newton_cg_covsel
+from .newton_cg import DECREMENT_TOL, NEAREST_NEIGHBOUR_OFFSETS, NewtonResult, newton_cg_covsel
+
+#: What GaussianMaxLikelihood's default took on L L^T's 13-point pattern, n = 1000
+#: (benchmarks/results/gaussian_wide_stencil.txt): the figures of the wide-stencil CostWarning.
+WIDE_STENCIL_COST = "0.41 s at p = 900, 3.9 s at p = 2500, 120 s at p = 3600 and more than 300 s at p = 4900 and 6084"
 
 __all__ = [
     "LapRefinement",
@@ -198,6 +205,7 @@ def sparse_max_likelihood(
         "torus" if lattice is not None else "chordal",
     )
     threshold = None if decrement_tol is None else decrement_tol * q / n_div
+    warned = max_time is None and _warn_wide_stencil(lattice, pattern.p)
     result = newton_cg_covsel(
         pattern,
         s,
@@ -208,12 +216,30 @@ def sparse_max_likelihood(
         lattice=lattice,
         max_time=max_time,
         callback=callback,
+        warn_cost=not warned,
     )
     lower = max(dual_bound(pattern, s, result.Y), embedding_bound)
     if result.newton_dual is not None:
         lower = max(lower, dual_bound(pattern, s, result.newton_dual))
     log("certified gap %.4g (objective %.10g, bound %.10g)", result.objective - lower, result.objective, lower)
     return SparseFit(result, s, lower, embedding_bound, start, f0, lattice is not None)
+
+
+def _warn_wide_stencil(lattice, p):
+    """Say before the Newton steps what they may cost on a stencil wider than nearest neighbours
+    (a :class:`~skmrf.exceptions.CostWarning`); True if it warned."""
+    if lattice is None or lattice.n_offsets <= NEAREST_NEIGHBOUR_OFFSETS or p <= WIDE_STENCIL_WARN_P:
+        return False
+    warn(
+        f"GaussianMaxLikelihood: the pattern is a {2 * lattice.n_offsets - 1}-point stencil on a "
+        f"{lattice.shape[0]} x {lattice.shape[1]} grid, wider than nearest neighbours, where the "
+        "stationary-torus preconditioner of the Newton systems fits poorly and the cost grows much faster "
+        "than p: on the 13-point pattern of L L^T (L the 5-point Laplacian, n = 1000) the fit took "
+        f"{WIDE_STENCIL_COST}, against 0.40 s at p = 6084 on the 5-point lattice. Pass max_time (seconds) "
+        "to stop at a certified duality gap (duality_gap_ reports it), or a larger decrement_tol.",
+        CostWarning,
+    )
+    return True
 
 
 class LapRefinement(NamedTuple):

@@ -59,11 +59,13 @@ def test_thread_sites_keep_their_workers_in_a_daemonic_process():
     assert processes == 1
 
 
-def test_an_outer_backend_wins_over_the_thread_preference():
+def test_the_thread_preference_keeps_the_users_configuration():
     with parallel_config(backend="sequential"):
         assert workers_for(2, 1e12, 10, prefer="threads") == 1
     with parallel_config(backend="threading", n_jobs=3):
         assert workers_for(None, 1e12, 10, prefer="threads") == 3
+    with parallel_config(n_jobs=2):
+        assert workers_for(None, 1e12, 10, prefer="threads") == 2  # the user's n_jobs holds for threads
 
 
 def test_parallel_or_serial_makes_no_pool_for_one_worker():

@@ -16,6 +16,7 @@ so that none is left computing or waiting (:func:`parallel_or_serial`).
 from __future__ import annotations
 
 from contextlib import contextmanager, nullcontext
+from multiprocessing import current_process
 
 from joblib import effective_n_jobs, parallel_config
 from joblib.externals.loky import reusable_executor
@@ -38,10 +39,10 @@ def workers_for(n_jobs, work, min_work_per_worker, prefer=None):
     min_work_per_worker : float
         The work each worker needs to pay for its share of the pool; 0 caps nothing.
     prefer : {"threads", "processes"} or None
-        The backend preference the call site gives :func:`parallel_or_serial`, so ``n_jobs``
-        is resolved by the backend that will run the work: in a daemonic process (a
-        multiprocessing worker) joblib's default process backend resolves any ``n_jobs`` to 1,
-        the thread backend does not.
+        The backend preference the call site gives :func:`parallel_or_serial`. In a daemonic
+        process (a multiprocessing worker) joblib's default process backend resolves any
+        ``n_jobs`` to 1; with ``"threads"`` it is resolved by the thread backend there, which
+        runs.
 
     Returns
     -------
@@ -50,8 +51,12 @@ def workers_for(n_jobs, work, min_work_per_worker, prefer=None):
         ``2 * min_work_per_worker``, so small problems run serially whatever ``n_jobs`` or
         the backend (a Dask cluster included).
     """
-    with parallel_config(prefer=prefer):  # an outer backend set by the user still wins
-        n = effective_n_jobs(n_jobs)
+    n = effective_n_jobs(n_jobs)
+    if n == 1 and prefer == "threads" and current_process().daemon:
+        # joblib's process backend answers 1 in a daemonic process, threads run there. (Not
+        # parallel_config(prefer="threads"): joblib then drops a configured n_jobs.)
+        with parallel_config(backend="threading"):
+            n = effective_n_jobs(n_jobs)
     if n <= 1 or min_work_per_worker <= 0:
         return max(1, n)
     return int(max(1, min(n, work // min_work_per_worker)))

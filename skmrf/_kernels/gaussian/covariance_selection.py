@@ -205,7 +205,11 @@ def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, callback
         If a neighbourhood system is singular.
     """
     p = S.shape[0]
-    W = S.copy() if W0 is None else W0.copy()
+    # Writing column i touches one entry of every row: rows whose stride is a power of two share
+    # cache sets, and at p = 4096 a sweep took 0.34 s instead of 0.14. Rows padded to an odd number
+    # of 64-byte lines apart take every set in turn (the same arithmetic, bit for bit).
+    W = np.empty((p, p + (8 - p) % 16))[:, :p]
+    W[...] = S if W0 is None else W0
     scale = float(np.max(np.diag(S)))
     change = np.inf
     n_iter = 0
@@ -228,4 +232,4 @@ def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, callback
             callback(n_iter, change=change)
         if change <= tol:
             break
-    return _precision_from_regressions(S, W, neighbours), W, n_iter, change
+    return _precision_from_regressions(S, W, neighbours), np.ascontiguousarray(W), n_iter, change

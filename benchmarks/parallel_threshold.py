@@ -204,8 +204,8 @@ def measure(module, fit, repeat, budget):
     calls = []
     real = _parallel.workers_for
 
-    def recording(n_jobs, work, min_work_per_worker):
-        out = real(n_jobs, work, min_work_per_worker)
+    def recording(n_jobs, work, min_work_per_worker, **kwargs):
+        out = real(n_jobs, work, min_work_per_worker, **kwargs)
         calls.append((n_jobs, work, out))
         return out
 

@@ -246,9 +246,10 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _BaseGaussianMRF):
     leave many CG iterations per step. A :class:`~skmrf.exceptions.CostWarning`
     says so: before the Newton steps on a lattice stencil wider than nearest
     neighbours above 2500 variables (on ``L L^T`` the default took 3.9 s at
-    p = 2500, 120 s at 3600, more than 300 s at 4900), else with the seconds an iteration costs the first time a Newton
-    system reaches the cap of 250 iterations; ``max_time`` then bounds the work
-    and ``duality_gap_`` says how far the estimate is from the optimum.
+    p = 2500, 120 s at 3600, more than 300 s at 4900), else with the seconds
+    an iteration costs the first time a Newton system reaches the cap of 250
+    iterations; ``max_time`` then bounds the work and ``duality_gap_`` says
+    how far the estimate is from the optimum.
 
     Statistical precision: twice the log-likelihood ratio of the estimate
     and the truth is about ``chi^2_q``, so the objective ``f`` (``-2 / n``

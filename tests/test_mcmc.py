@@ -2,9 +2,11 @@ import itertools
 import math
 import re
 from functools import partial
+from unittest.mock import patch
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import logsumexp
 from sklearn.exceptions import ConvergenceWarning
@@ -20,7 +22,7 @@ from skmrf import (
 )
 from skmrf._data import Rows
 from skmrf._kernels.mcmc.adaptive import fit_adaptive
-from skmrf._kernels.mcmc.chains import pairwise_positions
+from skmrf._kernels.mcmc.chains import CHAIN_BLOCK, _chain_sums, _fisher_solver, pairwise_positions
 from skmrf._kernels.mcmc.constraint import constraint_set
 from skmrf._kernels.mcmc.defaults import (
     ADAPTIVE_AVERAGE,
@@ -388,6 +390,36 @@ def test_natural_steps_reach_the_box_optimum():
     assert np.abs(est.ising_couplings_).max() <= 0.125 + 1e-12
     assert np.sum(np.abs(ref[9:]) >= 0.5 - 1e-9) >= 3  # the box binds on the theta scale (4 beta)
     assert np.linalg.norm(est.theta_ - ref) / np.linalg.norm(ref) < 0.03
+
+
+def test_the_dense_natural_step_solves_the_shrunk_fisher_system():
+    # The dense path factorises float32 counts; its solve must match float64 algebra on the same
+    # features. Tolerance: the system's condition number (<= 1 / damping = 100 times its largest
+    # eigenvalue, <= n) times float64 rounding, far below 1e-10.
+    rng = np.random.default_rng(0)
+    T = sp.csr_matrix((rng.random((4096, 300)) < 0.3).astype(np.float64))
+    g = rng.standard_normal(300)
+    D = T.toarray()
+    m, mu = D.shape[0], D.mean(axis=0)
+    rho = 300 / m
+    F = (1 - rho) * np.cov(D.T, bias=True) + np.diag(rho * np.maximum(mu * (1 - mu), 1 / m) + 1e-2)
+    expected = np.linalg.solve(F, g)
+    np.testing.assert_allclose(_fisher_solver(T, 1e-2)(g), expected, rtol=1e-10, atol=1e-10 * np.abs(expected).max())
+    with patch("skmrf._kernels.mcmc.chains.NATURAL_DENSE_MAX", 0):  # the loose conjugate-gradient path
+        loose = _fisher_solver(T, 1e-2)(g)
+    # CG stops at a relative residual of NATURAL_CG_RTOL = 1e-2; the error is at most cond(F) times it.
+    assert 0 < np.linalg.norm(loose - expected) <= 1e-2 * np.linalg.cond(F) * np.linalg.norm(expected)
+
+
+def test_binary_chain_sums_are_exact_counts():
+    # The pair sums are accumulated in the chains' float32: exact integers below 2^24.
+    rng = np.random.default_rng(1)
+    S = (rng.random((20, CHAIN_BLOCK)) < 0.5).astype(np.float32)
+    pi, pj = np.array([0, 3, 5, 19]), np.array([1, 4, 18, 2])
+    sum_s, sum_ss = _chain_sums(S, np.arange(20), (pi, pj))
+    S64 = S.astype(np.int64)
+    np.testing.assert_array_equal(sum_ss, (S64[pi] * S64[pj]).sum(axis=1))
+    np.testing.assert_array_equal(sum_s, S64.sum(axis=1))
 
 
 @pytest.mark.parametrize("n_states", [2, 3])

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import cho_factor, cho_solve
 
 from ..._solvers.cg import conjugate_gradient
 from ..._utils._budgets import CHAIN_BLOCK, MCMC_MIN_WORK_PER_WORKER
@@ -40,6 +41,9 @@ NATURAL_CG_RTOL = 1e-2
 NATURAL_MAX_STEP = 1.0
 #: Steps between rebuilds of the natural step's covariance from the chains (the most costly part).
 NATURAL_REFRESH = 10
+#: Up to this many free parameters the natural step factorises the dense Fisher matrix at each
+#: rebuild and solves exactly; above it, conjugate gradients on the sparse features.
+NATURAL_DENSE_MAX = 1024
 #: Chains the natural step's covariance is measured on (the first ones): three per parameter,
 #: at least NATURAL_FISHER_MIN_CHAINS and at most NATURAL_FISHER_CHAINS. Any fixed preconditioner
 #: keeps the fixed point, and the cap keeps the step's cost independent of the number of chains;
@@ -89,7 +93,9 @@ def _chain_sums(S, order, edge_rows, chunk=1 << 22):
     step = max(1, chunk // max(S.shape[1], 1))
     for a in range(0, len(pi), step):
         b = slice(a, a + step)
-        sum_ss[b] = np.einsum("em,em->e", S[pi[b]], S[pj[b]], dtype=np.float64)
+        # 0/1 products: their sums are integers, exact in S's float32 while below 2^24 chains.
+        dtype = np.result_type(S.dtype, np.float32) if S.shape[1] < 1 << 24 else np.float64
+        sum_ss[b] = np.einsum("em,em->e", S[pi[b]], S[pj[b]], dtype=dtype)
     return sum_s, sum_ss
 
 
@@ -125,6 +131,31 @@ def indicator_matrix(layout, S):
         cols.append(c[keep])
     rows, cols = np.concatenate(rows), np.concatenate(cols)
     return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(S), layout.n_params))
+
+
+def _fisher_solver(T, damping):
+    """``g -> (F + damping I)^{-1} g`` for the shrunk Fisher matrix ``F`` of the 0/1 features ``T``
+    (:meth:`Chains.natural_step`): a diagonal, a dense Cholesky factor, or conjugate gradients."""
+    m, mu = T.shape[0], np.asarray(T.mean(axis=0)).ravel()
+    rho = min(1.0, T.shape[1] / m)
+    diagonal = rho * np.maximum(mu * (1 - mu), 1.0 / m) + damping
+    if rho == 1.0:
+        return lambda g: g / diagonal
+    if T.shape[1] <= NATURAL_DENSE_MAX:
+        # 0/1 features: T^T T holds counts below 2^24 (m <= NATURAL_FISHER_CHAINS), exact in float32.
+        D = T.toarray().astype(np.float32)
+        F = (D.T @ D).astype(np.float64) / m - np.outer(mu, mu)
+        F *= 1 - rho
+        F[np.diag_indices_from(F)] += diagonal
+        factor = cho_factor(F, lower=True, check_finite=False)
+        return lambda g: cho_solve(factor, g, check_finite=False)
+    # Loose by design: any positive-definite approximation of the Newton step keeps the fixed point.
+    return lambda g: conjugate_gradient(
+        lambda v: (1 - rho) * (T.T @ (T @ v) / m - mu * (mu @ v)) + diagonal * v,
+        g,
+        rtol=NATURAL_CG_RTOL,
+        max_iter=NATURAL_CG_ITER,
+    )[0]
 
 
 def largest_covariance_eigenvalue(T, n_iter=50, seed=0):
@@ -187,6 +218,7 @@ class Chains:
             self.positions = pairwise_positions(layout)
         self.pool, self.block = None, block
         self.features, self.calls = None, 0  # the natural step's feature matrix, and its age
+        self.solver = None  # solves with its Fisher matrix, keyed by the free features and damping
 
     def _start(self, kernel, m, rng):
         if self.init == "data":
@@ -237,31 +269,21 @@ class Chains:
         3 n_params))`` chains (``M`` below) and shrunk towards its diagonal: ``F = (1 - rho) C
         + rho D`` with ``C`` the chains' covariance, ``D`` its diagonal ``p (1 - p)`` (floored
         at ``1 / M``) and ``rho = min(1, n_free / M)``, since ``M`` chains give ``C`` a rank
-        below ``M``; with ``rho = 1`` the step is diagonal. It is solved by conjugate
-        gradients. Features outside ``free`` (active bounds) take the plain gradient step, as
+        below ``M``; with ``rho = 1`` the step is diagonal. It is solved exactly by a dense
+        Cholesky factor up to ``NATURAL_DENSE_MAX`` free features, loosely by conjugate
+        gradients above. Features outside ``free`` (active bounds) take the plain gradient step, as
         in Bertsekas' two-metric projection, so the projected iteration keeps the constrained
         optimum as its fixed point.
         """
         if self.calls % NATURAL_REFRESH == 0 or self.features is None:
             # Any fixed positive-definite preconditioner keeps the fixed point: refreshed now and then.
             limit = min(NATURAL_FISHER_CHAINS, max(NATURAL_FISHER_MIN_CHAINS, 3 * self.layout.n_params))
-            self.features = indicator_matrix(self.layout, self.states(limit))
+            self.features, self.solver = indicator_matrix(self.layout, self.states(limit)), None
         self.calls += 1
-        T = self.features if free.all() else self.features[:, free]
-        m, mu = T.shape[0], np.asarray(T.mean(axis=0)).ravel()
-        rho = min(1.0, T.shape[1] / m)
-        diagonal = rho * np.maximum(mu * (1 - mu), 1.0 / m) + damping
-        g = gradient[free]
-        if rho == 1.0:
-            s = g / diagonal
-        else:
-            # Loose by design: any positive-definite approximation of the Newton step keeps the fixed point.
-            s, _ = conjugate_gradient(
-                lambda v: (1 - rho) * (T.T @ (T @ v) / m - mu * (mu @ v)) + diagonal * v,
-                g,
-                rtol=NATURAL_CG_RTOL,
-                max_iter=NATURAL_CG_ITER,
-            )
+        key = (free.tobytes(), damping)
+        if self.solver is None or self.solver[0] != key:
+            self.solver = (key, _fisher_solver(self.features if free.all() else self.features[:, free], damping))
+        s = self.solver[1](gradient[free])
         out = gradient.copy()
         out[free] = s
         # A trust region: directions the chains barely see get steps of up to 1 / damping

@@ -42,7 +42,9 @@ NATURAL_MAX_STEP = 1.0
 #: Steps between rebuilds of the natural step's covariance from the chains (the most costly part).
 NATURAL_REFRESH = 10
 #: Up to this many free parameters the natural step factorises the dense Fisher matrix at each
-#: rebuild and solves exactly; above it, conjugate gradients on the sparse features.
+#: rebuild and solves exactly; above it, conjugate gradients on the sparse features. Measured with
+#: 200 steps: 1.5x faster on an 8 x 8 grid with 3 states (576), even on an 18 x 18 binary grid (936),
+#: grid12 (408) 2.4 s -> 1.7 s with the float32 pair sums.
 NATURAL_DENSE_MAX = 1024
 #: Chains the natural step's covariance is measured on (the first ones): three per parameter,
 #: at least NATURAL_FISHER_MIN_CHAINS and at most NATURAL_FISHER_CHAINS. Any fixed preconditioner

@@ -13,6 +13,7 @@ import networkx as nx
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning
 
 from skmrf import GaussianLAP, GaussianMaxLikelihood
 from skmrf._kernels.gaussian.chordal import ChordalPattern, likelihood_start, pattern_covariance
@@ -167,6 +168,33 @@ def test_auto_uses_the_sparse_solver_above_the_dense_limit(monkeypatch):
     assert est.solver_ == "sparse"
     with pytest.raises(ValueError, match="solver='sparse'"):
         GaussianMaxLikelihood(graph, solver="regression").fit(X)
+
+
+def test_auto_takes_the_regression_solver_where_the_embedding_is_nearly_dense(monkeypatch):
+    # The rule of AUTO_REGRESSION_*, moved down to 40 variables: a random pattern's chordal embedding
+    # stores most of the lower triangle, a lattice's does not. The regression fit is certified
+    # (its dense working covariance gives the bound) and lands where the sparse solver does.
+    import skmrf._kernels.gaussian.max_likelihood as kernel
+
+    monkeypatch.setattr(kernel, "AUTO_REGRESSION_MIN_FEATURES", 40)
+    monkeypatch.setattr(GaussianMaxLikelihood, "AUTO_NEWTON_MAX_UNKNOWNS", 50)
+    rng = np.random.default_rng(3)
+    upper = np.triu(rng.random((40, 40)) < 0.1, 1)
+    graph = nx.from_numpy_array((upper | upper.T).astype(int))
+    X = rng.standard_normal((400, 40))
+    auto = GaussianMaxLikelihood(graph).fit(X)
+    sparse = GaussianMaxLikelihood(graph, solver="sparse", decrement_tol=None).fit(X)
+    assert auto.solver_ == "regression" and auto.duality_gap_ <= 1e-8
+    # Both at tol = 1e-10 in standardised units (well conditioned: independent columns): 1e-8 apart.
+    dense = [m.toarray() if sp.issparse(m) else m for m in (auto.precision_, sparse.precision_)]
+    np.testing.assert_allclose(*dense, atol=1e-8)
+    # max_time stops the regression solver after a sweep, certified and warned.
+    with pytest.warns(ConvergenceWarning, match="certified duality gap"):
+        stopped = GaussianMaxLikelihood(graph, max_time=1e-9).fit(X)
+    assert stopped.solver_ == "regression" and stopped.n_iter_ == 1 and np.isfinite(stopped.duality_gap_)
+    # A lattice's embedding is sparse (0.07 of the lower triangle at 32 x 32, less on larger lattices).
+    lattice = grid_graph(32, 32)
+    assert GaussianMaxLikelihood(lattice).fit(_data(lattice, 300, seed=4)).solver_ == "sparse"
 
 
 @pytest.mark.slow

@@ -8,6 +8,8 @@ algorithm of Hastie, Tibshirani & Friedman (:func:`regression_covsel`).
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.linalg as sla
 
@@ -164,7 +166,7 @@ def _precision_from_regressions(S, W, neighbours):
     return 0.5 * (Theta + Theta.T)
 
 
-def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, callback=None):
+def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, max_time=None, callback=None):
     """Maximum-likelihood precision by the modified regression algorithm.
 
     Hastie, Tibshirani & Friedman (2009), Algorithm 17.1: cycle over the
@@ -185,6 +187,8 @@ def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, callback
         Stop when a sweep changes no entry of ``W`` by more than ``tol * max S_ii``.
     max_iter : int, default=1000
         Maximum sweeps.
+    max_time : float, optional
+        Stop after the first sweep that ends more than this many seconds after the first began.
     callback : callable, optional
         ``callback(n_iter, change=...)`` once per sweep.
 
@@ -213,6 +217,7 @@ def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, callback
     scale = float(np.max(np.diag(S)))
     change = np.inf
     n_iter = 0
+    deadline = None if max_time is None else time.perf_counter() + max_time
     for n_iter in range(1, max_iter + 1):
         change = 0.0
         for i in range(p):
@@ -230,6 +235,6 @@ def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, callback
         change /= scale
         if callback is not None:
             callback(n_iter, change=change)
-        if change <= tol:
+        if change <= tol or (deadline is not None and time.perf_counter() > deadline):
             break
     return _precision_from_regressions(S, W, neighbours), np.ascontiguousarray(W), n_iter, change

@@ -35,10 +35,19 @@ __all__ = [
     "pattern_unknowns",
 ]
 
-#: The regression solver's estimate is certified (a chordal embedding and a completion) up to this
-#: many variables: cheap next to dense Newton's q x q Hessian, not next to one regression sweep on a
-#: large graph with much fill.
-REGRESSION_CERTIFY_MAX_FEATURES = 2000
+
+#: ``solver="auto"`` (above dense Newton's range) takes the regression solver where the chordal
+#: embedding is dense in all but name: it stores at least this share of the lower triangle, on this
+#: many variables. Measured (benchmarks/results/gaussian_solver_choice.txt, one BLAS thread, n =
+#: 1000): on Erdos-Renyi patterns of mean degree 4 (embedding density 0.12-0.15 from p = 2500) the
+#: regression solver took 5.7, 13.9 and 39.4 s at p = 2500, 3600 and 6084, the sparse one 6.6, 15.6
+#: and 71.5 s; at p = 1024 (density 0.20) 1.08 s against 0.61 s. Lattices store less (the 13-point
+#: pattern 0.03-0.06 from p = 2500, the 5-point 0.016-0.034), and there the regression solver
+#: is far slower (the 13-point: not converged in 200 sweeps, 12.8-80 s). The upper limit keeps its
+#: four dense p x p matrices within 2 GiB.
+AUTO_REGRESSION_MIN_DENSITY = 0.1
+AUTO_REGRESSION_MIN_FEATURES = 2500
+AUTO_REGRESSION_MAX_FEATURES = 8192
 
 
 class CovarianceSelectionFit(NamedTuple):
@@ -207,9 +216,10 @@ def fit_covariance_selection(
         The pattern (no diagonal).
     n_div : float
         The number of rows (or the sum of the weights).
-    solver : {"sparse", "newton", "regression"}
-        The solver; ``chordal=True`` turns ``"sparse"`` or ``"newton"`` into the closed form on a
-        chordal pattern.
+    solver : {"auto", "sparse", "newton", "regression"}
+        The solver; ``chordal=True`` turns ``"sparse"``, ``"newton"`` or ``"auto"`` into the closed
+        form on a chordal pattern. ``"auto"`` (with ``chordal=True``): the regression solver where the
+        chordal embedding is nearly dense (:func:`_dense_embedding`), else ``"sparse"``.
     chordal : bool
         Whether to look for a chordal pattern (and build the chordal embedding first).
     shrinkage, mu : float
@@ -240,13 +250,24 @@ def fit_covariance_selection(
         log("chordal embedding: %d entries on the pattern, %d fill", len(rows), pattern.n_fill)
         if pattern.chordal:
             solver = "chordal"
+    if solver == "auto":
+        solver = "regression" if _dense_embedding(pattern) else "sparse"
     run.solver = solver
     if solver in ("chordal", "sparse"):
         return _fit_sparse(run, pattern, max_time, max_stored)
-    return _fit_dense(run, rows, cols, pattern)
+    return _fit_dense(run, rows, cols, pattern, max_time)
 
 
-def _fit_dense(run, rows, cols, pattern=None):
+def _dense_embedding(pattern):
+    """Whether ``solver="auto"`` takes the regression solver: the chordal embedding stores at least
+    :data:`AUTO_REGRESSION_MIN_DENSITY` of the lower triangle, on :data:`AUTO_REGRESSION_MIN_FEATURES`
+    to :data:`AUTO_REGRESSION_MAX_FEATURES` variables."""
+    p = pattern.p
+    density = pattern.n_stored / (p * (p + 1) / 2)
+    return AUTO_REGRESSION_MIN_FEATURES <= p <= AUTO_REGRESSION_MAX_FEATURES and density >= AUTO_REGRESSION_MIN_DENSITY
+
+
+def _fit_dense(run, rows, cols, pattern=None, max_time=None):
     """Dense Newton or the regression solver on the dense sample covariance (``pattern``: the chordal
     embedding when the caller built one, for the certificate)."""
     p = run.data.shape[0]
@@ -259,14 +280,18 @@ def _fit_dense(run, rows, cols, pattern=None):
     if run.solver == "newton":
         Theta, covariance, resid = _newton(run, S, rows, cols)
     else:
-        Theta, covariance, resid = _regression(run, S)
-    is_pd = logdet_spd_dense(Theta)[0]
-    certify = is_pd and (run.solver == "newton" or p <= REGRESSION_CERTIFY_MAX_FEATURES)
-    if certify and pattern is None:
-        pattern = ChordalPattern(cols, rows, p)
-    bounds = _certificate(S[cols, rows], Theta[cols, rows], pattern if certify else None)
-    run.check_solution(S, np.diag(Theta), np.diag(S), resid, is_pd)
+        Theta, W, resid = _regression(run, S, max_time)
+        covariance = None
     is_pd, logdet = logdet_spd_dense(Theta)
+    if not is_pd:
+        bounds = (np.nan, -np.inf, np.nan)
+    elif run.solver == "newton":
+        bounds = _certificate(
+            S[cols, rows], Theta[cols, rows], ChordalPattern(cols, rows, p) if pattern is None else pattern
+        )
+    else:
+        bounds = _dense_certificate(S, Theta, logdet, W, rows, cols)
+    run.check_solution(S, np.diag(Theta), np.diag(S), resid, is_pd)
     precision = assemble_symmetric(rows, cols, Theta[rows, cols], p)
     return precision, _info(run, resid, is_pd, logdet, covariance, *bounds, -np.inf, [])
 
@@ -311,20 +336,36 @@ def _newton(run, S, rows, cols):
     return Theta, 0.5 * (W + W.T), resid
 
 
-def _regression(run, S):
-    """The modified regression algorithm; return ``(Theta, None, residual)``."""
+def _regression(run, S, max_time):
+    """The modified regression algorithm; return ``(Theta, W, residual)`` (``W`` its working covariance)."""
     adj = run.adjacency
     neighbours = [adj.indices[adj.indptr[i] : adj.indptr[i + 1]] for i in range(S.shape[0])]
     try:
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            Theta, _, run.n_iter, resid = regression_covsel(
-                S, neighbours, tol=run.tol, max_iter=run.max_iter, callback=run.callback
+            Theta, W, run.n_iter, resid = regression_covsel(
+                S, neighbours, tol=run.tol, max_iter=run.max_iter, max_time=max_time, callback=run.callback
             )
     except np.linalg.LinAlgError:
         run.fail(S, "the regression solver met a singular neighbourhood system")
     if not (np.all(np.isfinite(Theta)) and np.isfinite(resid)):
         run.fail(S, "the regression solver diverged")
-    return Theta, None, resid
+    return Theta, W, resid
+
+
+def _dense_certificate(S, Theta, logdet, W, rows, cols):
+    """``(objective, lower_bound, duality_gap)`` of the regression solver's ``Theta`` (``log det`` given)
+    from its working covariance ``W``: ``W`` with ``S`` put back on the pattern, when positive definite,
+    is a completion of ``S`` and gives the bound ``p + log det`` of :func:`.chordal.dual_bound` (``W``
+    is overwritten). One dense Cholesky factorisation: the certificate at any ``p`` the dense solver
+    runs at, where the chordal embedding's fill can cost more than the solve.
+    """
+    weight = np.where(rows == cols, 1.0, 2.0)
+    objective = -logdet + float(np.dot(weight * S[cols, rows], Theta[cols, rows]))
+    W[rows, cols] = S[rows, cols]
+    W[cols, rows] = S[cols, rows]
+    is_pd, logdet = logdet_spd_dense(W)
+    lower_bound = S.shape[0] + logdet if is_pd else -np.inf
+    return objective, lower_bound, objective - lower_bound
 
 
 def _certificate(s, x, pattern, Y=None, lower_bound=-np.inf):

@@ -76,8 +76,11 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _BaseGaussianMRF):
         problems, slow on ill-conditioned ones such as lattice Laplacians).
         The dense solvers refuse more than 20,000 variables.
         ``"auto"``: the closed form on chordal patterns, ``"newton"`` when
-        ``q <= 300``, else ``"sparse"`` (measured: the fastest, or within
-        1.3x of it, on lattice and random patterns from 50 to 6084 variables).
+        ``q <= 300``, ``"regression"`` from 2500 to 8192 variables when the
+        chordal embedding stores at least a tenth of the lower triangle
+        (random graphs, not lattices), else ``"sparse"`` (measured:
+        the fastest, or within 1.2x of it, on lattice and random patterns
+        from 50 to 6084 variables; ``solver_`` says which ran).
 
     max_iter : int, default=200
         Maximum Newton iterations or regression sweeps.
@@ -103,7 +106,8 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _BaseGaussianMRF):
     max_time : float or None, default=None
         Sparse solver: stop at the first Newton iterate reached more than
         this many seconds after the iterations began (a CG solve is cut short
-        to end near the limit too), with a
+        to end near the limit too); regression solver: after the first sweep
+        that ends past it. Either with a
         :class:`~sklearn.exceptions.ConvergenceWarning` quoting the certified
         ``duality_gap_`` unless a stopping rule was met. None: no limit.
 
@@ -344,9 +348,9 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _BaseGaussianMRF):
     def _choose_solver(self, q, p):
         """The solver for ``q`` unknowns on ``p`` variables; raise when a dense problem is too large."""
         solver = self.solver
-        if solver == "auto":
-            solver = "newton" if q <= self.AUTO_NEWTON_MAX_UNKNOWNS else "sparse"
-        if solver == "sparse":
+        if solver == "auto" and q <= self.AUTO_NEWTON_MAX_UNKNOWNS:
+            return "newton"
+        if solver in ("auto", "sparse"):  # "auto": the kernel picks sparse or regression from the embedding
             return solver
         if solver == "newton" and q > self.NEWTON_MAX_UNKNOWNS:
             raise ValueError(

@@ -192,9 +192,12 @@ def test_auto_takes_the_regression_solver_where_the_embedding_is_nearly_dense(mo
     with pytest.warns(ConvergenceWarning, match="certified duality gap"):
         stopped = GaussianMaxLikelihood(graph, max_time=1e-9).fit(X)
     assert stopped.solver_ == "regression" and stopped.n_iter_ == 1 and np.isfinite(stopped.duality_gap_)
-    # A lattice's embedding is sparse (0.07 of the lower triangle at 32 x 32, less on larger lattices).
-    lattice = grid_graph(32, 32)
+    # A lattice keeps the sparse solver, however dense its embedding (at 7 x 7 most of the triangle),
+    # and so does a p above the estimator's dense limit.
+    lattice = grid_graph(7, 7)
     assert GaussianMaxLikelihood(lattice).fit(_data(lattice, 300, seed=4)).solver_ == "sparse"
+    monkeypatch.setattr(GaussianMaxLikelihood, "DENSE_MAX_FEATURES", 39)
+    assert GaussianMaxLikelihood(graph).fit(X).solver_ == "sparse"
 
 
 @pytest.mark.slow

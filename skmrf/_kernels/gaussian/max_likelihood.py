@@ -23,6 +23,7 @@ from ..._solvers.spd import logdet_spd, logdet_spd_dense
 from .chordal import ChordalPattern, chordal_max_likelihood, dual_bound
 from .covariance_selection import newton_covsel, regression_covsel
 from .lap import _SINGULAR_RTOL, LapPlan, assemble_symmetric, lap_from_covariance, lap_from_data, pattern_unknowns
+from .lattice import detect_lattice
 from .sparse_ml import sparse_max_likelihood
 
 __all__ = [
@@ -43,8 +44,9 @@ __all__ = [
 #: regression solver took 5.7, 13.9 and 39.4 s at p = 2500, 3600 and 6084, the sparse one 6.6, 15.6
 #: and 71.5 s; at p = 1024 (density 0.20) 1.08 s against 0.61 s. Lattices store less (the 13-point
 #: pattern 0.03-0.06 from p = 2500, the 5-point 0.016-0.034), and there the regression solver
-#: is far slower (the 13-point: not converged in 200 sweeps, 12.8-80 s). The upper limit keeps its
-#: four dense p x p matrices within 2 GiB.
+#: is far slower (the 13-point: not converged in 200 sweeps, 12.8-80 s); a recognised lattice keeps
+#: the sparse solver whatever its density. The upper limit keeps the regression solver's peak of
+#: about five dense p x p matrices near 2.5 GiB.
 AUTO_REGRESSION_MIN_DENSITY = 0.1
 AUTO_REGRESSION_MIN_FEATURES = 2500
 AUTO_REGRESSION_MAX_FEATURES = 8192
@@ -244,6 +246,8 @@ def fit_covariance_selection(
     rows, cols = pattern_unknowns(adjacency)
     run = _Run(data, adjacency, len(rows), n_div, shrinkage, mu, tol, max_iter, decrement_tol, log, callback)
     pattern = None
+    if solver == "auto" and not chordal:
+        raise ValueError("solver='auto' reads the chordal embedding: pass chordal=True.")
     if chordal:
         # cols >= rows: the lower triangle, as the chordal embedding stores it.
         pattern = ChordalPattern(cols, rows, p)
@@ -261,10 +265,14 @@ def fit_covariance_selection(
 def _dense_embedding(pattern):
     """Whether ``solver="auto"`` takes the regression solver: the chordal embedding stores at least
     :data:`AUTO_REGRESSION_MIN_DENSITY` of the lower triangle, on :data:`AUTO_REGRESSION_MIN_FEATURES`
-    to :data:`AUTO_REGRESSION_MAX_FEATURES` variables."""
+    to :data:`AUTO_REGRESSION_MAX_FEATURES` variables, and the pattern is no stencil on a grid (the
+    regression solver converges slowly on lattices, and the sparse solver's torus preconditioner
+    and cost warning are for them)."""
     p = pattern.p
-    density = pattern.n_stored / (p * (p + 1) / 2)
-    return AUTO_REGRESSION_MIN_FEATURES <= p <= AUTO_REGRESSION_MAX_FEATURES and density >= AUTO_REGRESSION_MIN_DENSITY
+    if not AUTO_REGRESSION_MIN_FEATURES <= p <= AUTO_REGRESSION_MAX_FEATURES:
+        return False
+    dense = pattern.n_stored / (p * (p + 1) / 2) >= AUTO_REGRESSION_MIN_DENSITY
+    return dense and detect_lattice(pattern.rows, pattern.cols, p) is None
 
 
 def _fit_dense(run, rows, cols, pattern=None, max_time=None):

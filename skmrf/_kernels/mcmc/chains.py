@@ -135,19 +135,25 @@ def indicator_matrix(layout, S):
     return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(S), layout.n_params))
 
 
-def _fisher_solver(T, damping):
+def _feature_covariance(T):
+    """The covariance of the rows of the 0/1 features ``T`` (dense). ``T^T T`` holds counts below
+    ``2^24`` (``m <= NATURAL_FISHER_CHAINS`` rows), exact in float32."""
+    m, mu = T.shape[0], np.asarray(T.mean(axis=0)).ravel()
+    D = T.toarray().astype(np.float32)
+    return (D.T @ D).astype(np.float64) / m - np.outer(mu, mu)
+
+
+def _fisher_solver(T, damping, covariance=None):
     """``g -> (F + damping I)^{-1} g`` for the shrunk Fisher matrix ``F`` of the 0/1 features ``T``
-    (:meth:`Chains.natural_step`): a diagonal, a dense Cholesky factor, or conjugate gradients."""
+    (:meth:`Chains.natural_step`): a diagonal, a dense Cholesky factor, or conjugate gradients.
+    ``covariance``: the covariance of ``T``'s columns when known (:func:`_feature_covariance`)."""
     m, mu = T.shape[0], np.asarray(T.mean(axis=0)).ravel()
     rho = min(1.0, T.shape[1] / m)
     diagonal = rho * np.maximum(mu * (1 - mu), 1.0 / m) + damping
     if rho == 1.0:
         return lambda g: g / diagonal
     if T.shape[1] <= NATURAL_DENSE_MAX:
-        # 0/1 features: T^T T holds counts below 2^24 (m <= NATURAL_FISHER_CHAINS), exact in float32.
-        D = T.toarray().astype(np.float32)
-        F = (D.T @ D).astype(np.float64) / m - np.outer(mu, mu)
-        F *= 1 - rho
+        F = (1 - rho) * (_feature_covariance(T) if covariance is None else covariance)
         F[np.diag_indices_from(F)] += diagonal
         factor = cho_factor(F, lower=True, check_finite=False)
         return lambda g: cho_solve(factor, g, check_finite=False)
@@ -221,6 +227,7 @@ class Chains:
         self.pool, self.block = None, block
         self.features, self.calls = None, 0  # the natural step's feature matrix, and its age
         self.solver = None  # solves with its Fisher matrix, keyed by the free features and damping
+        self.covariance = None  # the dense covariance of all the features, once per refresh
 
     def _start(self, kernel, m, rng):
         if self.init == "data":
@@ -281,10 +288,11 @@ class Chains:
             # Any fixed positive-definite preconditioner keeps the fixed point: refreshed now and then.
             limit = min(NATURAL_FISHER_CHAINS, max(NATURAL_FISHER_MIN_CHAINS, 3 * self.layout.n_params))
             self.features, self.solver = indicator_matrix(self.layout, self.states(limit)), None
+            self.covariance = None
         self.calls += 1
         key = (free.tobytes(), damping)
         if self.solver is None or self.solver[0] != key:
-            self.solver = (key, _fisher_solver(self.features if free.all() else self.features[:, free], damping))
+            self.solver = (key, self._fisher_solver(free, damping))
         s = self.solver[1](gradient[free])
         out = gradient.copy()
         out[free] = s
@@ -292,6 +300,17 @@ class Chains:
         # times the gradient; no parameter moves more than NATURAL_MAX_STEP at once.
         largest = np.abs(out).max(initial=0.0)
         return out * (NATURAL_MAX_STEP / largest) if largest > NATURAL_MAX_STEP else out
+
+    def _fisher_solver(self, free, damping):
+        """:func:`_fisher_solver` on the ``free`` features. A box constraint changes ``free`` from
+        step to step: the covariance of all the features is formed once per refresh, and each new
+        set of free features only takes its submatrix and a factorisation."""
+        T = self.features if free.all() else self.features[:, free]
+        if self.layout.n_params > NATURAL_DENSE_MAX:
+            return _fisher_solver(T, damping)
+        if self.covariance is None:
+            self.covariance = _feature_covariance(self.features)
+        return _fisher_solver(T, damping, self.covariance[np.ix_(free, free)])
 
     def __call__(self, theta):
         """``(mean features, variance of that mean)`` after ``n_sweeps`` sweeps under ``theta``.

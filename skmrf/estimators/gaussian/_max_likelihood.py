@@ -176,8 +176,7 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _BaseGaussianMRF):
     duality_gap_ : float or None
         ``objective_ - lower_bound_``: the estimate is at most this far from
         the optimum of ``f`` (twice the mean log-likelihood per row). Zero up to
-        rounding at the exact optimum; None when no bound could be computed
-        (or with the regression solver above 2000 variables).
+        rounding at the exact optimum; None when no bound could be computed.
 
     embedding_bound_ : float or None
         ``p - log det Theta_E``, ``Theta_E`` the maximum-likelihood precision on
@@ -263,10 +262,12 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _BaseGaussianMRF):
 
     Certified gap: every positive definite ``W`` equal to ``S`` on the pattern
     gives ``f(Theta) >= p + log det W`` for every feasible ``Theta``
-    (Fenchel's inequality for ``-log det``). ``W`` is the maximum-determinant
-    completion of ``S`` on the pattern and of ``inv(Theta)`` on the fill of the
-    embedding: one chordal completion, about the cost of a Cholesky
-    factorisation.
+    (Fenchel's inequality for ``-log det``). For the Newton solvers ``W`` is the
+    maximum-determinant completion of ``S`` on the pattern and of
+    ``inv(Theta)`` on the fill of the embedding: one chordal completion, about
+    the cost of a Cholesky factorisation. For the regression solver ``W`` is its
+    dense working covariance with ``S`` written back on the pattern: one dense
+    Cholesky factorisation.
 
     References
     ----------
@@ -350,7 +351,9 @@ class GaussianMaxLikelihood(GaussianStatisticsMixin, _BaseGaussianMRF):
         solver = self.solver
         if solver == "auto" and q <= self.AUTO_NEWTON_MAX_UNKNOWNS:
             return "newton"
-        if solver in ("auto", "sparse"):  # "auto": the kernel picks sparse or regression from the embedding
+        if solver == "auto":  # the kernel picks sparse or regression from the embedding, if dense is allowed
+            return "auto" if p <= self.DENSE_MAX_FEATURES else "sparse"
+        if solver == "sparse":
             return solver
         if solver == "newton" and q > self.NEWTON_MAX_UNKNOWNS:
             raise ValueError(

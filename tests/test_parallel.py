@@ -38,9 +38,12 @@ def test_workers_for_resolves_n_jobs_as_joblib_does():
 
 
 def _workers_in_a_daemon(conn):
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # joblib warns when it resolves loky's n_jobs in a daemon
-        conn.send((workers_for(2, 1e12, 10, prefer="threads"), workers_for(2, 1e12, 10)))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        threads = workers_for(2, 1e12, 10, prefer="threads")
+        thread_warnings = [str(w.message) for w in caught]
+        processes = workers_for(2, 1e12, 10)  # joblib rightly warns that its processes get n_jobs=1
+    conn.send((threads, processes, thread_warnings))
     conn.close()
 
 
@@ -53,10 +56,11 @@ def test_thread_sites_keep_their_workers_in_a_daemonic_process():
     parent, child = ctx.Pipe(duplex=False)
     proc = ctx.Process(target=_workers_in_a_daemon, args=(child,), daemon=True)
     proc.start()
-    threads, processes = parent.recv()
+    threads, processes, thread_warnings = parent.recv()
     proc.join()
     assert threads == 2
     assert processes == 1
+    assert thread_warnings == []  # joblib's "setting n_jobs=1" was emitted for threads that ran (stop 50)
 
 
 def test_the_thread_preference_keeps_the_users_configuration():

@@ -15,6 +15,7 @@ so that none is left computing or waiting (:func:`parallel_or_serial`).
 
 from __future__ import annotations
 
+import warnings
 from contextlib import contextmanager, nullcontext
 from multiprocessing import current_process
 
@@ -51,8 +52,12 @@ def workers_for(n_jobs, work, min_work_per_worker, prefer=None):
         ``2 * min_work_per_worker``, so small problems run serially whatever ``n_jobs`` or
         the backend (a Dask cluster included).
     """
-    n = effective_n_jobs(n_jobs)
-    if n == 1 and prefer == "threads" and current_process().daemon:
+    threads_in_daemon = prefer == "threads" and current_process().daemon
+    with warnings.catch_warnings():
+        if threads_in_daemon:  # joblib's "setting n_jobs=1" is about its processes, not these threads
+            warnings.filterwarnings("ignore", "Loky-backed parallel loops cannot be called", UserWarning)
+        n = effective_n_jobs(n_jobs)
+    if n == 1 and threads_in_daemon:
         # joblib's process backend answers 1 in a daemonic process, threads run there. (Not
         # parallel_config(prefer="threads"): joblib then drops a configured n_jobs.)
         with parallel_config(backend="threading"):

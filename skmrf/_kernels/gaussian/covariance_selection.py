@@ -197,7 +197,8 @@ def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, max_time
     Theta : ndarray of shape (p, p)
         Dense symmetric precision.
     W : ndarray of shape (p, p)
-        The working covariance (which approaches ``inv(Theta)`` at convergence).
+        The working covariance (which approaches ``inv(Theta)`` at convergence); a view of a
+        row-padded buffer, not C-contiguous.
     n_iter : int
         Sweeps run.
     change : float
@@ -237,4 +238,4 @@ def regression_covsel(S, neighbours, W0=None, tol=1e-10, max_iter=1000, max_time
             callback(n_iter, change=change)
         if change <= tol or (deadline is not None and time.perf_counter() > deadline):
             break
-    return _precision_from_regressions(S, W, neighbours), np.ascontiguousarray(W), n_iter, change
+    return _precision_from_regressions(S, W, neighbours), W, n_iter, change

@@ -93,10 +93,10 @@ def _chain_sums(S, order, edge_rows, chunk=1 << 22):
     sum_s = S.sum(axis=1, dtype=np.float64)[order]
     sum_ss = np.empty(len(pi))
     step = max(1, chunk // max(S.shape[1], 1))
+    # 0/1 products: their sums are integers, exact in S's float32 while below 2^24 chains.
+    dtype = np.result_type(S.dtype, np.float32) if S.shape[1] < 1 << 24 else np.float64
     for a in range(0, len(pi), step):
         b = slice(a, a + step)
-        # 0/1 products: their sums are integers, exact in S's float32 while below 2^24 chains.
-        dtype = np.result_type(S.dtype, np.float32) if S.shape[1] < 1 << 24 else np.float64
         sum_ss[b] = np.einsum("em,em->e", S[pi[b]], S[pj[b]], dtype=dtype)
     return sum_s, sum_ss
 
@@ -135,10 +135,14 @@ def indicator_matrix(layout, S):
     return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(S), layout.n_params))
 
 
-def _feature_covariance(T):
-    """The covariance of the rows of the 0/1 features ``T`` (dense). ``T^T T`` holds counts below
-    ``2^24`` (``m <= NATURAL_FISHER_CHAINS`` rows), exact in float32."""
-    m, mu = T.shape[0], np.asarray(T.mean(axis=0)).ravel()
+def _feature_mean(T):
+    return np.asarray(T.mean(axis=0)).ravel()
+
+
+def _feature_covariance(T, mu):
+    """The covariance of the rows of the 0/1 features ``T`` (dense; ``mu`` their mean). ``T^T T``
+    holds counts below ``2^24`` (``m <= NATURAL_FISHER_CHAINS`` rows), exact in float32."""
+    m = T.shape[0]
     D = T.toarray().astype(np.float32)
     return (D.T @ D).astype(np.float64) / m - np.outer(mu, mu)
 
@@ -147,13 +151,13 @@ def _fisher_solver(T, damping, covariance=None):
     """``g -> (F + damping I)^{-1} g`` for the shrunk Fisher matrix ``F`` of the 0/1 features ``T``
     (:meth:`Chains.natural_step`): a diagonal, a dense Cholesky factor, or conjugate gradients.
     ``covariance``: the covariance of ``T``'s columns when known (:func:`_feature_covariance`)."""
-    m, mu = T.shape[0], np.asarray(T.mean(axis=0)).ravel()
+    m, mu = T.shape[0], _feature_mean(T)
     rho = min(1.0, T.shape[1] / m)
     diagonal = rho * np.maximum(mu * (1 - mu), 1.0 / m) + damping
     if rho == 1.0:
         return lambda g: g / diagonal
     if T.shape[1] <= NATURAL_DENSE_MAX:
-        F = (1 - rho) * (_feature_covariance(T) if covariance is None else covariance)
+        F = (1 - rho) * (_feature_covariance(T, mu) if covariance is None else covariance)
         F[np.diag_indices_from(F)] += diagonal
         factor = cho_factor(F, lower=True, check_finite=False)
         return lambda g: cho_solve(factor, g, check_finite=False)
@@ -309,7 +313,7 @@ class Chains:
         if self.layout.n_params > NATURAL_DENSE_MAX:
             return _fisher_solver(T, damping)
         if self.covariance is None:
-            self.covariance = _feature_covariance(self.features)
+            self.covariance = _feature_covariance(self.features, _feature_mean(self.features))
         return _fisher_solver(T, damping, self.covariance[np.ix_(free, free)])
 
     def __call__(self, theta):

@@ -22,7 +22,16 @@ from skmrf import (
 )
 from skmrf._data import Rows
 from skmrf._kernels.mcmc.adaptive import fit_adaptive
-from skmrf._kernels.mcmc.chains import CHAIN_BLOCK, Chains, _chain_sums, _fisher_solver, pairwise_positions
+from skmrf._kernels.mcmc.chains import (
+    CHAIN_BLOCK,
+    Chains,
+    _chain_sums,
+    _feature_covariance,
+    _feature_mean,
+    _fisher_solver,
+    indicator_matrix,
+    pairwise_positions,
+)
 from skmrf._kernels.mcmc.constraint import constraint_set
 from skmrf._kernels.mcmc.defaults import (
     ADAPTIVE_AVERAGE,
@@ -425,6 +434,31 @@ def test_natural_steps_under_changing_free_sets_solve_their_own_systems():
         np.testing.assert_array_equal(step[free], _fisher_solver(chains.features[:, free], 1e-2)(g[free]))
         np.testing.assert_array_equal(step[~free], g[~free])  # the plain step off the free set
     assert chains.solver[0][0] == free.tobytes()
+
+
+def test_binary_fisher_features_are_the_indicators_read_off_the_chains():
+    # A binary model's natural step reads its features straight off the chains' float32 states, and
+    # reparametrises one Gibbs kernel from step to step: the same features, mean and covariance bits
+    # as the sparse indicators of the integer states, and the kernel from_layout builds.
+    model = make_random_mrf(grid_graph(4, 5), scale=1.0, random_state=0)
+    colours = colour_classes(model.graph)
+    rng = np.random.default_rng(3)
+    chains = Chains(model.layout, colours, None, 700, 1, "uniform", True, rng, None, block=300)
+    chains.advance(model.theta, 3, statistic=False)
+    theta = rng.normal(size=model.n_params)
+    chains.advance(theta, 2, statistic=False)
+    rebuilt = BinaryGibbsKernel.from_layout(model.layout, theta, colours)
+    for a, rows in rebuilt.neg_rows.items():
+        for name in ("data", "indices", "indptr"):
+            np.testing.assert_array_equal(getattr(chains.kernel.neg_rows[a], name), getattr(rows, name))
+        np.testing.assert_array_equal(chains.kernel.neg_bias[a], rebuilt.neg_bias[a])
+    dense = chains._fisher_features(500)  # two blocks and part of a third
+    sparse = indicator_matrix(model.layout, chains.states(500))
+    assert isinstance(dense, np.ndarray) and dense.dtype == np.float32
+    np.testing.assert_array_equal(dense, sparse.toarray())
+    np.testing.assert_array_equal(_feature_mean(dense), _feature_mean(sparse))
+    mu = _feature_mean(sparse)
+    np.testing.assert_array_equal(_feature_covariance(dense, mu), _feature_covariance(sparse, mu))
 
 
 def test_binary_chain_sums_are_exact_counts():

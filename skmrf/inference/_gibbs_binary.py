@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -39,16 +41,33 @@ class BinaryGibbsKernel:
         self.bounds = np.concatenate([[0], np.cumsum([len(c) for c in colours])])
         edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
         pi, pj = self.inv[edges[:, 0]], self.inv[edges[:, 1]]
-        W = sp.csr_matrix(
-            (np.r_[theta_pair, theta_pair].astype(np.float32), (np.r_[pi, pj], np.r_[pj, pi])), shape=(n, n)
-        )
-        W.sort_indices()
-        self.W = W  # symmetric pair weights in the internal (colour-sorted) order
+        # The sparsity pattern once, each stored entry labelled with its index into
+        # (theta_pair, theta_pair): new parameters only refill the values (reparametrised).
+        labels = np.arange(1, 2 * len(edges) + 1, dtype=np.float64)
+        pattern = sp.csr_matrix((labels, (np.r_[pi, pj], np.r_[pj, pi])), shape=(n, n))
+        pattern.sort_indices()
+        self._pattern = pattern, pattern.data.astype(np.int64) - 1
+        self._blocks = {}
+        for a, b in zip(self.bounds[:-1], self.bounds[1:]):
+            rows = pattern[a:b]
+            self._blocks[int(a)] = (b, rows.indices, rows.indptr, rows.data.astype(np.int64) - 1)
+        self.layout_positions = None  # (variables, unary positions, pair positions) of from_layout
+        self._set_parameters(theta_unary, theta_pair)
+
+    def _set_parameters(self, theta_unary, theta_pair):
+        n = len(self.perm)
+        values = np.r_[theta_pair, theta_pair].astype(np.float32)
+        pattern, slots = self._pattern
+        self.W = sp.csr_matrix((values[slots], pattern.indices, pattern.indptr), shape=(n, n))
+        self.W.has_sorted_indices = True  # symmetric pair weights in the internal (colour-sorted) order
         bias = np.asarray(theta_unary, dtype=np.float32)[self.perm]
         # Negated, so that one product gives -field, ready for exp.
         # keyed by the first row of each colour block.
-        self.neg_rows = {int(a): -W[a:b] for a, b in zip(self.bounds[:-1], self.bounds[1:])}
-        self.neg_bias = {int(a): -bias[a:b, None] for a, b in zip(self.bounds[:-1], self.bounds[1:])}
+        self.neg_rows = {
+            a: sp.csr_matrix((-values[slots], indices, indptr), shape=(b - a, n))
+            for a, (b, indices, indptr, slots) in self._blocks.items()
+        }
+        self.neg_bias = {a: -bias[a:b, None] for a, (b, *_) in self._blocks.items()}
 
     def to_internal(self, states):
         """``(n_chains, n_variables)`` 0/1 states to the internal float32 layout."""
@@ -63,10 +82,26 @@ class BinaryGibbsKernel:
         sizes = np.array([len(c) for c in layout.cliques])
         pair = np.flatnonzero(sizes == 2)
         uni = np.flatnonzero(sizes == 1)
+        variables = np.array([layout.cliques[k][0] for k in uni], dtype=np.int64)
         unary = np.zeros(len(layout.n_states))
-        unary[[layout.cliques[k][0] for k in uni]] = theta[layout.block_offsets[uni]]
+        unary[variables] = theta[layout.block_offsets[uni]]
         edges = np.array([layout.cliques[k] for k in pair], dtype=np.int64).reshape(-1, 2)
-        return cls(unary, theta[layout.block_offsets[pair]], edges, colours)
+        kernel = cls(unary, theta[layout.block_offsets[pair]], edges, colours)
+        kernel.layout_positions = (variables, layout.block_offsets[uni], layout.block_offsets[pair])
+        return kernel
+
+    def reparametrised(self, theta):
+        """This kernel (of :meth:`from_layout`) at other parameters ``theta`` of the same layout.
+
+        The colouring, the sparsity pattern and the positions of the parameters are reused; the
+        kernel equals ``from_layout(layout, theta, colours)``, and ``self`` is left unchanged.
+        """
+        variables, unary_pos, pair_pos = self.layout_positions
+        unary = np.zeros(len(self.perm))
+        unary[variables] = theta[unary_pos]
+        kernel = copy.copy(self)
+        kernel._set_parameters(unary, theta[pair_pos])
+        return kernel
 
     def interaction_energy(self, S):
         """``sum_(i,j) theta_ij x_i x_j`` of every chain (internal states ``S``), float64."""

@@ -26,6 +26,7 @@ from skmrf._kernels.mcmc.chains import (
     CHAIN_BLOCK,
     Chains,
     _chain_sums,
+    _chain_sums_float,
     _feature_covariance,
     _feature_mean,
     _fisher_solver,
@@ -461,16 +462,20 @@ def test_binary_fisher_features_are_the_indicators_read_off_the_chains():
     np.testing.assert_array_equal(_feature_covariance(dense, mu), _feature_covariance(sparse, mu))
 
 
-def test_binary_chain_sums_are_exact_counts():
-    # The pair sums are accumulated in the chains' float32: exact integers below 2^24 (these near 4096,
-    # which float16 would round).
+@pytest.mark.parametrize("chains", [CHAIN_BLOCK, 1001])
+def test_binary_chain_sums_are_exact_counts(chains):
+    # The pair sums are popcounts of packed chains (a count not a multiple of 64 pads the last word),
+    # or with numpy < 2 float32 sums: both exact integers below 2^24 (these near 4096, which float16
+    # would round).
     rng = np.random.default_rng(1)
-    S = (rng.random((20, CHAIN_BLOCK)) < 0.999).astype(np.float32)
+    S = (rng.random((20, chains)) < 0.999).astype(np.float32)
     pi, pj = np.array([0, 3, 5, 19]), np.array([1, 4, 18, 2])
-    sum_s, sum_ss = _chain_sums(S, np.arange(20), (pi, pj))
     S64 = S.astype(np.int64)
-    np.testing.assert_array_equal(sum_ss, (S64[pi] * S64[pj]).sum(axis=1))
-    np.testing.assert_array_equal(sum_s, S64.sum(axis=1))
+    order = rng.permutation(20)
+    for sums in (_chain_sums, partial(_chain_sums_float, chunk=2 * chains)):  # chunks of two edges
+        sum_s, sum_ss = sums(S, order, (pi, pj))
+        np.testing.assert_array_equal(sum_ss, (S64[pi] * S64[pj]).sum(axis=1))
+        np.testing.assert_array_equal(sum_s, S64.sum(axis=1)[order])
 
 
 @pytest.mark.parametrize("n_states", [2, 3])

@@ -31,6 +31,11 @@ import scipy.sparse as sp
 
 from ._anova import Components
 
+#: :class:`CentredRidge` applies its components' map as a sparse matrix up to this many entries,
+#: or this many per parameter where that is more.
+SPARSE_MAP_MAX_ENTRIES = 1 << 18
+SPARSE_MAP_ENTRIES_PER_PARAM = 16
+
 __all__ = ["CentredRidge", "ridge_gradient", "ridge_matrix", "ridge_scale", "ridge_value", "ridge_value_and_gradient"]
 
 
@@ -71,10 +76,26 @@ class CentredRidge:
     def weights(self):
         return {sub: _weight(sub) for sub in self.components.sets}
 
+    @cached_property
+    def _sparse_map(self):
+        """``(B, w)``: the components' map as a sparse matrix and each of its rows' weight ``c_S``,
+        where the matrix is small (at most :data:`SPARSE_MAP_MAX_ENTRIES` entries, or a few per
+        parameter); else None, and the table operations of :class:`~skmrf._anova.Components` apply
+        it. On a 12 x 12 binary grid one gradient takes 5 us instead of 330 us (the per-part numpy
+        calls); a 21-state pair's map would hold 441 x 400 entries."""
+        comp = self.components
+        if comp.tables:
+            return None
+        entries = sum(cols.size * int(np.prod(sub)) for cols, sub, *_ in comp.parts)
+        if entries > max(SPARSE_MAP_MAX_ENTRIES, SPARSE_MAP_ENTRIES_PER_PARAM * self.layout.n_params):
+            return None
+        B, _ = comp.sparse()
+        w = np.concatenate([np.full(len(S) * int(np.prod(sub)), self.weights[sub]) for sub, S in comp.sets.items()])
+        return B.tocsr(), w
+
     def value(self, theta):
         """The penalty at ``theta``."""
-        E = self.components(np.asarray(theta, dtype=np.float64))
-        return 0.5 * self.alpha * sum(self.weights[sub] * float(np.vdot(e, e)) for sub, e in E.items())
+        return self.value_and_gradient(theta)[0]
 
     def gradient(self, theta):
         """The penalty's gradient at ``theta``."""
@@ -82,7 +103,13 @@ class CentredRidge:
 
     def value_and_gradient(self, theta):
         """The penalty and its gradient at ``theta``, from one evaluation of the components."""
-        E = self.components(np.asarray(theta, dtype=np.float64))
+        theta = np.asarray(theta, dtype=np.float64)
+        if self._sparse_map is not None:
+            B, w = self._sparse_map
+            E = B @ theta
+            wE = w * E
+            return 0.5 * self.alpha * float(np.dot(wE, E)), self.alpha * (B.T @ wE)
+        E = self.components(theta)
         value = 0.5 * self.alpha * sum(self.weights[sub] * float(np.vdot(e, e)) for sub, e in E.items())
         return value, self.alpha * self.components.adjoint({sub: self.weights[sub] * e for sub, e in E.items()})
 

@@ -490,18 +490,23 @@ def main():
     ap.add_argument("--out", action="store_true", help="write benchmarks/results/<--out-name>")
     ap.add_argument("--out-name", default="mcmc_real.txt")
     ap.add_argument("--quick", action="store_true", help="every case small (a smoke run)")
+    ap.add_argument(
+        "--blas-threads", type=int, default=1, help="BLAS threads of every fit; 0 leaves the library's default"
+    )
     a = ap.parse_args()
     if a.quick:
         a.cap, a.potts_cap, a.n_check, a.fresh_sweeps = 20.0, 30.0, 200, 20
-    limit_blas(1)
+    limit_blas(a.blas_threads)
     cases = a.cases.split(",")
     lines = [
         f"# python benchmarks/mcmc_real.py --cases {a.cases} --potts {a.potts} --potts-n-iter {a.potts_n_iter} "
         f"--potts-chains {a.potts_chains} --cap {a.cap:g} --potts-cap {a.potts_cap:g} "
         f"--potts-cap-159 {a.potts_cap_159:g} "
         f"--n-check {a.n_check} --fresh-sweeps {a.fresh_sweeps} --long-sweeps {a.long_sweeps} --n-jobs {a.n_jobs}"
-        + (" --quick" if a.quick else ""),
-        header("mcmc_real.py: MCMCMaxLikelihood's default against PL, LAP and exact ML on the cases of #42", 1),
+        f" --blas-threads {a.blas_threads}" + (" --quick" if a.quick else ""),
+        header(
+            "mcmc_real.py: MCMCMaxLikelihood's default against PL, LAP and exact ML on the cases of #42", a.blas_threads
+        ),
         f"# python {platform.python_version()}; every MCMC fit in a forked child under its wall-clock cap",
     ]
     print("\n".join(lines), flush=True)

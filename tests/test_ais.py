@@ -490,3 +490,29 @@ def test_auto_path_keeps_the_centred_estimate_on_a_nearly_symmetric_model(L, K):
     for seed, z in zip(range(10), [2.0, 20.0] * 5):
         res = adaptive_annealed_importance_sampling(model, z=z, random_state=seed, warn=False)
         assert abs(res.log_z - exact) <= 3 * res.std_err, (seed, res.path, res.log_z - exact, res.std_err)
+
+
+def test_auto_score_method_is_chosen_at_first_use(monkeypatch):
+    # The fit does not try the junction tree for score_method="auto" (the attempt alone took 41 s
+    # and 2 GiB on a 1000 x 1000 grid, 0.26 s of a 0.59 s LAP fit on 30 x 30); the first score,
+    # sample or read of score_method_ / log_partition_ makes the choice once, with the fit's
+    # max_bytes and random_state, so it is the choice and the estimate an eager fit gave.
+    from skmrf.model import DiscreteMRF
+
+    X, _ = sample_random_mrf(grid_graph(4, 4), 200, random_state=0)
+    calls = []
+    original = DiscreteMRF.calibrate
+    monkeypatch.setattr(DiscreteMRF, "calibrate", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+    # 2 KiB: too small for the 4 x 4 grid's junction tree, so "auto" falls back to AIS.
+    for max_bytes, chosen in ((None, "exact"), (2048, "ais")):
+        est = LAPEstimator("grid:4x4", max_bytes=max_bytes, random_state=3).fit(X)
+        assert calls == [] and not {"score_method_", "_log_partition"} & set(vars(est))
+        est.set_params(max_bytes=None if max_bytes else 2048)  # the fit's value decides, not a later one
+        first = est.score(X)
+        assert calls == [1] and est.score_method_ == chosen and est.score(X) == first and calls == [1]
+        eager = LAPEstimator("grid:4x4", max_bytes=max_bytes, score_method=chosen, random_state=3).fit(X)
+        assert est.log_partition_ == eager.log_partition_  # the same exact value, or the same seeded AIS
+        calls.clear()
+        est.set_params(max_bytes=max_bytes).fit(X)  # a new fit forgets the choice and defers it again
+        assert calls == [] and est.score_method_ == chosen and calls == [1]
+        calls.clear()

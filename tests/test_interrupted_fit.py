@@ -96,7 +96,8 @@ def test_an_interrupted_fit_leaves_the_estimator_as_it_was(name, method, data, m
     assert not [k for k in vars(est) if k.endswith("_") and not k.startswith("_")]
     # A fitted estimator keeps its fit: the same attributes, the same results.
     _fit(est, name, X, Xg)
-    before, results = dict(vars(est)), _result(est, name, X, Xg)
+    results = _result(est, name, X, Xg)  # first: it makes what the fit deferred (the score method, log Z)
+    before = dict(vars(est))
     with monkeypatch.context() as m:
         m.setattr(target, method, _interrupt)
         with pytest.raises(KeyboardInterrupt):

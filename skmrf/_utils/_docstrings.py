@@ -106,10 +106,11 @@ DOCS = {
         paths agree, within 400,000 chain sweeps; seeded by ``random_state``;
         standard error, its bias included, in ``log_partition_std_``), for
         graphs too wide for the junction tree.
-        ``"auto"``: ``"exact"`` when the junction tree fits, else ``"ais"``
-        (``log Z`` estimated once, at the first ``score``, ``score_samples``
-        or read of ``log_partition_``, and cached; that first score warns that
-        it is an estimate). ``"bound"`` (pairwise models): the log-likelihood
+        ``"auto"``: ``"exact"`` when the junction tree fits, else ``"ais"``,
+        chosen and computed once, at the first ``score``, ``score_samples``,
+        ``sample`` or read of ``score_method_`` or ``log_partition_`` (``fit``
+        does not try the junction tree), and cached; a first score with the
+        AIS estimate warns that it is an estimate. ``"bound"`` (pairwise models): the log-likelihood
         with ``log Z`` replaced by its tree-reweighted upper bound
         (:func:`skmrf.inference.tree_upper_bound`), so every score is a
         guaranteed lower bound on the log-likelihood: the conservative choice
@@ -158,8 +159,11 @@ DOCS = {
         With ``score_method_ == "ais"``: whether the adaptive AIS ran out of
         its budget before two runs agreed (the first score then says so).""",
     "score_method_": """score_method_ : str
-        How :meth:`score_samples` scores: ``score_method`` with ``"auto"``
-        resolved in ``fit``.""",
+        How :meth:`score_samples` scores: ``score_method``, with ``"auto"``
+        resolved at its first use (``score``, ``sample``, reading this or
+        ``log_partition_``): ``"exact"`` where the junction tree fits within
+        ``max_bytes``, else ``"ais"``. The fit itself does not try the
+        junction tree.""",
     # -- attributes of every estimator (set by scikit-learn's data validation)
     "n_features_in_": """n_features_in_ : int
         Number of features seen during fit.""",

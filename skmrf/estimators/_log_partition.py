@@ -58,6 +58,7 @@ LOG_Z_KEYS = (
     "_ais_budget_message",
     "_ais_random_state",
     "_estimate_announced",
+    "_score_method_pending",
 )
 
 

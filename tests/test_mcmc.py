@@ -914,8 +914,11 @@ def test_fit_runs_its_schedule_on_one_blas_thread(monkeypatch, schedule):
         random_state=0,
     )
     with threadpoolctl.threadpool_limits(limits=2, user_api="blas"):
+        outside = blas_threads()  # a single-threaded build (cvxopt's BLAS) stays at 1
+        if max(outside) < 2:
+            pytest.skip("no BLAS library here runs two threads")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est.fit(X)
-        assert blas_threads() == [2] * len(blas_threads())  # the caller's setting, restored
-    assert seen == [[1] * len(blas_threads())]
+        assert blas_threads() == outside  # the caller's setting, restored
+    assert seen == [[1] * len(outside)]

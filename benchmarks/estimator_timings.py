@@ -105,10 +105,12 @@ def main():
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="one repeat of each")
     ap.add_argument("--only", default="", help="run the cases whose name contains this")
+    ap.add_argument("--blas-threads", type=int, default=1, help="0 leaves BLAS's default threads, as a user runs")
     args = ap.parse_args()
     repeat = 1 if args.quick else args.repeat
-    limit_blas(1)
-    print(header(f"estimator_timings.py: best of {repeat} fits, one BLAS thread", blas_threads=1))
+    limit_blas(args.blas_threads)
+    threads = f"{args.blas_threads} BLAS thread(s)" if args.blas_threads else "BLAS's default threads"
+    print(header(f"estimator_timings.py: best of {repeat} fits, {threads}", blas_threads=args.blas_threads))
     print(f"{'case':62s} {'cpu s':>8s} {'wall s':>8s}  checksum")
     for name, fit in cases():
         if args.only not in name:

@@ -15,7 +15,6 @@ from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import logsumexp
 
 from .._data import (
     BlanketRecords,
@@ -241,10 +240,21 @@ def _pl_chunk(full, pos, summer, x_own, invalid, weight, n_table):
     """Negative weighted pseudo-log-likelihood of a chunk of records and its full-table gradient."""
     logits = summer @ full[pos]
     logits[invalid] = -np.inf
-    lse = logsumexp(logits, axis=1)
+    # log-sum-exp and the conditional probabilities from one exp, as log1p of the terms other
+    # than the largest (scipy's logsumexp, whose accuracy L-BFGS's stopping test needs: log of the
+    # whole sum took 135 objective evaluations on a 100 x 100 grid instead of 82), without its
+    # overhead (30 % of that fit). Every record has a valid state, so the largest is finite.
+    rows = np.arange(len(logits))
+    at_top = logits.argmax(axis=1)
+    top = logits[rows, at_top]
+    prob = np.exp(logits - top[:, None])
+    prob[rows, at_top] = 0.0
+    others = prob.sum(axis=1)
+    prob[rows, at_top] = 1.0
+    lse = top + np.log1p(others)
     own = np.take_along_axis(logits, x_own[:, None], axis=1)[:, 0]
     f = -float(weight @ (own - lse))
-    resid = -np.exp(logits - lse[:, None])
+    resid = -(prob / (1.0 + others)[:, None])
     resid[np.arange(len(x_own)), x_own] += 1.0
     resid *= -weight[:, None]
     g = summer.T @ resid

@@ -22,14 +22,18 @@ import scipy.sparse as sp
 __all__ = ["Components", "component_matrix", "theta_from_own_components"]
 
 
-def component_matrix(shape, R):
-    """The map from a clique's block (``prod(K - 1)`` entries) to its component on the positions
-    ``R`` (``prod(K_R)`` entries, C order): embed in the full table, average over the other
-    positions, centre along each of ``R``."""
-    block = tuple(k - 1 for k in shape)
-    n = int(np.prod(block))
-    T = np.zeros((n, *shape))
-    T[(np.arange(n), *(i + 1 for i in np.unravel_index(np.arange(n), block)))] = 1.0
+def component_matrix(shape, R, tables=False):
+    """The map from a clique's block (``prod(K - 1)`` entries; with ``tables`` its full table,
+    ``prod(K)``) to its component on the positions ``R`` (``prod(K_R)`` entries, C order): embed
+    in the full table, average over the other positions, centre along each of ``R``."""
+    if tables:
+        n = int(np.prod(shape))
+        T = np.eye(n).reshape(n, *shape)
+    else:
+        block = tuple(k - 1 for k in shape)
+        n = int(np.prod(block))
+        T = np.zeros((n, *shape))
+        T[(np.arange(n), *(i + 1 for i in np.unravel_index(np.arange(n), block)))] = 1.0
     rest = tuple(1 + p for p in range(len(shape)) if p not in R)
     comp = T.mean(axis=rest) if rest else T
     for a in range(1, comp.ndim):
@@ -140,24 +144,26 @@ class Components:
         return out
 
     def sparse(self):
-        """The map as a sparse matrix, rows ordered by sub-shape (as :attr:`sets`), then set, then
-        table entry; and ``{sub-shape: first row}``."""
+        """The map as a sparse matrix (columns: ``theta``, or the flat full tables with
+        ``tables``), rows ordered by sub-shape (as :attr:`sets`), then set, then table entry; and
+        ``{sub-shape: first row}``."""
         base, offset = {}, 0
         for sub, S in self.sets.items():
             base[sub] = offset
             offset += len(S) * int(np.prod(sub))
         rows, cols, vals = [], [], []
         for cpos, sub, shape, R, set_rows, _, _ in self.parts:
-            A = component_matrix(shape, R)
+            A = component_matrix(shape, R, self.tables)
             r = base[sub] + set_rows[:, None, None] * A.shape[0] + np.arange(A.shape[0])[None, :, None]
             r = np.broadcast_to(r, (len(set_rows), *A.shape))
             rows.append(r.ravel())
             cols.append(np.broadcast_to(cpos[:, None, :], r.shape).ravel())
             vals.append(np.broadcast_to(A, r.shape).ravel())
+        n_cols = self.layout.n_table if self.tables else self.layout.n_params
         if not rows:
-            return sp.csr_array((offset, self.layout.n_params)), base
+            return sp.csr_array((offset, n_cols)), base
         data = (np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols)))
-        return sp.csr_array(data, shape=(offset, self.layout.n_params)), base
+        return sp.csr_array(data, shape=(offset, n_cols)), base
 
 
 def theta_from_own_components(layout, own):

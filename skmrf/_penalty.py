@@ -84,10 +84,9 @@ class CentredRidge:
         it. On a 12 x 12 binary grid one gradient takes 5 us instead of 330 us (the per-part numpy
         calls); a 21-state pair's map would hold 441 x 400 entries."""
         comp = self.components
-        if comp.tables:
-            return None
         entries = sum(cols.size * int(np.prod(sub)) for cols, sub, *_ in comp.parts)
-        if entries > max(SPARSE_MAP_MAX_ENTRIES, SPARSE_MAP_ENTRIES_PER_PARAM * self.layout.n_params):
+        n_input = self.layout.n_table if comp.tables else self.layout.n_params
+        if entries > max(SPARSE_MAP_MAX_ENTRIES, SPARSE_MAP_ENTRIES_PER_PARAM * n_input):
             return None
         B, _ = comp.sparse()
         w = np.concatenate([np.full(len(S) * int(np.prod(sub)), self.weights[sub]) for sub, S in comp.sets.items()])

@@ -60,26 +60,27 @@ def test_penalty_is_the_anova_norm_of_the_energy():
     assert np.linalg.eigvalsh(P).min() > 0  # a ridge: positive definite on theta
 
 
-def test_sparse_map_and_table_operations_give_the_same_penalty(monkeypatch):
+@pytest.mark.parametrize("tables", [False, True])
+def test_sparse_map_and_table_operations_give_the_same_penalty(monkeypatch, tables):
     # Small models apply the components' map as a sparse matrix (a 12 x 12 grid's gradient 330 -> 30
     # us), many-state ones by table operations (a 21-state pair's map holds 441 x 400 entries). Both
     # sum the same few products per entry in another order: agreement to rounding.
     from skmrf import _penalty
 
     model = DiscreteMRF(TRIANGLE, TRIANGLE_STATES)
-    theta = np.random.default_rng(3).normal(size=model.n_params)
-    sparse = CentredRidge(model.layout, 0.7)
+    theta = np.random.default_rng(3).normal(size=model.layout.n_table if tables else model.n_params)
+    sparse = CentredRidge(model.layout, 0.7, tables=tables)
     assert sparse._sparse_map is not None
     monkeypatch.setattr(_penalty, "SPARSE_MAP_MAX_ENTRIES", 0)
     monkeypatch.setattr(_penalty, "SPARSE_MAP_ENTRIES_PER_PARAM", 0)
-    tables = CentredRidge(model.layout, 0.7)
-    assert tables._sparse_map is None
-    value, gradient = tables.value_and_gradient(theta)
+    by_tables = CentredRidge(model.layout, 0.7, tables=tables)
+    assert by_tables._sparse_map is None
+    value, gradient = by_tables.value_and_gradient(theta)
     np.testing.assert_allclose(sparse.gradient(theta), gradient, rtol=1e-13, atol=1e-15)
     assert sparse.value(theta) == pytest.approx(value, rel=1e-13)
     monkeypatch.undo()
     potts = DiscreteMRF(list(itertools.combinations(range(8), 2)), [21] * 8)
-    assert CentredRidge(potts.layout, 1.0)._sparse_map is None
+    assert CentredRidge(potts.layout, 1.0, tables=tables)._sparse_map is None
 
 
 def test_binary_penalty_is_the_ridge_in_centred_coordinates():

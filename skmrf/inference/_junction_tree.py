@@ -29,6 +29,10 @@ _MIN_FILL_RETRY_MAX = 2000
 #: The banded (reverse Cuthill-McKee) order is taken only where its tree has fewer table entries
 #: than the best greedy one's divided by this (see :func:`_choose_order`).
 BANDED_MARGIN = 2.0
+#: ... and only tried where the greedy order's elimination cliques have more table entries than
+#: this (or none fits): below it a calibration takes milliseconds, less than the banded order
+#: costs to build (5-8 ms on 12 x 12 and 14 x 14 grids).
+BANDED_MIN_ENTRIES = 1 << 22
 
 
 _ADVICE = (
@@ -201,7 +205,7 @@ def _choose_order(nbrs, n_states, order, heuristic, max_bytes):
         return order, _eliminate(nbrs, order)[0]
     # One table may take at most half the budget (beliefs + a temporary).
     limit = (DEFAULT_MAX_BYTES if max_bytes is None else max_bytes) / 16
-    found, errors, banded = [], [], None
+    found, errors = [], []
     for h in ("min_degree", "min_fill") if heuristic == "auto" else (heuristic,):
         if h == "min_fill" and heuristic == "auto" and errors and n > _MIN_FILL_RETRY_MAX:
             break  # min-degree already failed; min-fill would take long to fail too
@@ -209,26 +213,26 @@ def _choose_order(nbrs, n_states, order, heuristic, max_bytes):
             found.append(_greedy(nbrs, h, n_states, limit))
         except TreewidthError as exc:
             errors.append(exc)
-    if heuristic == "auto" and n:
-        # Last, so that it is taken only where strictly cheaper (the greedy orders' trees, and the
-        # exact samples drawn through them, are kept wherever those are as good).
+    best = min(found, key=lambda r: r[2]) if found else None
+    if heuristic == "auto" and n and (best is None or best[2] > BANDED_MIN_ENTRIES):
+        # Tried last and taken only where its tree has under 1 / BANDED_MARGIN of the greedy
+        # tree's table entries (contained cliques merged: the elimination cliques' sum over-counts
+        # the greedy orders' many nested ones). Its nodes are all wide, so each clique is added and
+        # marginalised on a wide table: on 14 x 14, 1.6e6 entries against min-fill's 1.9e6 and
+        # exact ML 4.9 s against 4.3; on 16 x 16, 7.3e6 against 2.2e7 and 23 s against 85. Where
+        # the greedy tree is kept, so are the exact samples drawn through it.
         try:
             rcm = _bandwidth_order(nbrs)
             banded = (rcm, *_eliminate(nbrs, rcm, n_states, limit, "reverse Cuthill-McKee"))
-            found.append(banded)
+            if best is None or BANDED_MARGIN * _tree_entries(*banded[:2], n_states) < _tree_entries(
+                *best[:2], n_states
+            ):
+                best = banded
         except TreewidthError as exc:
             errors.append(exc)
-    if not found:
+    if best is None:
         raise errors[-1]
-    # By the entries of the tree's tables (contained cliques merged): the elimination cliques'
-    # sum over-counts the greedy orders' many nested ones (12 x 12 grid: min-fill 4.6e5 against
-    # 3.4e5, but its tree 2.6e5 against 3.3e5, and 20 % faster to calibrate). The banded order
-    # must halve them: its nodes are all wide, so each of its cliques is added and marginalised on
-    # a wide table (14 x 14: 1.6e6 entries against min-fill's 1.9e6, exact ML 4.9 s against 4.3;
-    # 16 x 16: 7.3e6 against 2.2e7, 23 s against 85).
-    entries = [_tree_entries(o, e, n_states) for o, e, _ in found]
-    best = min(range(len(found)), key=lambda i: entries[i] * (BANDED_MARGIN if found[i] is banded else 1.0))
-    return found[best][0], found[best][1]
+    return best[0], best[1]
 
 
 def _tree_entries(order, elim, n_states):

@@ -255,7 +255,7 @@ def _pl_chunk(full, pos, summer, x_own, invalid, weight, n_table):
     own = np.take_along_axis(logits, x_own[:, None], axis=1)[:, 0]
     f = -float(weight @ (own - lse))
     resid = -(prob / (1.0 + others)[:, None])
-    resid[np.arange(len(x_own)), x_own] += 1.0
+    resid[rows, x_own] += 1.0
     resid *= -weight[:, None]
     g = summer.T @ resid
     return f, np.bincount(pos.ravel(), weights=g.ravel(), minlength=n_table)

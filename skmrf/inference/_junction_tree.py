@@ -336,6 +336,10 @@ class JunctionTree:
         self.shapes = [tuple(int(self.n_states[i]) for i in nd) for nd in self.nodes]
         sizes = [int(np.prod(s)) for s in self.shapes]
         self.assign = _assign_cliques(self.nodes, sizes, cliques, len(self.n_states))
+        self._node_members = {}  # {node: [model cliques it holds]}
+        for c, k in enumerate(self.assign):
+            self._node_members.setdefault(int(k), []).append(c)
+        self._placement_cache = None  # (layout, placement) of node_log_tables
         self.table_entries = int(sum(sizes))
         self.max_table = max(sizes, default=0)
         self.treewidth = max((len(nd) for nd in self.nodes), default=1) - 1
@@ -411,11 +415,11 @@ class JunctionTree:
     def _clique_placement(self, layout):
         """Per node: ``(node, union shape or None, [(lo, hi, shape)], union-in-node shape)`` for
         :meth:`node_log_tables` (cached for the last layout)."""
-        cached = getattr(self, "_placement_cache", None)
+        cached = self._placement_cache
         if cached is not None and cached[0] is layout:
             return cached[1]
         ns, placement = self.n_states, []
-        for k, members in self._members().items():
+        for k, members in self._node_members.items():
             node, offsets = self.nodes[k], layout.table_offsets
             if len(members) == 1:
                 clique = set(layout.cliques[members[0]])
@@ -431,15 +435,6 @@ class JunctionTree:
             placement.append((k, tuple(int(ns[v]) for v in union), parts, into_node))
         self._placement_cache = (layout, placement)
         return placement
-
-    def _members(self):
-        """``{node: [model cliques it holds]}`` (cached)."""
-        if getattr(self, "_members_cache", None) is None:
-            members = {}
-            for c, k in enumerate(self.assign):
-                members.setdefault(int(k), []).append(c)
-            self._members_cache = members
-        return self._members_cache
 
     def calibrate(self, full, layout, evidence=None, max_bytes=None):
         """Calibrate with the clique tables ``full`` (flat, ``layout`` order).
@@ -539,7 +534,7 @@ class Calibration:
         """Flat marginal tables of all model cliques (``layout`` order)."""
         tree, lay = self.tree, self.layout
         out = np.empty(lay.n_table)
-        for k, members in tree._members().items():
+        for k, members in tree._node_members.items():
             p = self.node_marginals[k]
             node = tree.nodes[k]
             union = {v for c in members for v in lay.cliques[c]}
